@@ -1,0 +1,59 @@
+package catalog
+
+import "time"
+
+// ConnectionSpec is a storage connection; the access key is the object's
+// secret and is not part of the spec.
+type ConnectionSpec struct {
+	Type      string    `json:"type"` // OSS, COS, S3
+	Endpoint  string    `json:"endpoint"`
+	Region    string    `json:"region,omitempty"`
+	AccessID  string    `json:"access_id"`
+	Comment   string    `json:"comment,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// VolumeSpec is an external volume.
+type VolumeSpec struct {
+	Location        string    `json:"location"`
+	Connection      string    `json:"connection"`
+	DirectoryEnable bool      `json:"directory_enable"`
+	AutoRefresh     bool      `json:"auto_refresh"`
+	Recursive       bool      `json:"recursive"`
+	Comment         string    `json:"comment,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	// RefreshID names the directory snapshot DIRECTORY() reads; 0 before
+	// the first refresh.
+	RefreshID   uint64    `json:"refresh_id,omitempty"`
+	RefreshedAt time.Time `json:"refreshed_at,omitempty"`
+}
+
+// ColumnSpec is one column of a table as declared.
+type ColumnSpec struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`    // as declared: DECIMAL(10,2)
+	CHType  string `json:"ch_type"` // as stored: Nullable(Decimal(10, 2))
+	Comment string `json:"comment,omitempty"`
+}
+
+// TableSpec is a table created through lakepipe. Its rows live in the
+// ClickHouse table of the same name in the database named after the schema.
+type TableSpec struct {
+	Columns     []ColumnSpec      `json:"columns"`
+	PartitionBy []string          `json:"partition_by,omitempty"`
+	Comment     string            `json:"comment,omitempty"`
+	Properties  map[string]string `json:"properties,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	// SchemaVersion grows with every column change; streaming-write
+	// sessions compare it to detect a schema mismatch.
+	SchemaVersion int `json:"schema_version"`
+}
+
+// DroppedTableSpec is a dropped table kept for UNDROP; Name in the catalog
+// is the trash table's name.
+type DroppedTableSpec struct {
+	Table     TableSpec `json:"table"`
+	Schema    string    `json:"schema"`
+	Name      string    `json:"name"`
+	DroppedAt time.Time `json:"dropped_at"`
+}

@@ -1,0 +1,549 @@
+package chstore
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// column collects the values of one target column for one block, as the
+// typed slice clickhouse-go appends without reflection.
+type column interface {
+	// add converts rows of src into the column; a row it cannot convert is
+	// reported through bad(row, message) and gets a zero placeholder.
+	add(src *formats.Vector, rows int, bad func(row int, msg string))
+	// addNull appends n NULLs (or zero values for a NOT NULL column).
+	addNull(n int)
+	// keep drops the rows whose keep flag is false.
+	keep(keep []bool)
+	// values returns what Batch.Column(i).Append takes and resets.
+	values() any
+	len() int
+}
+
+func newColumn(chType string) (column, error) {
+	base, nullable := schemas.BaseOf(chType)
+	switch base {
+	case "Int8":
+		return &intCol[int8]{nullable: nullable, min: math.MinInt8, max: math.MaxInt8}, nil
+	case "Int16":
+		return &intCol[int16]{nullable: nullable, min: math.MinInt16, max: math.MaxInt16}, nil
+	case "Int32":
+		return &intCol[int32]{nullable: nullable, min: math.MinInt32, max: math.MaxInt32}, nil
+	case "Int64":
+		return &intCol[int64]{nullable: nullable, min: math.MinInt64, max: math.MaxInt64}, nil
+	case "UInt8":
+		return &intCol[uint8]{nullable: nullable, min: 0, max: math.MaxUint8, boolText: true}, nil
+	case "UInt16":
+		return &intCol[uint16]{nullable: nullable, min: 0, max: math.MaxUint16}, nil
+	case "UInt32":
+		return &intCol[uint32]{nullable: nullable, min: 0, max: math.MaxUint32}, nil
+	case "UInt64":
+		return &intCol[uint64]{nullable: nullable, min: 0, max: math.MaxInt64}, nil
+	case "Float32":
+		return &floatCol[float32]{nullable: nullable, bits: 32}, nil
+	case "Float64":
+		return &floatCol[float64]{nullable: nullable, bits: 64}, nil
+	case "String":
+		return &stringCol{nullable: nullable}, nil
+	case "Date":
+		return &timeCol{nullable: nullable, date: true}, nil
+	}
+	switch {
+	case strings.HasPrefix(base, "DateTime"):
+		return &timeCol{nullable: nullable}, nil
+	case strings.HasPrefix(base, "Decimal("):
+		var p, s int
+		if _, err := fmt.Sscanf(strings.ReplaceAll(base, " ", ""), "Decimal(%d,%d)", &p, &s); err != nil {
+			return nil, fmt.Errorf("column type %s: %w", chType, err)
+		}
+		return &decimalCol{nullable: nullable, prec: p, scale: int32(s)}, nil
+	case strings.HasPrefix(base, "FixedString("), strings.HasPrefix(base, "Enum"):
+		return &stringCol{nullable: nullable}, nil
+	}
+	return nil, fmt.Errorf("loading into a column of type %s is not supported yet", chType)
+}
+
+// text returns the bytes of a text cell without copying; callers must not
+// keep it past the batch.
+func text(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// cell yields row r of src as text, or null. Arrow cells are rendered with
+// ValueStr unless the column has a typed fast path.
+func cell(src *formats.Vector, r int) (string, bool) {
+	if src.Arrow != nil {
+		if src.Arrow.IsNull(r) {
+			return "", true
+		}
+		return src.Arrow.ValueStr(r), false
+	}
+	if src.Null != nil && src.Null[r] {
+		return "", true
+	}
+	return text(src.Text[r]), false
+}
+
+type integer interface {
+	~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+type intCol[T integer] struct {
+	nullable bool
+	min, max int64
+	boolText bool // UInt8 also stores BOOLEAN: accept true/false
+	vals     []T
+	nulls    []bool
+}
+
+func (c *intCol[T]) len() int { return len(c.vals) }
+
+func (c *intCol[T]) put(v T, null bool) {
+	c.vals = append(c.vals, v)
+	if c.nullable {
+		c.nulls = append(c.nulls, null)
+	}
+}
+
+func (c *intCol[T]) addNull(n int) {
+	for i := 0; i < n; i++ {
+		c.put(0, true)
+	}
+}
+
+func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
+	if a, ok := src.Arrow.(*array.Int64); ok {
+		for r := 0; r < rows; r++ {
+			if a.IsNull(r) {
+				c.put(0, true)
+				continue
+			}
+			v := a.Value(r)
+			if v < c.min || v > c.max {
+				bad(r, fmt.Sprintf("%d is out of range", v))
+			}
+			c.put(T(v), false)
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		s, null := cell(src, r)
+		if null || s == "" {
+			c.put(0, true)
+			continue
+		}
+		v, err := parseInt(s)
+		if err != nil && c.boolText {
+			switch strings.ToLower(s) {
+			case "true":
+				v, err = 1, nil
+			case "false":
+				v, err = 0, nil
+			}
+		}
+		if err == nil && (v < c.min || v > c.max) {
+			err = errors.New("out of range")
+		}
+		if err != nil {
+			bad(r, fmt.Sprintf("%q is not a valid integer (%v)", s, err))
+		}
+		c.put(T(v), false)
+	}
+}
+
+// parseInt parses a decimal integer, allowing surrounding spaces and a
+// ".0…" fraction that some exporters add.
+func parseInt(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '.'); i >= 0 && strings.Trim(s[i+1:], "0") == "" {
+		s = s[:i]
+	}
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if s == "" || len(s) > 19 {
+		if len(s) > 19 {
+			return 0, errors.New("out of range")
+		}
+		return 0, errors.New("no digits")
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := s[i] - '0'
+		if d > 9 {
+			return 0, errors.New("not a number")
+		}
+		v = v*10 + uint64(d)
+	}
+	if v > math.MaxInt64 && !(neg && v == math.MaxInt64+1) {
+		return 0, errors.New("out of range")
+	}
+	if neg {
+		return -int64(v), nil
+	}
+	return int64(v), nil
+}
+
+func (c *intCol[T]) keep(keep []bool) {
+	c.vals = filter(c.vals, keep)
+	if c.nullable {
+		c.nulls = filter(c.nulls, keep)
+	}
+}
+
+func (c *intCol[T]) values() any {
+	vals, nulls := c.vals, c.nulls
+	c.vals, c.nulls = nil, nil
+	if !c.nullable {
+		return vals
+	}
+	return pointers(vals, nulls)
+}
+
+// pointers gives clickhouse-go its Nullable form ([]*T) without allocating
+// per value: each pointer points into vals.
+func pointers[T any](vals []T, nulls []bool) []*T {
+	out := make([]*T, len(vals))
+	for i := range vals {
+		if !nulls[i] {
+			out[i] = &vals[i]
+		}
+	}
+	return out
+}
+
+func filter[T any](s []T, keep []bool) []T {
+	base := len(s) - len(keep)
+	out := s[:base]
+	for i, k := range keep {
+		if k {
+			out = append(out, s[base+i])
+		}
+	}
+	return out
+}
+
+type float interface{ ~float32 | ~float64 }
+
+type floatCol[T float] struct {
+	nullable bool
+	bits     int
+	vals     []T
+	nulls    []bool
+}
+
+func (c *floatCol[T]) len() int { return len(c.vals) }
+func (c *floatCol[T]) put(v T, null bool) {
+	c.vals = append(c.vals, v)
+	if c.nullable {
+		c.nulls = append(c.nulls, null)
+	}
+}
+func (c *floatCol[T]) addNull(n int) {
+	for i := 0; i < n; i++ {
+		c.put(0, true)
+	}
+}
+func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
+	if a, ok := src.Arrow.(*array.Float64); ok {
+		for r := 0; r < rows; r++ {
+			c.put(T(a.Value(r)), a.IsNull(r))
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		s, null := cell(src, r)
+		if null || s == "" {
+			c.put(0, true)
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(s), c.bits)
+		if err != nil {
+			bad(r, fmt.Sprintf("%q is not a valid number", s))
+		}
+		c.put(T(v), false)
+	}
+}
+func (c *floatCol[T]) keep(keep []bool) {
+	c.vals = filter(c.vals, keep)
+	if c.nullable {
+		c.nulls = filter(c.nulls, keep)
+	}
+}
+func (c *floatCol[T]) values() any {
+	vals, nulls := c.vals, c.nulls
+	c.vals, c.nulls = nil, nil
+	if !c.nullable {
+		return vals
+	}
+	return pointers(vals, nulls)
+}
+
+type stringCol struct {
+	nullable bool
+	vals     []string
+	nulls    []bool
+	arena    []byte
+}
+
+func (c *stringCol) len() int { return len(c.vals) }
+func (c *stringCol) put(v string, null bool) {
+	c.vals = append(c.vals, v)
+	if c.nullable {
+		c.nulls = append(c.nulls, null)
+	}
+}
+func (c *stringCol) addNull(n int) {
+	for i := 0; i < n; i++ {
+		c.put("", true)
+	}
+}
+func (c *stringCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+	if src.Arrow != nil {
+		if a, ok := src.Arrow.(*array.String); ok {
+			for r := 0; r < rows; r++ {
+				c.put(a.Value(r), a.IsNull(r))
+			}
+			return
+		}
+		for r := 0; r < rows; r++ {
+			s, null := cell(src, r)
+			c.put(s, null)
+		}
+		return
+	}
+	// Text cells are only valid until the reader's next batch: copy them
+	// into one arena per batch instead of one allocation per value.
+	n := 0
+	for r := 0; r < rows; r++ {
+		n += len(src.Text[r])
+	}
+	arena := make([]byte, 0, n)
+	for r := 0; r < rows; r++ {
+		if src.Null != nil && src.Null[r] {
+			c.put("", true)
+			continue
+		}
+		start := len(arena)
+		arena = append(arena, src.Text[r]...)
+		c.put(unsafe.String(unsafe.SliceData(arena[start:]), len(arena)-start), false)
+	}
+}
+func (c *stringCol) keep(keep []bool) {
+	c.vals = filter(c.vals, keep)
+	if c.nullable {
+		c.nulls = filter(c.nulls, keep)
+	}
+}
+func (c *stringCol) values() any {
+	vals, nulls := c.vals, c.nulls
+	c.vals, c.nulls = nil, nil
+	if !c.nullable {
+		return vals
+	}
+	return pointers(vals, nulls)
+}
+
+type decimalCol struct {
+	nullable bool
+	prec     int
+	scale    int32
+	vals     []decimal.Decimal
+	nulls    []bool
+}
+
+func (c *decimalCol) len() int { return len(c.vals) }
+func (c *decimalCol) put(v decimal.Decimal, null bool) {
+	c.vals = append(c.vals, v)
+	if c.nullable {
+		c.nulls = append(c.nulls, null)
+	}
+}
+func (c *decimalCol) addNull(n int) {
+	for i := 0; i < n; i++ {
+		c.put(decimal.Decimal{}, true)
+	}
+}
+func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+	for r := 0; r < rows; r++ {
+		s, null := cell(src, r)
+		if null || s == "" {
+			c.put(decimal.Decimal{}, true)
+			continue
+		}
+		d, err := parseDecimal(strings.TrimSpace(s), c.scale)
+		if err == nil && len(d.Coefficient().String())-int(d.Exponent()+c.scale) > c.prec {
+			err = fmt.Errorf("does not fit DECIMAL(%d,%d)", c.prec, c.scale)
+		}
+		if err != nil {
+			bad(r, fmt.Sprintf("%q is not a valid DECIMAL(%d,%d): %v", s, c.prec, c.scale, err))
+		}
+		c.put(d, false)
+	}
+}
+
+// parseDecimal reads plain decimal text quickly (the common case of CSV
+// exports) and falls back to shopspring's parser for exponents.
+func parseDecimal(s string, scale int32) (decimal.Decimal, error) {
+	neg := false
+	t := s
+	if t != "" && (t[0] == '-' || t[0] == '+') {
+		neg = t[0] == '-'
+		t = t[1:]
+	}
+	var v int64
+	frac := int32(-1)
+	digits := 0
+	for i := 0; i < len(t); i++ {
+		ch := t[i]
+		switch {
+		case ch >= '0' && ch <= '9':
+			if digits >= 18 {
+				return slowDecimal(s, scale)
+			}
+			v = v*10 + int64(ch-'0')
+			digits++
+			if frac >= 0 {
+				frac++
+			}
+		case ch == '.' && frac < 0:
+			frac = 0
+		default:
+			return slowDecimal(s, scale)
+		}
+	}
+	if digits == 0 {
+		return decimal.Decimal{}, errors.New("no digits")
+	}
+	if frac < 0 {
+		frac = 0
+	}
+	if neg {
+		v = -v
+	}
+	return decimal.New(v, -frac), nil
+}
+
+func slowDecimal(s string, scale int32) (decimal.Decimal, error) {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return d, errors.New("not a number")
+	}
+	return d.Round(scale), nil
+}
+
+func (c *decimalCol) keep(keep []bool) {
+	c.vals = filter(c.vals, keep)
+	if c.nullable {
+		c.nulls = filter(c.nulls, keep)
+	}
+}
+func (c *decimalCol) values() any {
+	vals, nulls := c.vals, c.nulls
+	c.vals, c.nulls = nil, nil
+	if !c.nullable {
+		return vals
+	}
+	return pointers(vals, nulls)
+}
+
+type timeCol struct {
+	nullable bool
+	date     bool
+	vals     []time.Time
+	nulls    []bool
+}
+
+func (c *timeCol) len() int { return len(c.vals) }
+func (c *timeCol) put(v time.Time, null bool) {
+	c.vals = append(c.vals, v)
+	if c.nullable {
+		c.nulls = append(c.nulls, null)
+	}
+}
+func (c *timeCol) addNull(n int) {
+	for i := 0; i < n; i++ {
+		c.put(time.Unix(0, 0).UTC(), true)
+	}
+}
+func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+	switch a := src.Arrow.(type) {
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		for r := 0; r < rows; r++ {
+			c.put(a.Value(r).ToTime(unit).UTC(), a.IsNull(r))
+		}
+		return
+	case *array.Date32:
+		for r := 0; r < rows; r++ {
+			c.put(a.Value(r).ToTime().UTC(), a.IsNull(r))
+		}
+		return
+	}
+	for r := 0; r < rows; r++ {
+		s, null := cell(src, r)
+		if null || s == "" {
+			c.put(time.Unix(0, 0).UTC(), true)
+			continue
+		}
+		t, err := ParseTime(strings.TrimSpace(s))
+		if err != nil {
+			bad(r, fmt.Sprintf("%q is not a valid %s", s, map[bool]string{true: "DATE", false: "TIMESTAMP"}[c.date]))
+		}
+		c.put(t, false)
+	}
+}
+func (c *timeCol) keep(keep []bool) {
+	c.vals = filter(c.vals, keep)
+	if c.nullable {
+		c.nulls = filter(c.nulls, keep)
+	}
+}
+func (c *timeCol) values() any {
+	vals, nulls := c.vals, c.nulls
+	c.vals, c.nulls = nil, nil
+	if !c.nullable {
+		return vals
+	}
+	return pointers(vals, nulls)
+}
+
+var timeLayouts = []string{
+	"2006-01-02 15:04:05",
+	"2006-01-02",
+	time.RFC3339Nano,
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05 -0700 MST",
+	"2006/01/02 15:04:05",
+	"2006/01/02",
+}
+
+// ParseTime reads the timestamp and date spellings files commonly carry;
+// times without a zone are UTC. A bare number is Unix seconds.
+func ParseTime(s string) (time.Time, error) {
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0).UTC(), nil
+	}
+	return time.Time{}, errors.New("not a time")
+}

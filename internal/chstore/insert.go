@@ -1,0 +1,217 @@
+package chstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/formats"
+)
+
+// RowError is a row that could not be loaded, with where it came from.
+type RowError struct {
+	Line int64
+	Msg  string
+}
+
+// Inserter loads batches read by package formats into one table. Columns
+// of the target that no source column feeds get NULL (or their zero value).
+// Blocks are sent when they reach BlockRows; Close sends the rest. Rows are
+// visible once the block that holds them has been sent.
+type Inserter struct {
+	store   *Store
+	db      string
+	table   string
+	cols    []formats.Column
+	columns []column
+	query   string
+	// BlockRows is the number of rows per INSERT block (default 1,000,000:
+	// big blocks are what makes ClickHouse inserts fast).
+	BlockRows int
+	// BlockBytes bounds the text held for one block, so that memory stays
+	// flat however large the file (default 64 MiB).
+	BlockBytes   int
+	pending      int
+	pendingBytes int
+	sent         int64
+	send      chan block
+	done      chan error
+	closed    bool
+}
+
+type block struct {
+	values []any
+	rows   int
+}
+
+// NewInserter prepares inserts into db.table for the given target columns
+// (name and ClickHouse type). Sending happens on its own goroutine so that
+// reading and converting the next rows overlaps the network write.
+func (s *Store) NewInserter(ctx context.Context, db, table string, cols []formats.Column) (*Inserter, error) {
+	in := &Inserter{store: s, db: db, table: table, cols: cols, BlockRows: 1 << 20, BlockBytes: 64 << 20}
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		col, err := newColumn(c.Type)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		in.columns = append(in.columns, col)
+		names[i] = chsql.QuoteIdent(c.Name)
+	}
+	// 18.16 refuses an INSERT block without the column list, so it is
+	// always spelled out.
+	in.query = "INSERT INTO " + chsql.Table(db, table) + " (" + strings.Join(names, ", ") + ")"
+	in.send = make(chan block, 1)
+	in.done = make(chan error, 1)
+	go in.sender(ctx)
+	return in, nil
+}
+
+func (in *Inserter) sender(ctx context.Context) {
+	var err error
+	for b := range in.send {
+		if err != nil {
+			continue // drain after a failure
+		}
+		err = in.sendBlock(ctx, b)
+	}
+	in.done <- err
+}
+
+func (in *Inserter) sendBlock(ctx context.Context, b block) error {
+	batch, err := in.store.conn.PrepareBatch(ctx, in.query)
+	if err != nil {
+		return fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
+	}
+	for i, v := range b.values {
+		if err := batch.Column(i).Append(v); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("insert into %s.%s column %s: %w", in.db, in.table, in.cols[i].Name, Error(err))
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
+	}
+	return nil
+}
+
+// Add converts a batch. source[i] is the index in b.Cols feeding target
+// column i, or -1. Rows with a value that does not convert are left out and
+// returned as RowErrors (with the file line from b.Line); the reader's own
+// row errors are returned too.
+func (in *Inserter) Add(b *formats.Batch, source []int) ([]RowError, error) {
+	var errs []RowError
+	for _, e := range b.Errors {
+		errs = append(errs, RowError{Line: e.Line, Msg: e.Msg})
+	}
+	if b.Rows == 0 {
+		return errs, nil
+	}
+	var keep []bool
+	bad := func(r int, msg string) {
+		if keep == nil {
+			keep = make([]bool, b.Rows)
+			for i := range keep {
+				keep[i] = true
+			}
+		}
+		if keep[r] {
+			keep[r] = false
+			line := int64(r + 1)
+			if r < len(b.Line) {
+				line = b.Line[r]
+			}
+			errs = append(errs, RowError{Line: line, Msg: msg})
+		}
+	}
+	for i, col := range in.columns {
+		if source[i] < 0 {
+			col.addNull(b.Rows)
+			continue
+		}
+		msgBad := func(r int, msg string) { bad(r, "column "+in.cols[i].Name+": "+msg) }
+		col.add(&b.Cols[source[i]], b.Rows, msgBad)
+	}
+	n := b.Rows
+	if keep != nil {
+		for _, col := range in.columns {
+			col.keep(keep)
+		}
+		n = 0
+		for _, k := range keep {
+			if k {
+				n++
+			}
+		}
+	}
+	in.pending += n
+	for _, v := range b.Cols {
+		for _, t := range v.Text {
+			in.pendingBytes += len(t)
+		}
+		if v.Arrow != nil {
+			in.pendingBytes += v.Arrow.Data().Len() * 8
+		}
+	}
+	if in.pending >= in.BlockRows || in.pendingBytes >= in.BlockBytes {
+		if err := in.Flush(); err != nil {
+			return errs, err
+		}
+	}
+	return errs, nil
+}
+
+// Flush hands the pending rows to the sender.
+func (in *Inserter) Flush() error {
+	if in.pending == 0 {
+		return nil
+	}
+	vals := make([]any, len(in.columns))
+	for i, c := range in.columns {
+		vals[i] = c.values()
+	}
+	select {
+	case err := <-in.done:
+		// The sender stopped early: report its error.
+		in.done <- err
+		return err
+	case in.send <- block{values: vals, rows: in.pending}:
+	}
+	in.sent += int64(in.pending)
+	in.pending, in.pendingBytes = 0, 0
+	return nil
+}
+
+// Close sends what is pending and waits until every block is written.
+// It returns the number of rows written.
+func (in *Inserter) Close() (int64, error) {
+	if in.closed {
+		return in.sent, nil
+	}
+	in.closed = true
+	err := in.Flush()
+	close(in.send)
+	if serr := <-in.done; serr != nil {
+		return 0, serr
+	}
+	return in.sent, err
+}
+
+// Sent is the number of rows handed to the sender so far.
+func (in *Inserter) Sent() int64 { return in.sent }
+
+// Abort drops the pending rows and stops the sender; blocks already handed
+// over may still be written. Safe to call after Close.
+func (in *Inserter) Abort() {
+	if in.closed {
+		return
+	}
+	in.closed = true
+	for _, c := range in.columns {
+		c.values()
+	}
+	in.pending = 0
+	close(in.send)
+	<-in.done
+}

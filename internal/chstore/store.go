@@ -1,0 +1,229 @@
+// Package chstore is lakepipe's one connection to ClickHouse (native
+// protocol): statements, queries with generic results, and column-oriented
+// batch inserts. It works with ClickHouse 18.16 and current releases.
+package chstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+)
+
+// Config says where ClickHouse is. Password is never printed.
+type Config struct {
+	Addr     string // host:port of the native protocol
+	User     string
+	Password string
+	Database string
+}
+
+// Store is a pool of native connections; safe for concurrent use.
+type Store struct {
+	conn driver.Conn
+	cfg  Config
+}
+
+// Open connects and checks that the server answers.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.User == "" {
+		cfg.User = "default"
+	}
+	if cfg.Database == "" {
+		cfg.Database = "default"
+	}
+	conn, err := clickhouse.Open(&clickhouse.Options{
+		Addr: []string{cfg.Addr},
+		Auth: clickhouse.Auth{Database: cfg.Database, Username: cfg.User, Password: cfg.Password},
+		// Inserts of big files are streamed as many blocks; a generous
+		// timeout keeps slow disks from failing a load.
+		ReadTimeout:     10 * time.Minute,
+		DialTimeout:     5 * time.Second,
+		MaxOpenConns:    16,
+		MaxIdleConns:    4,
+		ConnMaxLifetime: time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse %s: %w", cfg.Addr, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := conn.Ping(pctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse at %s does not answer (is it running? `./task up` starts the local stack): %w", cfg.Addr, scrub(err, cfg.Password))
+	}
+	return &Store{conn: conn, cfg: cfg}, nil
+}
+
+// Close closes all connections.
+func (s *Store) Close() error { return s.conn.Close() }
+
+// Conn exposes the driver for batch inserts.
+func (s *Store) Conn() driver.Conn { return s.conn }
+
+// Exec runs a statement that returns no rows.
+func (s *Store) Exec(ctx context.Context, query string, args ...any) error {
+	if err := s.conn.Exec(ctx, query, args...); err != nil {
+		return Error(err)
+	}
+	return nil
+}
+
+// Result is a whole query result with column names and ClickHouse types;
+// Rows hold the values clickhouse-go scans (pointers dereferenced, nil for
+// NULL).
+type Result struct {
+	Columns []string
+	Types   []string
+	Rows    [][]any
+}
+
+// Query runs a query and collects its whole result.
+func (s *Store) Query(ctx context.Context, query string, args ...any) (*Result, error) {
+	res := &Result{}
+	err := s.Each(ctx, query, func(cols, types []string) error {
+		res.Columns, res.Types = cols, types
+		return nil
+	}, func(row []any) error {
+		res.Rows = append(res.Rows, append([]any(nil), row...))
+		return nil
+	}, args...)
+	return res, err
+}
+
+// Each runs a query and streams its rows: header is called once with the
+// column names and types, then row for each row (the slice is reused).
+func (s *Store) Each(ctx context.Context, query string, header func(cols, types []string) error, row func([]any) error, args ...any) error {
+	rows, err := s.conn.Query(ctx, query, args...)
+	if err != nil {
+		return Error(err)
+	}
+	defer rows.Close()
+	cts := rows.ColumnTypes()
+	cols := make([]string, len(cts))
+	types := make([]string, len(cts))
+	dest := make([]any, len(cts))
+	for i, ct := range cts {
+		cols[i] = ct.Name()
+		types[i] = ct.DatabaseTypeName()
+		dest[i] = reflect.New(ct.ScanType()).Interface()
+	}
+	if err := header(cols, types); err != nil {
+		return err
+	}
+	vals := make([]any, len(cts))
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return Error(err)
+		}
+		for i, d := range dest {
+			vals[i] = deref(reflect.ValueOf(d).Elem())
+		}
+		if err := row(vals); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return Error(err)
+	}
+	return nil
+}
+
+func deref(v reflect.Value) any {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	return v.Interface()
+}
+
+// Strings runs a query and returns its first column as strings.
+func (s *Store) Strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	var out []string
+	err := s.Each(ctx, query, func([]string, []string) error { return nil }, func(r []any) error {
+		out = append(out, fmt.Sprint(r[0]))
+		return nil
+	}, args...)
+	return out, err
+}
+
+// Exception is an error ClickHouse reported, reduced to its message.
+type Exception struct {
+	Code int32
+	Msg  string
+}
+
+func (e *Exception) Error() string { return fmt.Sprintf("ClickHouse error %d: %s", e.Code, e.Msg) }
+
+// Error turns a driver error into an Exception without the server's stack
+// trace, or returns it unchanged.
+func Error(err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		msg := ex.Message
+		if i := strings.Index(msg, ", Stack trace"); i >= 0 {
+			msg = msg[:i]
+		}
+		if i := strings.Index(msg, "\nStack trace"); i >= 0 {
+			msg = msg[:i]
+		}
+		return &Exception{Code: ex.Code, Msg: strings.TrimSpace(msg)}
+	}
+	return err
+}
+
+// IsCode reports whether err is a ClickHouse exception with that code.
+func IsCode(err error, code int32) bool {
+	var ex *Exception
+	return errors.As(err, &ex) && ex.Code == code
+}
+
+// Codes used by lakepipe.
+const (
+	CodeUnknownTable    = 60
+	CodeTableExists     = 57
+	CodeUnknownDatabase = 81
+)
+
+func scrub(err error, secret string) error {
+	if secret == "" || err == nil || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), secret, "***"))
+}
+
+// InsertRows inserts a few rows given as Go values, one block. It is meant
+// for bookkeeping (catalog, histories); files go through an Inserter.
+func (s *Store) InsertRows(ctx context.Context, db, table string, cols []string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	quoted := make([]string, len(cols))
+	for i, c := range cols {
+		quoted[i] = chsql.QuoteIdent(c)
+	}
+	batch, err := s.conn.PrepareBatch(ctx, "INSERT INTO "+chsql.Table(db, table)+" ("+strings.Join(quoted, ", ")+")")
+	if err != nil {
+		return Error(err)
+	}
+	for _, r := range rows {
+		if err := batch.Append(r...); err != nil {
+			_ = batch.Abort()
+			return Error(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return Error(err)
+	}
+	return nil
+}
+

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// Check validates a statement without any server: types, property names
+// and values, formats and options. It is what `lakepipe sql --check` runs;
+// what needs the catalog (does the table exist?) is left to execution.
+func Check(stmt sqlparse.Statement) error {
+	switch s := stmt.(type) {
+	case *sqlparse.CreateConnection:
+		switch s.Kind {
+		case "OSS", "COS", "S3":
+		default:
+			return fmt.Errorf("storage connection %s: TYPE %s is not one of OSS, COS, S3", s.Name, s.Kind)
+		}
+		m := props(s.Props)
+		if m["endpoint"] == "" {
+			return fmt.Errorf("storage connection %s: ENDPOINT = '…' is required", s.Name)
+		}
+	case *sqlparse.CreateVolume:
+		if _, err := objstore.ParseLocation(s.Location); err != nil {
+			return fmt.Errorf("volume %s: %w", s.Name, err)
+		}
+	case *sqlparse.CreateTable:
+		for _, c := range s.Columns {
+			if _, err := schemas.ClickHouseType(c.Type, c.NotNull); err != nil {
+				return fmt.Errorf("column %s: %w", c.Name, err)
+			}
+		}
+	case *sqlparse.CopyIntoTable:
+		return checkCopy(s)
+	case *sqlparse.CopyIntoVolume:
+		switch strings.ToUpper(s.FileFormat) {
+		case "CSV", "PARQUET":
+		default:
+			return fmt.Errorf("COPY INTO VOLUME: FILE_FORMAT = (TYPE = %s) is not supported (CSV or PARQUET)", s.FileFormat)
+		}
+	case *sqlparse.CreatePipe:
+		if err := checkPipeProps(s.Props); err != nil {
+			return fmt.Errorf("pipe %s: %w", s.Name, err)
+		}
+		if s.Copy == nil {
+			return fmt.Errorf("pipe %s: AS COPY INTO … is required", s.Name)
+		}
+		return checkCopy(s.Copy)
+	case *sqlparse.AlterPipe:
+		if s.Action == "SET_COPY" {
+			return fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE and CREATE PIPE again", s.Name)
+		}
+	case *sqlparse.CreateDynamicTable:
+		if s.IntervalN < 0 {
+			return fmt.Errorf("dynamic table %s: REFRESH INTERVAL must be positive", s.Name.Name())
+		}
+	}
+	return nil
+}
+
+func checkCopy(s *sqlparse.CopyIntoTable) error {
+	if _, err := copyOnError(s.Options); err != nil {
+		return err
+	}
+	if s.Volume == nil {
+		return nil
+	}
+	switch strings.ToUpper(s.Volume.Format) {
+	case "CSV", "JSON", "PARQUET":
+	default:
+		return fmt.Errorf("USING %s: expected CSV, JSON or PARQUET", s.Volume.Format)
+	}
+	_, err := readOptions(s.Volume)
+	return err
+}
+
+// pipeProps are the properties CREATE PIPE accepts, with their checks.
+var pipeProps = map[string]func(string) error{
+	"virtual_cluster": func(string) error { return nil },
+	"ingest_mode": func(v string) error {
+		switch strings.ToUpper(v) {
+		case "LIST_PURGE", "LIST", "EVENT_NOTIFICATION":
+			return nil
+		}
+		return fmt.Errorf("INGEST_MODE = %q: expected 'LIST_PURGE', 'LIST' or 'EVENT_NOTIFICATION'", v)
+	},
+	"batch_interval_in_seconds": positiveInt("BATCH_INTERVAL_IN_SECONDS"),
+	"poll_interval_in_seconds":  positiveInt("POLL_INTERVAL_IN_SECONDS"),
+	"batch_size_per_kafka_partition": positiveInt("BATCH_SIZE_PER_KAFKA_PARTITION"),
+	"max_files_per_batch":             positiveInt("MAX_FILES_PER_BATCH"),
+	"initial_delay_in_seconds":        positiveInt("INITIAL_DELAY_IN_SECONDS"),
+	"comment":                         func(string) error { return nil },
+}
+
+func positiveInt(name string) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("%s = %q: expected a positive whole number", name, v)
+		}
+		return nil
+	}
+}
+
+func checkPipeProps(ps []sqlparse.Property) error {
+	for _, p := range ps {
+		chk, ok := pipeProps[strings.ToLower(p.Key)]
+		if !ok {
+			return fmt.Errorf("unknown property %s (known: VIRTUAL_CLUSTER, INGEST_MODE, BATCH_INTERVAL_IN_SECONDS, POLL_INTERVAL_IN_SECONDS)", strings.ToUpper(p.Key))
+		}
+		if err := chk(p.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// secretKeys are connection properties whose values are secrets.
+var secretKeys = map[string]bool{"access_key": true, "secret_key": true, "access_key_secret": true, "secret_access_key": true, "accesskey": true}
+
+// Redact returns a statement's text with secret values replaced by ***,
+// for echoing and logging.
+func Redact(stmt sqlparse.Statement) string {
+	_, text := stmt.Span()
+	if c, ok := stmt.(*sqlparse.CreateConnection); ok {
+		for _, p := range c.Props {
+			if secretKeys[strings.ToLower(p.Key)] && p.Value != "" {
+				text = strings.ReplaceAll(text, p.Value, "***")
+			}
+		}
+	}
+	return text
+}

@@ -1,0 +1,546 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// selectFiles lists the files a volume source names: FILES(…), else the
+// SUBDIRECTORY's files, else the whole volume; REGEXP filters.
+func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sqlparse.VolumeSource) ([]objstore.Object, error) {
+	var out []objstore.Object
+	if len(src.Files) > 0 {
+		for _, f := range src.Files {
+			o, err := vol.Stat(ctx, f)
+			if errors.Is(err, objstore.ErrNotFound) {
+				return nil, fmt.Errorf("file %q is not in volume %s (SELECT relative_path FROM DIRECTORY(VOLUME %s) lists its files)", f, src.Volume, src.Volume)
+			}
+			if err != nil {
+				return nil, err
+			}
+			o.Path = strings.TrimPrefix(path.Clean("/"+f), "/")
+			out = append(out, o)
+		}
+	} else {
+		sub := ""
+		if src.Subdirectory != nil {
+			sub = *src.Subdirectory
+		}
+		objs, err := vol.List(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		out = objs
+	}
+	if src.Regexp != nil {
+		re, err := regexp.Compile(*src.Regexp)
+		if err != nil {
+			return nil, fmt.Errorf("REGEXP %q: %v", *src.Regexp, err)
+		}
+		kept := out[:0]
+		for _, o := range out {
+			if re.MatchString(o.Path) {
+				kept = append(kept, o)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
+
+// readOptions turns OPTIONS(…) and an inline schema into reader options.
+func readOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
+	kv := make(map[string]string, len(src.Options))
+	for _, p := range src.Options {
+		kv[p.Key] = p.Value
+	}
+	opts, err := formats.ParseOptions(kv)
+	if err != nil {
+		return opts, fmt.Errorf("OPTIONS: %w", err)
+	}
+	for _, c := range src.Schema {
+		ch, err := schemas.ClickHouseType(c.Type, c.NotNull)
+		if err != nil {
+			return opts, fmt.Errorf("column %s: %w", c.Name, err)
+		}
+		opts.Schema = append(opts.Schema, formats.Column{Name: c.Name, Type: ch})
+	}
+	return opts, nil
+}
+
+// fileColumns opens a file only to learn the columns it provides.
+func (e *Engine) fileColumns(ctx context.Context, vol *objstore.Volume, obj objstore.Object, format string, opts formats.Options) ([]formats.Column, error) {
+	f, _, err := vol.OpenFile(ctx, obj.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := formats.Open(formats.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, format, opts)
+	if err != nil {
+		return nil, fmt.Errorf("file %s: %w", obj.Path, err)
+	}
+	defer r.Close()
+	if _, err := r.Next(); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("file %s: %w", obj.Path, err)
+	}
+	return append([]formats.Column(nil), r.Columns()...), nil
+}
+
+// loadTarget is the table a load writes.
+type loadTarget struct {
+	db, table string
+	display   string
+	cols      []formats.Column
+}
+
+func tableTarget(schema, name string, cols []catalog.ColumnSpec) loadTarget {
+	t := loadTarget{db: schema, table: name, display: display(schema, name)}
+	for _, c := range cols {
+		t.cols = append(t.cols, formats.Column{Name: c.Name, Type: c.CHType})
+	}
+	return t
+}
+
+// ON_ERROR policies.
+const (
+	onErrorAbort    = "abort"     // the statement fails at the first bad row
+	onErrorContinue = "continue"  // bad rows are skipped and counted
+	onErrorSkipFile = "skip_file" // a file with a bad row is not loaded
+)
+
+// Load statuses, as load_history shows them.
+const (
+	StatusLoaded          = "LOADED"
+	StatusPartiallyLoaded = "PARTIALLY_LOADED"
+	StatusFailed          = "FAILED"
+)
+
+// FileLoad is the outcome of loading one file.
+type FileLoad struct {
+	Path          string
+	Size          int64
+	ETag          string
+	Rows          int64
+	Rejected      int64
+	FirstError    string
+	FirstErrLine  int64
+	Status        string
+	Duration      time.Duration
+}
+
+// mapColumns says, for each target column, which source column feeds it.
+// Sources with names (header, schema, Parquet, JSON) match by name when
+// every name is a target column; otherwise columns match by position.
+func mapColumns(file string, src []formats.Column, target loadTarget, named bool) ([]int, error) {
+	idx := make([]int, len(target.cols))
+	for i := range idx {
+		idx[i] = -1
+	}
+	if named {
+		all := true
+		for j, s := range src {
+			found := false
+			for i, t := range target.cols {
+				if strings.EqualFold(s.Name, t.Name) {
+					idx[i] = j
+					found = true
+					break
+				}
+			}
+			all = all && found
+		}
+		if all {
+			return idx, nil
+		}
+		for i := range idx {
+			idx[i] = -1
+		}
+	}
+	if len(src) != len(target.cols) {
+		return nil, fmt.Errorf("file %s has %d columns and %s has %d: name the columns (a header with OPTIONS('header'='true'), or a schema after the volume name) or COPY INTO %s (col, …)", file, len(src), target.display, len(target.cols), target.display)
+	}
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx, nil
+}
+
+// loadFile streams one file into the target. With onErrorAbort a bad row
+// fails the call; otherwise bad rows are counted in the result.
+func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string) (FileLoad, error) {
+	start := time.Now()
+	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
+	f, _, err := vol.OpenFile(ctx, obj.Path)
+	if err != nil {
+		return res, err
+	}
+	defer f.Close()
+	r, err := formats.Open(formats.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, src.Format, opts)
+	if err != nil {
+		return res, fmt.Errorf("file %s: %w", obj.Path, err)
+	}
+	defer r.Close()
+	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols)
+	if err != nil {
+		return res, err
+	}
+	defer in.Abort()
+	var mapping []int
+	named := len(opts.Schema) > 0 || opts.Header || !strings.EqualFold(src.Format, "CSV")
+	for {
+		b, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return res, fmt.Errorf("file %s: %w", obj.Path, err)
+		}
+		if mapping == nil {
+			if mapping, err = mapColumns(obj.Path, r.Columns(), target, named); err != nil {
+				return res, err
+			}
+		}
+		errs, err := in.Add(b, mapping)
+		if err != nil {
+			return res, err
+		}
+		if len(errs) > 0 {
+			if res.FirstError == "" {
+				res.FirstError, res.FirstErrLine = errs[0].Msg, errs[0].Line
+			}
+			res.Rejected += int64(len(errs))
+			switch onError {
+			case onErrorAbort:
+				kept := "nothing of this file was loaded"
+				if in.Sent() > 0 {
+					kept = fmt.Sprintf("%d earlier rows of this file were loaded", in.Sent())
+				}
+				return res, fmt.Errorf("file %s line %d: %s (%s; ON_ERROR = 'continue' skips bad rows)", obj.Path, errs[0].Line, errs[0].Msg, kept)
+			case onErrorSkipFile:
+				res.Status = StatusFailed
+				res.Duration = time.Since(start)
+				return res, nil
+			}
+		}
+	}
+	n, err := in.Close()
+	if err != nil {
+		return res, err
+	}
+	res.Rows = n
+	res.Status = StatusLoaded
+	if res.Rejected > 0 {
+		res.Status = StatusPartiallyLoaded
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func copyOnError(opts []sqlparse.Property) (string, error) {
+	for _, p := range opts {
+		if strings.EqualFold(p.Key, "on_error") {
+			switch v := strings.ToLower(p.Value); v {
+			case "abort", "abort_statement":
+				return onErrorAbort, nil
+			case "continue":
+				return onErrorContinue, nil
+			case "skip_file":
+				return onErrorSkipFile, nil
+			default:
+				return "", fmt.Errorf("ON_ERROR = %q: expected 'abort', 'continue' or 'skip_file'", p.Value)
+			}
+		}
+	}
+	return onErrorAbort, nil
+}
+
+func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*Result, error) {
+	if s.Volume == nil {
+		return nil, fmt.Errorf("COPY INTO … FROM (SELECT …): %w outside a pipe (use INSERT INTO … SELECT)", ErrNotSupportedYet)
+	}
+	schema, name, spec, err := e.table(ctx, s.Table)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := targetColumns(display(schema, name), spec, s.Columns)
+	if err != nil {
+		return nil, err
+	}
+	onError, err := copyOnError(s.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range s.Options {
+		if !strings.EqualFold(p.Key, "on_error") && !strings.EqualFold(p.Key, "force") {
+			return nil, fmt.Errorf("COPY INTO %s: unknown option %s (known: PURGE, ON_ERROR)", display(schema, name), strings.ToUpper(p.Key))
+		}
+	}
+	vol, _, err := e.volume(ctx, s.Volume.Volume)
+	if err != nil {
+		return nil, err
+	}
+	files, err := e.selectFiles(ctx, vol, s.Volume)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := readOptions(s.Volume)
+	if err != nil {
+		return nil, err
+	}
+	if s.Overwrite {
+		if err := e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(schema, name)); err != nil {
+			return nil, err
+		}
+	}
+	target := tableTarget(schema, name, cols)
+	res := &Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
+	loadID := newLoadID()
+	for _, f := range files {
+		fl, err := e.loadFile(ctx, vol, f, s.Volume, opts, target, onError)
+		if err != nil {
+			fl.Status = StatusFailed
+			if fl.FirstError == "" {
+				fl.FirstError = err.Error()
+			}
+			_ = e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl})
+			return nil, fmt.Errorf("COPY INTO %s: %w", display(schema, name), err)
+		}
+		if err := e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl}); err != nil {
+			return nil, err
+		}
+		if s.Purge && fl.Status == StatusLoaded {
+			if err := vol.Remove(ctx, f.Path); err != nil {
+				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
+			}
+		}
+		res.Rows = append(res.Rows, []any{f.Path, fl.Status, fl.Rows, fl.Rejected, fl.FirstError})
+	}
+	if len(files) == 0 {
+		res.Message = "no files to load"
+	}
+	return res, nil
+}
+
+func newLoadID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// RecordLoads writes load history rows for a table (pipe "" for one-shot
+// COPY). A later record of the same file replaces the earlier one.
+func (e *Engine) RecordLoads(ctx context.Context, table, pipe, loadID string, loads []FileLoad) error {
+	rows := make([][]any, len(loads))
+	now := time.Now().UTC()
+	for i, l := range loads {
+		rows[i] = []any{table, pipe, l.Path, l.ETag, uint64(l.Size), now, l.Status, l.FirstError, l.FirstErrLine,
+			uint64(l.Rows), uint64(l.Rejected), loadID, uint64(now.UnixNano()) + uint64(i)}
+	}
+	err := e.st.InsertRows(ctx, schemas.SystemDB, "load_history", []string{"table_name", "pipe_name", "file_path", "etag", "file_size",
+		"last_copy_time", "status", "first_error_message", "first_error_line", "rows_loaded", "rows_rejected", "load_id", "version"}, rows)
+	if err != nil {
+		return fmt.Errorf("record load history of %s: %w", table, err)
+	}
+	return nil
+}
+
+// loadHistorySource renders load_history('t') as a subquery.
+func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (string, error) {
+	if len(f.Args) != 1 {
+		return "", fmt.Errorf("load_history takes the table name, as in load_history('sales_ods')")
+	}
+	lit, ok := f.Args[0].(*sqlparse.Literal)
+	if !ok || lit.Kind != sqlparse.LitString {
+		return "", fmt.Errorf("load_history takes the table name as a string, as in load_history('sales_ods')")
+	}
+	schema, name, _, err := e.table(ctx, nameFromString(lit.Value))
+	if err != nil {
+		return "", err
+	}
+	return "(SELECT file_path, last_copy_time, file_size, status, first_error_message, rows_loaded, rows_rejected, pipe_name FROM (" +
+		"SELECT file_path, pipe_name, argMax(last_copy_time, version) AS last_copy_time, argMax(file_size, version) AS file_size, " +
+		"argMax(status, version) AS status, argMax(first_error_message, version) AS first_error_message, " +
+		"argMax(rows_loaded, version) AS rows_loaded, argMax(rows_rejected, version) AS rows_rejected " +
+		"FROM lakepipe.load_history WHERE table_name = " + chsql.QuoteString(display(schema, name)) +
+		" GROUP BY file_path, pipe_name) WHERE last_copy_time > now() - " + strconv.Itoa(e.cfg.LoadHistoryDays*86400) +
+		" ORDER BY last_copy_time, file_path)", nil
+}
+
+// export formats.
+var exportExt = map[string]string{"CSV": "csv", "PARQUET": "parquet", "JSON": "json"}
+
+// exportFileBytes is where an export starts its next file.
+const exportFileBytes = 256 << 20
+
+func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*Result, error) {
+	format := strings.ToUpper(s.FileFormat)
+	ext, ok := exportExt[format]
+	if !ok || format == "JSON" {
+		return nil, fmt.Errorf("COPY INTO VOLUME: FILE_FORMAT = (TYPE = %s) is not supported (CSV or PARQUET)", s.FileFormat)
+	}
+	vol, _, err := e.volume(ctx, s.Volume)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := vol.Dir(s.Subdirectory)
+	if err != nil {
+		return nil, fmt.Errorf("SUBDIRECTORY %q: %w", s.Subdirectory, err)
+	}
+	relDir := strings.TrimPrefix(dir, vol.Location().Prefix)
+	sess := e.session(ctx)
+	defer sess.close()
+	var query string
+	if s.FromTable != nil {
+		ref, err := e.tableRef(ctx, *s.FromTable)
+		if err != nil {
+			return nil, err
+		}
+		query = "SELECT * FROM " + ref
+	} else if query, err = sess.translate(s.FromQuery); err != nil {
+		return nil, err
+	}
+	kv := map[string]string{}
+	for _, p := range s.FormatOptions {
+		kv[p.Key] = p.Value
+	}
+	wopts, err := formats.ParseOptions(kv)
+	if err != nil {
+		return nil, fmt.Errorf("FILE_FORMAT: %w", err)
+	}
+	ex := &exporter{ctx: ctx, vol: vol, dir: relDir, ext: ext, format: format, opts: wopts}
+	res := &Result{Columns: []string{"file", "rows", "bytes"}}
+	err = e.st.Each(ctx, query, func(names, types []string) error {
+		for i := range names {
+			ex.cols = append(ex.cols, formats.Column{Name: names[i], Type: types[i]})
+		}
+		return nil
+	}, ex.write)
+	if cerr := ex.finish(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("COPY INTO VOLUME %s: %w", s.Volume, err)
+	}
+	for _, f := range ex.files {
+		res.Rows = append(res.Rows, []any{f.path, f.rows, f.bytes})
+	}
+	if len(ex.files) == 0 {
+		res.Message = "no rows to export"
+	}
+	return res, nil
+}
+
+type exportedFile struct {
+	path  string
+	rows  int64
+	bytes int64
+}
+
+// exporter writes query rows into part00001.csv, part00002.csv, … each
+// streamed to the store as it is written.
+type exporter struct {
+	ctx    context.Context
+	vol    *objstore.Volume
+	dir    string
+	ext    string
+	format string
+	opts   formats.Options
+	cols   []formats.Column
+	files  []exportedFile
+
+	w     formats.Writer
+	pw    *io.PipeWriter
+	count *countingWriter
+	done  chan error
+	rows  int64
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (x *exporter) open() error {
+	name := fmt.Sprintf("%spart%05d.%s", x.dir, len(x.files)+1, x.ext)
+	pr, pw := io.Pipe()
+	x.pw, x.done = pw, make(chan error, 1)
+	x.count = &countingWriter{w: pw}
+	go func() {
+		_, err := x.vol.Put(x.ctx, name, pr, map[string]string{"csv": "text/csv"}[x.ext])
+		pr.CloseWithError(err)
+		x.done <- err
+	}()
+	var err error
+	if x.format == "PARQUET" {
+		x.w, err = formats.NewParquetWriter(x.count, x.cols)
+	} else {
+		x.w = formats.NewCSVWriter(x.count, x.cols, x.opts)
+	}
+	if err != nil {
+		pw.CloseWithError(err)
+		<-x.done
+		return err
+	}
+	x.files = append(x.files, exportedFile{path: name})
+	x.rows = 0
+	return nil
+}
+
+func (x *exporter) write(row []any) error {
+	if x.w == nil {
+		if err := x.open(); err != nil {
+			return err
+		}
+	}
+	if err := x.w.Write(row); err != nil {
+		return err
+	}
+	x.rows++
+	if x.count.n >= exportFileBytes {
+		return x.closeFile()
+	}
+	return nil
+}
+
+func (x *exporter) closeFile() error {
+	if x.w == nil {
+		return nil
+	}
+	err := x.w.Close()
+	if err != nil {
+		x.pw.CloseWithError(err)
+	} else {
+		x.pw.Close()
+	}
+	if perr := <-x.done; err == nil {
+		err = perr
+	}
+	f := &x.files[len(x.files)-1]
+	f.rows, f.bytes = x.rows, x.count.n
+	x.w = nil
+	return err
+}
+
+func (x *exporter) finish() error { return x.closeFile() }

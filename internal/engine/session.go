@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// session is the state of one statement's translation: the translator with
+// lakepipe's sources wired in, and the temporary tables to drop afterwards.
+type session struct {
+	e    *Engine
+	ctx  context.Context
+	tr   *chsql.Translator
+	temp []string
+}
+
+func (e *Engine) session(ctx context.Context) *session {
+	s := &session{e: e, ctx: ctx}
+	s.tr = &chsql.Translator{
+		Table:  func(n sqlparse.ObjectName) (string, error) { return e.tableRef(ctx, n) },
+		Source: s.source,
+	}
+	return s
+}
+
+func (s *session) translate(q *sqlparse.Query) (string, error) { return s.tr.Query(q) }
+
+// close drops the temporary tables, on a fresh context so that a cancelled
+// statement still cleans up.
+func (s *session) close() {
+	for _, t := range s.temp {
+		_ = s.e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schemas.TempDB, t))
+	}
+}
+
+func (s *session) source(ref sqlparse.TableRef) (string, error) {
+	switch r := ref.(type) {
+	case *sqlparse.DirectoryRef:
+		return s.e.directorySource(s.ctx, r.Volume)
+	case *sqlparse.VolumeRef:
+		return s.volumeSource(&r.Source)
+	case *sqlparse.FuncRef:
+		switch strings.ToLower(r.Func.Name) {
+		case "load_history":
+			return s.e.loadHistorySource(s.ctx, r.Func)
+		case "read_kafka":
+			return "", fmt.Errorf("READ_KAFKA reads a topic inside CREATE PIPE … AS COPY INTO … FROM (SELECT … FROM READ_KAFKA(…)): %w", ErrNotSupportedYet)
+		}
+		return "", fmt.Errorf("unknown table function %s (known: load_history, READ_KAFKA)", r.Func.Name)
+	}
+	return "", fmt.Errorf("unexpected source %T", ref)
+}
+
+func tempName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "q_" + hex.EncodeToString(b[:])
+}
+
+// volumeSource reads the files a VOLUME source names into a temporary
+// Memory table and returns that table, so that ClickHouse can run any query
+// over them. Columns are named by the schema, the header or the file
+// (Parquet, JSON), else f0, f1, ….
+func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
+	e := s.e
+	vol, _, err := e.volume(s.ctx, src.Volume)
+	if err != nil {
+		return "", err
+	}
+	files, err := e.selectFiles(s.ctx, vol, src)
+	if err != nil {
+		return "", err
+	}
+	opts, err := readOptions(src)
+	if err != nil {
+		return "", err
+	}
+	var cols []formats.Column
+	if len(opts.Schema) > 0 {
+		cols = opts.Schema
+	} else if len(files) > 0 {
+		if cols, err = e.fileColumns(s.ctx, vol, files[0], src.Format, opts); err != nil {
+			return "", err
+		}
+	} else {
+		return "", fmt.Errorf("volume %s has no files to read here (and no schema was given)", src.Volume)
+	}
+	for i := range cols {
+		if cols[i].Type == "" {
+			cols[i].Type = "Nullable(String)"
+		}
+	}
+	name := tempName()
+	defs := make([]string, len(cols))
+	for i, c := range cols {
+		defs[i] = chsql.QuoteIdent(c.Name) + " " + c.Type
+	}
+	if err := e.st.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
+		return "", err
+	}
+	if err := e.st.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ("+strings.Join(defs, ", ")+") ENGINE = Memory"); err != nil {
+		return "", fmt.Errorf("read volume %s: %w", src.Volume, err)
+	}
+	s.temp = append(s.temp, name)
+	target := loadTarget{db: schemas.TempDB, table: name, display: "VOLUME " + src.Volume, cols: cols}
+	for _, f := range files {
+		res, err := e.loadFile(s.ctx, vol, f, src, opts, target, onErrorAbort)
+		if err != nil {
+			return "", err
+		}
+		_ = res
+	}
+	return chsql.Table(schemas.TempDB, name), nil
+}

@@ -1,0 +1,519 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// table loads a table's spec.
+func (e *Engine) table(ctx context.Context, n sqlparse.ObjectName) (schema, name string, spec catalog.TableSpec, err error) {
+	schema, name, err = e.qualify(n)
+	if err != nil {
+		return
+	}
+	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	if err != nil {
+		return
+	}
+	if !ok {
+		err = fmt.Errorf("table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
+	}
+	return
+}
+
+// TableSpec returns a table's spec for the pipe activities.
+func (e *Engine) TableSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.TableSpec, error) {
+	return e.table(ctx, n)
+}
+
+func columnDDL(c catalog.ColumnSpec) string {
+	s := chsql.QuoteIdent(c.Name) + " " + c.CHType
+	if c.Comment != "" {
+		s += " COMMENT " + chsql.QuoteString(c.Comment)
+	}
+	return s
+}
+
+func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*Result, error) {
+	schema, name, err := e.qualify(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	var existing catalog.TableSpec
+	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &existing)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if s.IfNotExists {
+			return message("table %s already exists", display(schema, name)), nil
+		}
+		return nil, fmt.Errorf("table %s already exists (use IF NOT EXISTS, or DROP TABLE first)", display(schema, name))
+	}
+	if s.AsQuery != nil {
+		return nil, fmt.Errorf("CREATE TABLE … AS SELECT: %w (create the table, then INSERT INTO … SELECT)", ErrNotSupportedYet)
+	}
+	if len(s.Columns) == 0 {
+		return nil, fmt.Errorf("table %s: at least one column is needed", display(schema, name))
+	}
+	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, Properties: props(s.Props), CreatedAt: time.Now().UTC()}
+	if s.Comment != nil {
+		spec.Comment = *s.Comment
+	}
+	partition := map[string]bool{}
+	for _, p := range s.PartitionBy {
+		partition[p] = true
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Columns {
+		if seen[strings.ToLower(c.Name)] {
+			return nil, fmt.Errorf("table %s: column %s is declared twice", display(schema, name), c.Name)
+		}
+		seen[strings.ToLower(c.Name)] = true
+		// Partition keys cannot be Nullable in ClickHouse.
+		ch, err := schemas.ClickHouseType(c.Type, c.NotNull || partition[c.Name])
+		if err != nil {
+			return nil, fmt.Errorf("table %s column %s: %w", display(schema, name), c.Name, err)
+		}
+		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlparse.FormatType(c.Type), CHType: ch}
+		if c.Comment != nil {
+			cs.Comment = *c.Comment
+		}
+		spec.Columns = append(spec.Columns, cs)
+	}
+	for _, p := range s.PartitionBy {
+		if !seen[strings.ToLower(p)] {
+			return nil, fmt.Errorf("table %s: PARTITIONED BY names %s, which is not a column", display(schema, name), p)
+		}
+	}
+	if err := e.createClickHouseTable(ctx, schema, name, spec); err != nil {
+		return nil, err
+	}
+	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
+		return nil, err
+	}
+	return message("table %s created", display(schema, name)), nil
+}
+
+func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
+	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	cols := make([]string, len(spec.Columns))
+	for i, c := range spec.Columns {
+		cols[i] = columnDDL(c)
+	}
+	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schema, name) + " (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree"
+	if len(spec.PartitionBy) > 0 {
+		parts := make([]string, len(spec.PartitionBy))
+		for i, p := range spec.PartitionBy {
+			parts[i] = chsql.QuoteIdent(p)
+		}
+		ddl += " PARTITION BY (" + strings.Join(parts, ", ") + ")"
+	}
+	ddl += " ORDER BY tuple()"
+	if err := e.st.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("create table %s: %w", display(schema, name), err)
+	}
+	return nil
+}
+
+func (e *Engine) dropTable(ctx context.Context, s *sqlparse.DropTable) (*Result, error) {
+	schema, name, spec, err := e.table(ctx, s.Name)
+	if err != nil {
+		if s.IfExists && schema != "" {
+			return message("table %s does not exist", display(schema, name)), nil
+		}
+		return nil, err
+	}
+	now := time.Now().UTC()
+	trash := fmt.Sprintf("%s__%s__%d", schema, name, now.UnixNano())
+	if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, name)+" TO "+chsql.Table(schemas.TrashDB, trash)); err != nil {
+		return nil, fmt.Errorf("drop table %s: %w", display(schema, name), err)
+	}
+	if err := e.cat.Put(ctx, catalog.KindDroppedTable, schemas.TrashDB, trash, catalog.DroppedTableSpec{Table: spec, Schema: schema, Name: name, DroppedAt: now}, ""); err != nil {
+		return nil, err
+	}
+	if err := e.cat.Delete(ctx, catalog.KindTable, schema, name); err != nil {
+		return nil, err
+	}
+	e.purgeTrash(ctx)
+	return message("table %s dropped (UNDROP TABLE %s restores it within %d days)", display(schema, name), name, e.cfg.TrashRetentionDays), nil
+}
+
+// purgeTrash removes dropped tables past their retention. Failures are
+// left for the next drop to retry.
+func (e *Engine) purgeTrash(ctx context.Context) {
+	objs, err := e.cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
+	if err != nil {
+		return
+	}
+	cutoff := time.Now().Add(-time.Duration(e.cfg.TrashRetentionDays) * 24 * time.Hour)
+	for _, o := range objs {
+		var d catalog.DroppedTableSpec
+		if o.Decode(&d) != nil || d.DroppedAt.After(cutoff) {
+			continue
+		}
+		if e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.TrashDB, o.Name)) == nil {
+			_ = e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name)
+		}
+	}
+}
+
+func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*Result, error) {
+	schema, name, err := e.qualify(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	var live catalog.TableSpec
+	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, fmt.Errorf("table %s exists: drop or rename it before UNDROP", display(schema, name))
+	}
+	objs, err := e.cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
+	if err != nil {
+		return nil, err
+	}
+	var best *catalog.DroppedTableSpec
+	var bestName string
+	cutoff := time.Now().Add(-time.Duration(e.cfg.TrashRetentionDays) * 24 * time.Hour)
+	for _, o := range objs {
+		var d catalog.DroppedTableSpec
+		if o.Decode(&d) != nil || d.Schema != schema || d.Name != name || d.DroppedAt.Before(cutoff) {
+			continue
+		}
+		if best == nil || d.DroppedAt.After(best.DroppedAt) {
+			dd := d
+			best, bestName = &dd, o.Name
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no dropped table %s within the last %d days", display(schema, name), e.cfg.TrashRetentionDays)
+	}
+	if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schemas.TrashDB, bestName)+" TO "+chsql.Table(schema, name)); err != nil {
+		return nil, fmt.Errorf("undrop table %s: %w", display(schema, name), err)
+	}
+	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, best.Table, ""); err != nil {
+		return nil, err
+	}
+	if err := e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, bestName); err != nil {
+		return nil, err
+	}
+	return message("table %s restored", display(schema, name)), nil
+}
+
+// tableProperties are the properties ALTER TABLE … SET PROPERTIES knows.
+var tableProperties = map[string]bool{"change_tracking": true, "data_retention_days": true, "data_lifecycle": true, "comment": true}
+
+func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Result, error) {
+	schema, name, spec, err := e.table(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	switch s.Action {
+	case "SET_PROPERTIES":
+		if spec.Properties == nil {
+			spec.Properties = map[string]string{}
+		}
+		for k, v := range props(s.Props) {
+			if !tableProperties[k] {
+				return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", display(schema, name), k)
+			}
+			if k == "change_tracking" {
+				b, err := parseBool(k, v)
+				if err != nil {
+					return nil, err
+				}
+				v = fmt.Sprint(b)
+			}
+			if k == "comment" {
+				spec.Comment = v
+				continue
+			}
+			spec.Properties[k] = v
+		}
+	case "ADD_COLUMN":
+		c := s.Column
+		for _, old := range spec.Columns {
+			if strings.EqualFold(old.Name, c.Name) {
+				return nil, fmt.Errorf("table %s already has a column %s", display(schema, name), c.Name)
+			}
+		}
+		ch, err := schemas.ClickHouseType(c.Type, c.NotNull)
+		if err != nil {
+			return nil, err
+		}
+		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlparse.FormatType(c.Type), CHType: ch}
+		if c.Comment != nil {
+			cs.Comment = *c.Comment
+		}
+		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" ADD COLUMN "+columnDDL(cs)); err != nil {
+			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
+		}
+		spec.Columns = append(spec.Columns, cs)
+		spec.SchemaVersion++
+	case "DROP_COLUMN":
+		idx := -1
+		for i, old := range spec.Columns {
+			if strings.EqualFold(old.Name, s.ColumnName) {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			return nil, fmt.Errorf("table %s has no column %s", display(schema, name), s.ColumnName)
+		}
+		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" DROP COLUMN "+chsql.QuoteIdent(spec.Columns[idx].Name)); err != nil {
+			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
+		}
+		spec.Columns = append(spec.Columns[:idx], spec.Columns[idx+1:]...)
+		spec.SchemaVersion++
+	default:
+		return nil, fmt.Errorf("ALTER TABLE … %s: %w", s.Action, ErrNotSupportedYet)
+	}
+	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
+		return nil, err
+	}
+	return message("table %s altered", display(schema, name)), nil
+}
+
+func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*Result, error) {
+	res := &Result{Columns: []string{"schema_name", "table_name", "is_view", "is_materialized_view", "is_external", "is_dynamic"}}
+	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable} {
+		objs, err := e.cat.List(ctx, k, e.cfg.Schema)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if likeMatch(s.Like, o.Name) {
+				res.Rows = append(res.Rows, []any{o.Schema, o.Name, false, false, false, k == catalog.KindDynamicTable})
+			}
+		}
+	}
+	sort.Slice(res.Rows, func(i, j int) bool { return res.Rows[i][1].(string) < res.Rows[j][1].(string) })
+	return res, nil
+}
+
+func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*Result, error) {
+	schema, name, spec, err := e.table(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"column_name", "data_type", "comment"}}
+	for _, c := range spec.Columns {
+		res.Rows = append(res.Rows, []any{c.Name, c.Type, c.Comment})
+	}
+	if !s.Extended {
+		return res, nil
+	}
+	n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	if err != nil {
+		return nil, err
+	}
+	res.Rows = append(res.Rows, []any{"", "", ""}, []any{"# detailed table information", "", ""},
+		[]any{"schema", schema, ""}, []any{"name", name, ""}, []any{"comment", spec.Comment, ""},
+		[]any{"created_time", spec.CreatedAt, ""}, []any{"rows", n[0], ""})
+	if len(spec.PartitionBy) > 0 {
+		res.Rows = append(res.Rows, []any{"partitioned_by", strings.Join(spec.PartitionBy, ", "), ""})
+	}
+	keys := make([]string, 0, len(spec.Properties))
+	for k := range spec.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		res.Rows = append(res.Rows, []any{"properties." + k, spec.Properties[k], ""})
+	}
+	return res, nil
+}
+
+// targetColumns picks the columns an INSERT or COPY names (all when none).
+func targetColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
+	if len(names) == 0 {
+		return spec.Columns, nil
+	}
+	var out []catalog.ColumnSpec
+	for _, n := range names {
+		found := false
+		for _, c := range spec.Columns {
+			if strings.EqualFold(c.Name, n) {
+				out = append(out, c)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("table %s has no column %s", table, n)
+		}
+	}
+	return out, nil
+}
+
+func columnList(cols []catalog.ColumnSpec) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = chsql.QuoteIdent(c.Name)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error) {
+	schema, name, spec, err := e.table(ctx, s.Table)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := targetColumns(display(schema, name), spec, s.Columns)
+	if err != nil {
+		return nil, err
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	var body string
+	if s.Query != nil {
+		if body, err = sess.translate(s.Query); err != nil {
+			return nil, err
+		}
+	} else {
+		// VALUES become SELECTs with every value cast to its column's type:
+		// the native protocol carries no inline VALUES data, and the casts
+		// give every branch of the UNION ALL the same types.
+		parts := make([]string, len(s.Values))
+		for i, row := range s.Values {
+			if len(row) != len(cols) {
+				return nil, fmt.Errorf("INSERT INTO %s: row %d has %d values for %d columns", display(schema, name), i+1, len(row), len(cols))
+			}
+			vals := make([]string, len(row))
+			for j, v := range row {
+				x, err := sess.tr.Expr(v)
+				if err != nil {
+					return nil, err
+				}
+				if lit, ok := v.(*sqlparse.Literal); ok && lit.Kind == sqlparse.LitNumber {
+					// Through text, so that 8999.00 reaches a DECIMAL exactly.
+					x = chsql.QuoteString(lit.Value)
+				}
+				vals[j] = "CAST(" + x + " AS " + cols[j].CHType + ")"
+			}
+			parts[i] = "SELECT " + strings.Join(vals, ", ")
+		}
+		body = strings.Join(parts, " UNION ALL ")
+	}
+	if s.Overwrite {
+		if err := e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(schema, name)); err != nil {
+			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", display(schema, name), err)
+		}
+	}
+	before, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(cols)+") "+body); err != nil {
+		return nil, fmt.Errorf("INSERT INTO %s: %w", display(schema, name), err)
+	}
+	after, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	if len(before) == 1 && len(after) == 1 {
+		var b, a int64
+		fmt.Sscan(before[0], &b)
+		fmt.Sscan(after[0], &a)
+		return message("%d rows inserted into %s", a-b, display(schema, name)), nil
+	}
+	return message("rows inserted into %s", display(schema, name)), nil
+}
+
+func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error) {
+	schema, name, _, err := e.table(ctx, s.Table)
+	if err != nil {
+		return nil, err
+	}
+	cond := "1"
+	if s.Where != nil {
+		sess := e.session(ctx)
+		defer sess.close()
+		if cond, err = sess.tr.Expr(s.Where); err != nil {
+			return nil, err
+		}
+	}
+	return e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
+}
+
+func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error) {
+	schema, name, spec, err := e.table(ctx, s.Table)
+	if err != nil {
+		return nil, err
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	sets := make([]string, len(s.Set))
+	for i, a := range s.Set {
+		cols, err := targetColumns(display(schema, name), spec, []string{a.Column})
+		if err != nil {
+			return nil, err
+		}
+		v, err := sess.tr.Expr(a.Value)
+		if err != nil {
+			return nil, err
+		}
+		sets[i] = chsql.QuoteIdent(cols[0].Name) + " = CAST(" + v + " AS " + cols[0].CHType + ")"
+	}
+	cond := "1"
+	if s.Where != nil {
+		if cond, err = sess.tr.Expr(s.Where); err != nil {
+			return nil, err
+		}
+	}
+	return e.mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
+}
+
+// mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations
+// are asynchronous in ClickHouse, and a DML statement should be done when
+// it returns.
+func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result, error) {
+	if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" "+what); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", strings.Fields(what)[0], display(schema, name), err)
+	}
+	for {
+		n, err := e.st.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
+			" AND table = "+chsql.QuoteString(name)+" AND is_done = 0")
+		if err != nil {
+			return nil, err
+		}
+		if len(n) == 1 && n[0] == "0" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return message("%s on %s done", strings.Fields(what)[0], display(schema, name)), nil
+}
+
+func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {
+	sess := e.session(ctx)
+	defer sess.close()
+	text, err := sess.translate(q)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.st.Query(ctx, text)
+	if err != nil {
+		return nil, queryError(err)
+	}
+	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
+}
+
+// queryError turns ClickHouse's complaints into lakepipe's words where it
+// can; it never adds the server's stack trace.
+func queryError(err error) error {
+	if chstore.IsCode(err, chstore.CodeUnknownTable) {
+		return fmt.Errorf("%v (SHOW TABLES lists the tables)", err)
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package formats
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Source is one file to read. CSV and JSON read R; Parquet needs random
+// access and reads At, of Size bytes. Name is the file's path: its
+// extension selects the decompressor when Options.Compression is auto, and
+// errors name it.
+type Source struct {
+	R    io.Reader
+	At   io.ReaderAt
+	Size int64
+	Name string
+}
+
+// Formats lists the format names Open accepts.
+var Formats = []string{"CSV", "JSON", "PARQUET"}
+
+// Open returns a reader of src in format ("CSV", "JSON" or "PARQUET", any
+// case). Open reads ahead as far as it needs to know the columns, so
+// Columns is valid as soon as it returns. Closing the reader does not close
+// src.
+func Open(src Source, format string, opts Options) (Reader, error) {
+	if err := opts.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", src.Name, err)
+	}
+	opts = opts.withDefaults()
+	switch f := strings.ToUpper(strings.TrimSpace(format)); f {
+	case "CSV", "JSON":
+		if src.R == nil {
+			if src.At == nil {
+				return nil, fmt.Errorf("%s: no data to read", src.Name)
+			}
+			src.R = io.NewSectionReader(src.At, 0, src.Size)
+		}
+		cnt := &countingReader{r: src.R}
+		dec, err := openDecompressed(cnt, src.Name, opts.Compression)
+		if err != nil {
+			return nil, err
+		}
+		var r Reader
+		if f == "CSV" {
+			r, err = newCSVReader(src.Name, cnt, dec, opts)
+		} else {
+			r, err = newJSONReader(src.Name, cnt, dec, opts)
+		}
+		if err != nil {
+			dec.close()
+			return nil, err
+		}
+		return r, nil
+	case "PARQUET":
+		return newParquetReader(src, opts)
+	}
+	return nil, fmt.Errorf("%s: unknown format %q (supported: %s)", src.Name, format, strings.Join(Formats, ", "))
+}

@@ -1,0 +1,532 @@
+package formats
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// span is one field of the record being scanned: buf[s:e], without the
+// enclosing quotes.
+type span struct {
+	s, e  int
+	flags uint8
+}
+
+const (
+	spanQuoted  uint8 = 1 << iota // the field was quoted: never NULL
+	spanEscaped                   // holds "" or escape sequences to undo
+)
+
+type scanResult uint8
+
+const (
+	scanOK           scanResult = iota
+	scanMore                    // the record runs past the buffered data
+	scanBadQuote                // a byte other than a separator follows a closing quote
+	scanUnterminated            // a quoted field runs to the end of the input
+)
+
+type csvReader struct {
+	name  string
+	cnt   *countingReader
+	dec   *decompressor
+	in    *chunkBuf
+	opts  Options
+	cols  []Column
+	ncols int
+
+	delim, quote, escape byte
+	quoting              bool
+	// special marks the bytes that end an unquoted field.
+	special [256]bool
+
+	line     int64 // line number of in.buf[in.pos]
+	skipping bool  // discarding the rest of an overlong line
+	spans    []span
+	batch    Batch
+}
+
+func newCSVReader(name string, cnt *countingReader, dec *decompressor, opts Options) (*csvReader, error) {
+	r := &csvReader{
+		name:    name,
+		cnt:     cnt,
+		dec:     dec,
+		in:      newChunkBuf(dec),
+		opts:    opts,
+		delim:   opts.delimiter(),
+		quote:   opts.quote(),
+		escape:  opts.Escape,
+		quoting: !opts.NoQuote,
+		line:    1,
+	}
+	if r.escape == r.quote || !r.quoting {
+		r.escape = 0
+	}
+	r.special[r.delim] = true
+	r.special['\n'] = true
+	r.special['\r'] = true
+	if err := r.start(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// start consumes the BOM, skipped lines and header, and settles the
+// columns.
+func (r *csvReader) start() error {
+	in := r.in
+	for in.end-in.pos < 3 && in.fill() {
+	}
+	if in.err != nil {
+		return fmt.Errorf("%s: %w", r.name, in.err)
+	}
+	if bytes.HasPrefix(in.buf[in.pos:in.end], []byte("\xef\xbb\xbf")) {
+		in.pos += 3
+	}
+	for range r.opts.SkipRows {
+		if !r.skipLine() {
+			break
+		}
+	}
+	if in.err != nil {
+		return fmt.Errorf("%s: %w", r.name, in.err)
+	}
+
+	var header []string
+	if r.opts.Header {
+		res, next, lines := r.scanFirst()
+		switch res {
+		case scanOK:
+			header = make([]string, len(r.spans))
+			for i, sp := range r.spans {
+				header[i] = string(r.unescaped(sp))
+				if header[i] == "" {
+					header[i] = "f" + strconv.Itoa(i)
+				}
+			}
+			in.pos = next
+			r.line += int64(lines)
+		default:
+			if in.err != nil {
+				return fmt.Errorf("%s: %w", r.name, in.err)
+			}
+			return fmt.Errorf("%s: line %d: malformed header: %s", r.name, r.line, scanMessage(res))
+		}
+	}
+
+	switch {
+	case len(r.opts.Schema) > 0:
+		r.cols = append([]Column(nil), r.opts.Schema...)
+	case header != nil:
+		r.cols = make([]Column, len(header))
+		for i, h := range header {
+			r.cols[i] = Column{Name: h}
+		}
+	default:
+		// Peek at the first record for the field count without consuming
+		// it: scanning does not modify the buffer.
+		res, _, _ := r.scanFirst()
+		if in.err != nil {
+			return fmt.Errorf("%s: %w", r.name, in.err)
+		}
+		n := len(r.spans)
+		if res == scanUnterminated || res == scanMore {
+			n++
+		}
+		if in.pos >= in.end && in.eof {
+			n = 0 // empty file
+		}
+		r.cols = make([]Column, n)
+		for i := range r.cols {
+			r.cols[i] = Column{Name: "f" + strconv.Itoa(i)}
+		}
+	}
+	r.ncols = len(r.cols)
+	r.batch.Cols = make([]Vector, r.ncols)
+	return nil
+}
+
+// scanFirst skips blank lines and scans the next record, reading as much
+// as it takes, without consuming the record.
+func (r *csvReader) scanFirst() (res scanResult, next, lines int) {
+	in := r.in
+	for {
+		if !r.skipBlank() {
+			r.spans = r.spans[:0]
+			return scanOK, in.pos, 0
+		}
+		next, lines, res = r.scan(in.buf[:in.end], in.pos, in.eof)
+		if res != scanMore {
+			return res, next, lines
+		}
+		if in.end-in.pos > maxRecordBytes || !in.fill() && in.err != nil {
+			return scanMore, 0, 0
+		}
+	}
+}
+
+// skipBlank consumes empty lines; it reports whether there is data left.
+func (r *csvReader) skipBlank() bool {
+	in := r.in
+	for {
+		if in.pos >= in.end {
+			if !in.fill() {
+				return false
+			}
+			continue
+		}
+		switch in.buf[in.pos] {
+		case '\n':
+			in.pos++
+			r.line++
+			continue
+		case '\r':
+			if in.pos+1 >= in.end {
+				if in.fill() {
+					continue
+				}
+				if in.err == nil {
+					in.pos++ // a lone CR ending the file
+				}
+				return false
+			}
+			if in.buf[in.pos+1] == '\n' {
+				in.pos += 2
+				r.line++
+				continue
+			}
+		}
+		return true
+	}
+}
+
+// skipLine consumes input up to and including the next newline, reporting
+// whether one was found.
+func (r *csvReader) skipLine() bool {
+	in := r.in
+	for {
+		if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
+			in.pos += j + 1
+			r.line++
+			return true
+		}
+		in.pos = in.end
+		if !in.fill() {
+			return false
+		}
+	}
+}
+
+func (r *csvReader) Columns() []Column { return r.cols }
+
+func (r *csvReader) BytesRead() int64 { return r.cnt.n.Load() }
+
+func (r *csvReader) Close() error { return r.dec.close() }
+
+func scanMessage(res scanResult) string {
+	switch res {
+	case scanBadQuote:
+		return "unexpected character after a closing quote"
+	case scanUnterminated:
+		return "unterminated quoted field"
+	case scanMore:
+		return fmt.Sprintf("record longer than %d MiB (unterminated quoted field?)", maxRecordBytes>>20)
+	}
+	return ""
+}
+
+func (r *csvReader) Next() (*Batch, error) {
+	in := r.in
+	in.release()
+	b := &r.batch
+	b.Rows = 0
+	b.Line = b.Line[:0]
+	clear(b.Errors)
+	b.Errors = b.Errors[:0]
+	for i := range b.Cols {
+		v := &b.Cols[i]
+		v.Text = v.Text[:0]
+		v.Null = v.Null[:0]
+	}
+	limit := r.opts.BatchRows
+
+	for b.Rows < limit {
+		if r.skipping {
+			if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
+				in.pos += j + 1
+				r.line++
+				r.skipping = false
+				continue
+			}
+			in.pos = in.end
+			if in.owned && b.Rows > 0 {
+				// Reading on would pin another chunk per read; finish the
+				// batch so the chunk can be reused.
+				break
+			}
+			if !in.fill() {
+				break
+			}
+			continue
+		}
+		if in.pos >= in.end {
+			if !in.fill() {
+				break
+			}
+			continue
+		}
+		if c := in.buf[in.pos]; c == '\n' || c == '\r' {
+			// skipBlank may stop at a lone CR, which is data: no continue.
+			if !r.skipBlank() {
+				break
+			}
+		}
+		next, lines, res := r.scan(in.buf[:in.end], in.pos, in.eof)
+		switch res {
+		case scanOK:
+			if len(r.spans) != r.ncols {
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("expected %d fields, got %d", r.ncols, len(r.spans))})
+			} else {
+				r.addRow(b)
+			}
+			in.pos = next
+			r.line += int64(lines)
+		case scanMore:
+			if in.end-in.pos > maxRecordBytes {
+				r.badRecord(b, res)
+				continue
+			}
+			if !in.fill() && in.err != nil {
+				return nil, fmt.Errorf("%s: %w", r.name, in.err)
+			}
+		case scanBadQuote:
+			// Resynchronise at the end of the physical line the bad byte
+			// is on.
+			if j := bytes.IndexByte(in.buf[next:in.end], '\n'); j >= 0 || in.eof {
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: scanMessage(res)})
+				if j >= 0 {
+					in.pos = next + j + 1
+					r.line += int64(lines) + 1
+				} else {
+					in.pos = in.end
+				}
+				continue
+			}
+			if in.end-in.pos > maxRecordBytes {
+				r.badRecord(b, res)
+				continue
+			}
+			in.fill()
+		case scanUnterminated:
+			r.badRecord(b, res)
+		}
+	}
+	if in.err != nil {
+		// The tail may be a truncated record: report the failure instead.
+		return nil, fmt.Errorf("%s: %w", r.name, in.err)
+	}
+	if b.Rows == 0 && len(b.Errors) == 0 {
+		return nil, io.EOF
+	}
+	return b, nil
+}
+
+// badRecord reports the record at in.pos as broken and resumes at the line
+// after the one it starts on, so one stray quote costs one line, not the
+// rest of the file.
+func (r *csvReader) badRecord(b *Batch, res scanResult) {
+	in := r.in
+	b.Errors = append(b.Errors, RowError{Line: r.line, Msg: scanMessage(res)})
+	if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
+		in.pos += j + 1
+		r.line++
+		return
+	}
+	in.pos = in.end
+	r.skipping = !in.eof
+}
+
+// addRow appends the scanned record to the batch. Fields stay in the input
+// chunk; escaped ones are unescaped in place, which only shrinks them.
+func (r *csvReader) addRow(b *Batch) {
+	buf := r.in.buf
+	hasNull := r.opts.HasNullValue
+	for c, sp := range r.spans {
+		var v []byte
+		if sp.flags&spanEscaped != 0 {
+			v = r.unescapeInPlace(buf, sp)
+		} else {
+			v = buf[sp.s:sp.e:sp.e]
+		}
+		null := hasNull && sp.flags&spanQuoted == 0 && string(v) == r.opts.NullValue
+		if null {
+			v = nil
+		}
+		col := &b.Cols[c]
+		col.Text = append(col.Text, v)
+		col.Null = append(col.Null, null)
+	}
+	b.Line = append(b.Line, r.line)
+	b.Rows++
+	r.in.owned = true
+}
+
+func (r *csvReader) unescapeInPlace(buf []byte, sp span) []byte {
+	w := sp.s
+	for i := sp.s; i < sp.e; i++ {
+		c := buf[i]
+		if (c == r.quote || c == r.escape && r.escape != 0) && i+1 < sp.e {
+			i++
+			c = buf[i]
+		}
+		buf[w] = c
+		w++
+	}
+	return buf[sp.s:w:w]
+}
+
+// unescaped returns a field's value without touching the buffer.
+func (r *csvReader) unescaped(sp span) []byte {
+	v := r.in.buf[sp.s:sp.e]
+	if sp.flags&spanEscaped == 0 {
+		return v
+	}
+	out := make([]byte, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if (c == r.quote || c == r.escape && r.escape != 0) && i+1 < len(v) {
+			i++
+			c = v[i]
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// scan parses the record starting at buf[i] into r.spans without
+// modifying buf. It returns the offset after the record's line break and
+// the number of line breaks it consumed (quoted ones included). With
+// scanBadQuote, next is the offset of the offending byte.
+func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res scanResult) {
+	r.spans = r.spans[:0]
+	n := len(buf)
+	q, esc, delim := r.quote, r.escape, r.delim
+	special := &r.special
+	for {
+		if i >= n {
+			if !atEOF {
+				return 0, 0, scanMore
+			}
+			// The input ends right after a separator: one last, empty field.
+			r.spans = append(r.spans, span{s: i, e: i})
+			return i, lines, scanOK
+		}
+		if buf[i] == q && r.quoting {
+			i++
+			s := i
+			flags := spanQuoted
+			for {
+				var j int
+				if esc == 0 {
+					j = bytes.IndexByte(buf[i:], q)
+				} else {
+					j = indexEither(buf[i:], q, esc)
+				}
+				if j < 0 {
+					if !atEOF {
+						return 0, 0, scanMore
+					}
+					return 0, 0, scanUnterminated
+				}
+				j += i
+				if j+1 >= n && !atEOF {
+					return 0, 0, scanMore // is the quote doubled? / what does the escape escape?
+				}
+				if buf[j] != q {
+					if j+1 >= n {
+						return 0, 0, scanUnterminated
+					}
+					flags |= spanEscaped
+					i = j + 2
+					continue
+				}
+				if j+1 < n && buf[j+1] == q {
+					flags |= spanEscaped
+					i = j + 2
+					continue
+				}
+				lines += bytes.Count(buf[s:j], []byte{'\n'})
+				r.spans = append(r.spans, span{s: s, e: j, flags: flags})
+				i = j + 1
+				break
+			}
+			if i >= n {
+				return i, lines, scanOK // atEOF: checked above
+			}
+			switch buf[i] {
+			case delim:
+				i++
+				continue
+			case '\n':
+				return i + 1, lines + 1, scanOK
+			case '\r':
+				if i+1 >= n {
+					if !atEOF {
+						return 0, 0, scanMore
+					}
+					return i + 1, lines, scanOK
+				}
+				if buf[i+1] == '\n' {
+					return i + 2, lines + 1, scanOK
+				}
+			}
+			return i, lines, scanBadQuote
+		}
+
+		s := i
+		for {
+			for i < n && !special[buf[i]] {
+				i++
+			}
+			// A CR not followed by LF is data.
+			if i+1 < n && buf[i] == '\r' && buf[i+1] != '\n' {
+				i++
+				continue
+			}
+			break
+		}
+		r.spans = append(r.spans, span{s: s, e: i})
+		if i >= n {
+			if !atEOF {
+				return 0, 0, scanMore
+			}
+			return i, lines, scanOK
+		}
+		switch buf[i] {
+		case delim:
+			i++
+		case '\n':
+			return i + 1, lines + 1, scanOK
+		default: // '\r'
+			if i+1 < n {
+				return i + 2, lines + 1, scanOK // followed by '\n', see above
+			}
+			if !atEOF {
+				return 0, 0, scanMore
+			}
+			return i + 1, lines, scanOK
+		}
+	}
+}
+
+// indexEither returns the index of the first a or b in s, or -1.
+func indexEither(s []byte, a, b byte) int {
+	for i, c := range s {
+		if c == a || c == b {
+			return i
+		}
+	}
+	return -1
+}

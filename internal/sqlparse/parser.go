@@ -1,0 +1,543 @@
+package sqlparse
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SyntaxError is the error of every entry point of this package.
+type SyntaxError struct {
+	// Pos is where the offending token starts; at the end of the input it is
+	// just after the last token.
+	Pos Pos
+	// Near is the offending token's source text (shortened), "" at the end
+	// of the input.
+	Near string
+	// Msg says what was expected or what is wrong.
+	Msg string
+}
+
+// Error returns e.g. "line 3, column 14: syntax error near 'FROM': expected
+// a table name", or "… syntax error at end of input: …".
+func (e *SyntaxError) Error() string {
+	where := fmt.Sprintf("line %d, column %d: syntax error", e.Pos.Line, e.Pos.Col)
+	if e.Near == "" {
+		where += " at end of input"
+	} else {
+		where += " near '" + e.Near + "'"
+	}
+	return where + ": " + e.Msg
+}
+
+// maxDepth bounds the nesting of queries, expressions and types, so that a
+// hostile input cannot exhaust the stack.
+const maxDepth = 200
+
+var startPos = Pos{Offset: 0, Line: 1, Col: 1}
+
+// Parse parses exactly one statement; a trailing semicolon is allowed.
+// Positions count from the start of src (line 1, column 1; columns count
+// characters, not bytes). The statement's StmtBase holds the position of its
+// first token and its source text without the semicolon and without leading
+// or trailing comments. Parse never panics; every error is a *SyntaxError.
+func Parse(src string) (Statement, error) {
+	return parseStatementAt(src, startPos, true)
+}
+
+// ParseScript splits src with Split and parses every statement, with all
+// positions (in statements and in errors) relative to the whole script. It
+// stops at the first error, which is a *SyntaxError.
+func ParseScript(src string) ([]Statement, error) {
+	chunks, err := Split(src)
+	if err != nil {
+		return nil, err
+	}
+	stmts := make([]Statement, 0, len(chunks))
+	for _, c := range chunks {
+		s, err := parseStatementAt(c.Text, c.Start, false)
+		if err != nil {
+			return nil, err
+		}
+		stmts = append(stmts, s)
+	}
+	return stmts, nil
+}
+
+// ParseQuery parses one query (SELECT, WITH … SELECT, set operations, a
+// parenthesised query); a trailing semicolon is allowed.
+func ParseQuery(src string) (q *Query, err error) {
+	p, err := newParser(src, startPos)
+	if err != nil {
+		return nil, err
+	}
+	defer p.recover(&err)
+	q = p.parseQuery()
+	p.acceptOp(";")
+	p.expectEnd()
+	return q, nil
+}
+
+// ParseExpr parses one scalar expression and nothing else.
+func ParseExpr(src string) (e Expr, err error) {
+	p, err := newParser(src, startPos)
+	if err != nil {
+		return nil, err
+	}
+	defer p.recover(&err)
+	e = p.parseExpr()
+	p.expectEnd()
+	return e, nil
+}
+
+func parseStatementAt(src string, base Pos, allowSemicolon bool) (s Statement, err error) {
+	p, err := newParser(src, base)
+	if err != nil {
+		return nil, err
+	}
+	defer p.recover(&err)
+	first := p.tok()
+	s = p.parseStatement()
+	p.setSpan(s, first)
+	if allowSemicolon {
+		p.acceptOp(";")
+	}
+	p.expectEnd()
+	return s, nil
+}
+
+// parser is a recursive-descent parser over a token slice. Errors are raised
+// by panicking with a *SyntaxError and recovered at the entry points.
+type parser struct {
+	src     string
+	baseOff int
+	toks    []token
+	i       int
+	depth   int
+	// failedQuery remembers token indexes where a speculative "query then
+	// ')'" parse failed, so that ambiguous parentheses never cost more than
+	// one attempt per position.
+	failedQuery map[int]bool
+}
+
+func newParser(src string, base Pos) (*parser, error) {
+	toks, lerr := lex(src, base)
+	if lerr != nil {
+		return nil, lerr
+	}
+	return &parser{src: src, baseOff: base.Offset, toks: toks}, nil
+}
+
+// recover turns a panic raised by fail into the returned error. Any other
+// panic is a bug; it is reported as an error rather than crashing the caller.
+func (p *parser) recover(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if se, ok := r.(*SyntaxError); ok {
+		*err = se
+		return
+	}
+	t := p.tok()
+	*err = &SyntaxError{Pos: t.pos, Near: shorten(t.text), Msg: fmt.Sprintf("internal parser error: %v", r)}
+}
+
+func (p *parser) tok() token {
+	if p.i >= len(p.toks) {
+		return p.toks[len(p.toks)-1]
+	}
+	return p.toks[p.i]
+}
+
+func (p *parser) peek(n int) token {
+	if p.i+n >= len(p.toks) {
+		return p.toks[len(p.toks)-1]
+	}
+	return p.toks[p.i+n]
+}
+
+func (p *parser) advance() token {
+	t := p.tok()
+	if t.kind != tEOF {
+		p.i++
+	}
+	return t
+}
+
+// text returns the source from token from's start to the end of the last
+// consumed token.
+func (p *parser) text(from token) string {
+	if p.i == 0 {
+		return ""
+	}
+	last := p.toks[p.i-1]
+	a, b := from.pos.Offset-p.baseOff, last.end-p.baseOff
+	if a < 0 || b > len(p.src) || a > b {
+		return ""
+	}
+	return p.src[a:b]
+}
+
+// setSpan records where statement s starts and its source text.
+func (p *parser) setSpan(s Statement, first token) {
+	if b, ok := s.(interface{ setSpan(Pos, string) }); ok {
+		b.setSpan(first.pos, p.text(first))
+	}
+}
+
+func (b *StmtBase) setSpan(start Pos, text string) {
+	b.Start = start
+	b.Text = text
+}
+
+func (p *parser) fail(t token, msg string) {
+	near := ""
+	if t.kind != tEOF {
+		near = shorten(t.text)
+	}
+	panic(&SyntaxError{Pos: t.pos, Near: near, Msg: msg})
+}
+
+func (p *parser) failf(t token, format string, args ...any) {
+	p.fail(t, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) enter() {
+	p.depth++
+	if p.depth > maxDepth {
+		p.fail(p.tok(), "statement is nested too deeply")
+	}
+}
+
+func (p *parser) leave() { p.depth-- }
+
+// tryQueryInParens parses "query )" speculatively at the current token. On
+// failure it restores the position and reports false.
+func (p *parser) tryQueryInParens() (q *Query, ok bool) {
+	start := p.i
+	if p.failedQuery[start] {
+		return nil, false
+	}
+	depth := p.depth
+	defer func() {
+		if r := recover(); r != nil {
+			if _, isSyn := r.(*SyntaxError); !isSyn {
+				panic(r)
+			}
+			p.i, p.depth = start, depth
+			if p.failedQuery == nil {
+				p.failedQuery = map[int]bool{}
+			}
+			p.failedQuery[start] = true
+			q, ok = nil, false
+		}
+	}()
+	q = p.parseQuery()
+	p.expectOp(")")
+	return q, true
+}
+
+// ---- token tests ----
+
+func isKw(t token, kw string) bool { return t.kind == tWord && t.upper == kw }
+
+func isOp(t token, op string) bool { return t.kind == tOp && t.val == op }
+
+// isIdentTok reports whether t can stand where an identifier is expected:
+// any word (keywords are not reserved there), a `quoted` identifier or a
+// "double-quoted" name.
+func isIdentTok(t token) bool {
+	return t.kind == tWord || t.kind == tQIdent || (t.kind == tString && t.quote == '"')
+}
+
+func (p *parser) atKw(kw string) bool { return isKw(p.tok(), kw) }
+
+func (p *parser) atOp(op string) bool { return isOp(p.tok(), op) }
+
+func (p *parser) acceptKw(kw string) bool {
+	if p.atKw(kw) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// acceptKws consumes the keyword sequence kws if it is next in full.
+func (p *parser) acceptKws(kws ...string) bool {
+	for j, kw := range kws {
+		if !isKw(p.peek(j), kw) {
+			return false
+		}
+	}
+	p.i += len(kws)
+	return true
+}
+
+func (p *parser) acceptOp(op string) bool {
+	if p.atOp(op) {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *parser) expectKw(kw, msg string) {
+	if !p.acceptKw(kw) {
+		p.fail(p.tok(), msg)
+	}
+}
+
+func (p *parser) expectOp(op string) {
+	if !p.acceptOp(op) {
+		p.fail(p.tok(), "expected '"+op+"'")
+	}
+}
+
+func (p *parser) expectEnd() {
+	if t := p.tok(); t.kind != tEOF {
+		if isOp(t, ";") {
+			p.fail(t, "expected end of input after the statement (one statement only)")
+		}
+		p.fail(t, "expected end of statement")
+	}
+}
+
+// ---- names and literals ----
+
+// parseIdent parses one identifier; what names it in the error message.
+func (p *parser) parseIdent(what string) string {
+	t := p.tok()
+	if !isIdentTok(t) {
+		p.fail(t, "expected "+what)
+	}
+	if t.kind == tWord && reservedInExpr[t.val] {
+		p.fail(t, "expected "+what) // a reserved word; back-quoted it would do
+	}
+	if t.val == "" {
+		p.fail(t, "empty identifier")
+	}
+	p.i++
+	return t.val
+}
+
+// parseObjectName parses [workspace.][schema.]name.
+func (p *parser) parseObjectName(what string) ObjectName {
+	var n ObjectName
+	n.Parts = append(n.Parts, p.parseIdent(what))
+	for p.atOp(".") {
+		if len(n.Parts) == 3 {
+			p.fail(p.tok(), "a name has at most three parts (workspace.schema.name)")
+		}
+		p.i++
+		n.Parts = append(n.Parts, p.parseIdent(what))
+	}
+	return n
+}
+
+// parseIdentList parses ( a, b, … ) with at least one name.
+func (p *parser) parseIdentList(what string) []string {
+	p.expectOp("(")
+	var out []string
+	for {
+		out = append(out, p.parseIdent(what))
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	p.expectOp(")")
+	return out
+}
+
+func (p *parser) parseString(what string) string {
+	t := p.tok()
+	if t.kind != tString {
+		p.fail(t, "expected "+what)
+	}
+	p.i++
+	return t.val
+}
+
+// parseStringList parses ( 'a', 'b', … ), possibly empty.
+func (p *parser) parseStringList(what string) []string {
+	p.expectOp("(")
+	var out []string
+	for !p.atOp(")") {
+		out = append(out, p.parseString(what))
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	p.expectOp(")")
+	return out
+}
+
+// parseInt parses a non-negative integer literal.
+func (p *parser) parseInt(what string) int {
+	t := p.tok()
+	if t.kind != tNumber {
+		p.fail(t, "expected "+what)
+	}
+	n, err := strconv.Atoi(t.val)
+	if err != nil || n < 0 {
+		p.fail(t, "expected "+what+" (a whole number)")
+	}
+	p.i++
+	return n
+}
+
+// parseBool parses TRUE, FALSE, 'true' or 'false'.
+func (p *parser) parseBool(what string) bool {
+	t := p.tok()
+	v := ""
+	switch t.kind {
+	case tWord:
+		v = t.upper
+	case tString:
+		v = strings.ToUpper(t.val)
+	}
+	switch v {
+	case "TRUE":
+		p.i++
+		return true
+	case "FALSE":
+		p.i++
+		return false
+	}
+	p.fail(t, what+" expects TRUE or FALSE")
+	return false
+}
+
+// parseComment parses the string after COMMENT [=].
+func (p *parser) parseComment() *string {
+	p.acceptOp("=")
+	s := p.parseString("a comment string")
+	return &s
+}
+
+func (p *parser) parseIfNotExists() bool {
+	return p.acceptKws("IF", "NOT", "EXISTS")
+}
+
+func (p *parser) parseIfExists() bool {
+	return p.acceptKws("IF", "EXISTS")
+}
+
+// parseLike parses an optional LIKE 'pattern'.
+func (p *parser) parseLike() *string {
+	if !p.acceptKw("LIKE") {
+		return nil
+	}
+	s := p.parseString("a LIKE pattern string")
+	return &s
+}
+
+// ---- properties ----
+
+// atKeyValue reports whether a KEY = value pair starts here.
+func (p *parser) atKeyValue() bool {
+	t := p.tok()
+	return (t.kind == tWord || t.kind == tQIdent || t.kind == tString) && isOp(p.peek(1), "=")
+}
+
+// parseKeyValue parses KEY = value. Unquoted keys are lower-cased, quoted
+// keys kept; the value is a string's content, a number's text, "true" or
+// "false", or a bare word as written.
+func (p *parser) parseKeyValue() Property {
+	t := p.tok()
+	if !(t.kind == tWord || t.kind == tQIdent || t.kind == tString) {
+		p.fail(t, "expected a property name")
+	}
+	p.i++
+	prop := Property{Key: t.val, Pos: t.pos}
+	p.expectOp("=")
+	prop.Value = p.parsePropValue()
+	return prop
+}
+
+func (p *parser) parsePropValue() string {
+	t := p.tok()
+	switch t.kind {
+	case tString, tNumber, tQIdent:
+		p.i++
+		return t.val
+	case tWord:
+		p.i++
+		if t.upper == "TRUE" || t.upper == "FALSE" {
+			return t.val
+		}
+		return t.text
+	case tOp:
+		if num := p.peek(1); (t.val == "-" || t.val == "+") && num.kind == tNumber {
+			p.i += 2
+			if t.val == "-" {
+				return "-" + num.val
+			}
+			return num.val
+		}
+	}
+	p.fail(t, "expected a value (a string, a number, TRUE or FALSE)")
+	return ""
+}
+
+// parsePropList parses ( 'k' = 'v' [,] … ), possibly empty.
+func (p *parser) parsePropList() []Property {
+	p.expectOp("(")
+	var props []Property
+	for !p.atOp(")") {
+		props = append(props, p.parseKeyValue())
+		if !p.acceptOp(",") && !p.atKeyValue() {
+			break
+		}
+	}
+	p.expectOp(")")
+	return props
+}
+
+// ---- statements ----
+
+func (p *parser) parseStatement() Statement {
+	t := p.tok()
+	if t.kind == tEOF {
+		p.fail(t, "expected a statement")
+	}
+	if isOp(t, "(") {
+		return &QueryStmt{Query: p.parseQuery()}
+	}
+	switch t.upper {
+	case "SELECT", "WITH":
+		if t.kind == tWord {
+			return &QueryStmt{Query: p.parseQuery()}
+		}
+	case "CREATE":
+		return p.parseCreate()
+	case "DROP":
+		return p.parseDrop()
+	case "UNDROP":
+		p.i++
+		p.expectKw("TABLE", "expected TABLE after UNDROP")
+		return &UndropTable{Name: p.parseObjectName("a table name")}
+	case "ALTER":
+		return p.parseAlter()
+	case "SHOW":
+		return p.parseShow()
+	case "DESC", "DESCRIBE":
+		return p.parseDesc()
+	case "INSERT":
+		return p.parseInsert()
+	case "DELETE":
+		return p.parseDelete()
+	case "UPDATE":
+		return p.parseUpdate()
+	case "COPY":
+		return p.parseCopy()
+	case "REFRESH":
+		p.i++
+		if !p.acceptKws("DYNAMIC", "TABLE") {
+			p.fail(p.tok(), "expected DYNAMIC TABLE after REFRESH")
+		}
+		return &RefreshDynamicTable{Name: p.parseObjectName("a dynamic table name")}
+	}
+	p.fail(t, "expected a statement (SELECT, INSERT, COPY, CREATE, ALTER, DROP, SHOW, DESC, …)")
+	return nil
+}

@@ -1,0 +1,278 @@
+package sqlparse
+
+import "strings"
+
+// fileFormats are the formats of USING and FILE_FORMAT = (TYPE = …).
+var fileFormats = map[string]bool{"CSV": true, "JSON": true, "PARQUET": true}
+
+// atQueryStart reports whether the token at offset k can start a query.
+func (p *parser) atQueryStart(k int) bool {
+	t := p.peek(k)
+	return isKw(t, "SELECT") || isKw(t, "WITH") || isOp(t, "(")
+}
+
+func (p *parser) parseInsert() Statement {
+	p.advance() // INSERT
+	s := &Insert{}
+	switch {
+	case p.acceptKw("INTO"):
+	case p.acceptKw("OVERWRITE"):
+		s.Overwrite = true
+	default:
+		p.fail(p.tok(), "expected INTO or OVERWRITE after INSERT")
+	}
+	if n := p.peek(1); p.atKw("TABLE") && isIdentTok(n) && !isKw(n, "VALUES") && !isKw(n, "SELECT") && !isKw(n, "WITH") {
+		p.i++
+	}
+	s.Table = p.parseObjectName("a table name")
+	if p.atOp("(") && !p.atQueryStart(1) {
+		s.Columns = p.parseIdentList("a column name")
+	}
+	switch {
+	case p.acceptKw("VALUES"):
+		for {
+			p.expectOp("(")
+			s.Values = append(s.Values, p.parseExprList())
+			p.expectOp(")")
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+	case p.atQueryStart(0):
+		s.Query = p.parseQuery()
+	default:
+		p.fail(p.tok(), "expected VALUES (…) or SELECT …")
+	}
+	return s
+}
+
+func (p *parser) parseDelete() Statement {
+	p.advance() // DELETE
+	p.expectKw("FROM", "expected FROM after DELETE")
+	s := &Delete{Table: p.parseObjectName("a table name")}
+	if p.acceptKw("WHERE") {
+		s.Where = p.parseExpr()
+	}
+	return s
+}
+
+func (p *parser) parseUpdate() Statement {
+	p.advance() // UPDATE
+	s := &Update{Table: p.parseObjectName("a table name")}
+	p.expectKw("SET", "expected SET column = value")
+	for {
+		a := Assignment{Column: p.parseIdent("a column name")}
+		p.expectOp("=")
+		a.Value = p.parseExpr()
+		s.Set = append(s.Set, a)
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	if p.acceptKw("WHERE") {
+		s.Where = p.parseExpr()
+	}
+	return s
+}
+
+// parseCopy parses COPY INTO|OVERWRITE <table> … and COPY INTO VOLUME ….
+func (p *parser) parseCopy() Statement {
+	p.advance() // COPY
+	t := p.tok()
+	overwrite := false
+	switch {
+	case p.acceptKw("INTO"):
+	case p.acceptKw("OVERWRITE"):
+		overwrite = true
+		if p.atKw("INTO") && isIdentTok(p.peek(1)) && !isKw(p.peek(1), "FROM") {
+			p.i++
+		}
+	default:
+		p.fail(t, "expected INTO or OVERWRITE after COPY")
+	}
+	if n := p.peek(1); p.atKw("VOLUME") && isIdentTok(n) && !isKw(n, "FROM") {
+		if overwrite {
+			p.fail(t, "COPY OVERWRITE loads a table; to export into a volume use COPY INTO VOLUME")
+		}
+		p.i++
+		return p.parseCopyIntoVolume()
+	}
+	s := &CopyIntoTable{Overwrite: overwrite}
+	s.Table = p.parseObjectName("a table name")
+	if p.atOp("(") {
+		s.Columns = p.parseIdentList("a column name")
+	}
+	p.expectKw("FROM", "expected FROM VOLUME … or FROM (SELECT …)")
+	switch {
+	case p.atKw("VOLUME"):
+		vs := p.parseVolumeHead()
+		s.Volume = &vs
+	case p.acceptOp("("):
+		s.Query = p.parseQuery()
+		p.expectOp(")")
+	default:
+		p.fail(p.tok(), "expected VOLUME <volume> … or (SELECT …)")
+	}
+	afterComma := false
+	for {
+		t := p.tok()
+		switch {
+		case s.Volume != nil && p.parseVolumeClause(s.Volume):
+		case isKw(t, "PURGE") && isOp(p.peek(1), "="):
+			p.i += 2
+			s.Purge = p.parseBool("PURGE")
+		case p.atKeyValue():
+			s.Options = append(s.Options, p.parseKeyValue())
+		default:
+			if afterComma {
+				p.fail(t, "expected an option (KEY = value)")
+			}
+			return s
+		}
+		afterComma = p.acceptOp(",")
+	}
+}
+
+// parseVolumeHead parses VOLUME v [(col TYPE, …)] USING CSV|JSON|PARQUET.
+func (p *parser) parseVolumeHead() VolumeSource {
+	p.expectKw("VOLUME", "expected VOLUME")
+	vs := VolumeSource{Volume: p.parseIdent("a volume name")}
+	if p.atOp("(") {
+		vs.Schema = p.parseColumnDefs(false)
+	}
+	p.expectKw("USING", "expected USING CSV, JSON or PARQUET")
+	f := p.tok()
+	if f.kind != tWord || !fileFormats[f.upper] {
+		p.fail(f, "expected the file format CSV, JSON or PARQUET")
+	}
+	p.i++
+	vs.Format = f.upper
+	return vs
+}
+
+// parseVolumeClause parses one of OPTIONS(…), FILES(…), SUBDIRECTORY '…'
+// and REGEXP '…' if it comes next, reporting whether it did.
+func (p *parser) parseVolumeClause(vs *VolumeSource) bool {
+	t := p.tok()
+	if t.kind != tWord {
+		return false
+	}
+	eq := 1
+	if isOp(p.peek(1), "=") {
+		eq = 2
+	}
+	switch t.upper {
+	case "OPTIONS", "FILES":
+		if !isOp(p.peek(eq), "(") {
+			return false
+		}
+		p.i += eq
+		if t.upper == "OPTIONS" {
+			vs.Options = append(vs.Options, p.parsePropList()...)
+		} else {
+			vs.Files = append(vs.Files, p.parseStringList("a file path string")...)
+		}
+	case "SUBDIRECTORY", "REGEXP":
+		if p.peek(eq).kind != tString {
+			return false
+		}
+		p.i += eq
+		v := p.parseString("a string")
+		dst := &vs.Subdirectory
+		if t.upper == "REGEXP" {
+			dst = &vs.Regexp
+		}
+		if *dst != nil {
+			p.failf(t, "%s is given twice", t.upper)
+		}
+		*dst = &v
+	default:
+		return false
+	}
+	return true
+}
+
+// parseCopyIntoVolume parses the rest of COPY INTO VOLUME v: SUBDIRECTORY,
+// FROM TABLE t | FROM (query), FILE_FORMAT = (…) and options in any order.
+func (p *parser) parseCopyIntoVolume() Statement {
+	s := &CopyIntoVolume{Volume: p.parseIdent("a volume name")}
+	seenSub, seenFormat, afterComma := false, false, false
+	for {
+		t := p.tok()
+		switch {
+		case isKw(t, "SUBDIRECTORY") && (p.peek(1).kind == tString || isOp(p.peek(1), "=") && p.peek(2).kind == tString):
+			if seenSub {
+				p.fail(t, "SUBDIRECTORY is given twice")
+			}
+			seenSub = true
+			p.i++
+			p.acceptOp("=")
+			s.Subdirectory = p.parseString("a subdirectory string")
+		case isKw(t, "FROM"):
+			if s.FromTable != nil || s.FromQuery != nil {
+				p.fail(t, "FROM is given twice")
+			}
+			p.i++
+			if p.acceptOp("(") {
+				s.FromQuery = p.parseQuery()
+				p.expectOp(")")
+				break
+			}
+			if p.atKw("TABLE") && isIdentTok(p.peek(1)) {
+				p.i++
+			}
+			n := p.parseObjectName("TABLE <table> or (SELECT …)")
+			s.FromTable = &n
+		case isKw(t, "FILE_FORMAT") && (isOp(p.peek(1), "(") || isOp(p.peek(1), "=") && isOp(p.peek(2), "(")):
+			if seenFormat {
+				p.fail(t, "FILE_FORMAT is given twice")
+			}
+			seenFormat = true
+			p.i++
+			p.acceptOp("=")
+			p.parseFileFormat(s)
+		case p.atKeyValue():
+			s.Options = append(s.Options, p.parseKeyValue())
+		default:
+			if afterComma {
+				p.fail(t, "expected an option (KEY = value)")
+			}
+			if s.FromTable == nil && s.FromQuery == nil {
+				p.fail(t, "expected FROM TABLE <table> or FROM (SELECT …)")
+			}
+			return s
+		}
+		afterComma = p.acceptOp(",")
+	}
+}
+
+// parseFileFormat parses ( TYPE = CSV [,] other = value … ).
+func (p *parser) parseFileFormat(s *CopyIntoVolume) {
+	p.expectOp("(")
+	for !p.atOp(")") {
+		t := p.tok()
+		if isKw(t, "TYPE") && (p.peek(1).kind != tOp || isOp(p.peek(1), "=")) {
+			if s.FileFormat != "" {
+				p.fail(t, "TYPE is given twice")
+			}
+			p.i++
+			p.acceptOp("=")
+			f := p.tok()
+			v := f.upper
+			if f.kind == tString {
+				v = strings.ToUpper(f.val)
+			} else if f.kind != tWord {
+				v = ""
+			}
+			if !fileFormats[v] {
+				p.fail(f, "expected the file format CSV, PARQUET or JSON")
+			}
+			p.i++
+			s.FileFormat = v
+		} else {
+			s.FormatOptions = append(s.FormatOptions, p.parseKeyValue())
+		}
+		p.acceptOp(",")
+	}
+	p.i++ // )
+}

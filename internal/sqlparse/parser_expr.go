@@ -1,0 +1,457 @@
+package sqlparse
+
+// Expression grammar, loosest first:
+//
+//	OR < AND < NOT < comparison (= <> != < <= > >= LIKE ILIKE RLIKE IN
+//	BETWEEN IS [NOT] NULL) < || < + - < * / % < unary - + < postfix (::T,
+//	[i]) < primary
+//
+// Binary operators of one level associate to the left.
+
+func (p *parser) parseExpr() Expr {
+	p.enter()
+	defer p.leave()
+	return p.parseOr()
+}
+
+// parseExprList parses expr, expr, … (at least one).
+func (p *parser) parseExprList() []Expr {
+	var out []Expr
+	for {
+		out = append(out, p.parseExpr())
+		if !p.acceptOp(",") {
+			return out
+		}
+	}
+}
+
+func (p *parser) parseOr() Expr {
+	l := p.parseAnd()
+	for p.acceptKw("OR") {
+		l = &BinaryExpr{Op: "OR", L: l, R: p.parseAnd()}
+	}
+	return l
+}
+
+func (p *parser) parseAnd() Expr {
+	l := p.parseNot()
+	for p.acceptKw("AND") {
+		l = &BinaryExpr{Op: "AND", L: l, R: p.parseNot()}
+	}
+	return l
+}
+
+// parseNot parses NOT x. NOT EXISTS (…) becomes an ExistsExpr with Not set.
+func (p *parser) parseNot() Expr {
+	if !p.atKw("NOT") {
+		return p.parseComparison()
+	}
+	p.i++
+	p.enter()
+	defer p.leave()
+	x := p.parseNot()
+	if e, ok := x.(*ExistsExpr); ok && !e.Not {
+		e.Not = true
+		return e
+	}
+	return &UnaryExpr{Op: "NOT", X: x}
+}
+
+var comparisonOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+func (p *parser) parseComparison() Expr {
+	l := p.parseConcat()
+	for {
+		t := p.tok()
+		if t.kind == tOp {
+			op, ok := comparisonOps[t.val]
+			if !ok {
+				return l
+			}
+			p.i++
+			l = &BinaryExpr{Op: op, L: l, R: p.parseConcat()}
+			continue
+		}
+		if t.kind != tWord {
+			return l
+		}
+		not := false
+		if t.upper == "NOT" {
+			switch n := p.peek(1); {
+			case isKw(n, "LIKE"), isKw(n, "ILIKE"), isKw(n, "RLIKE"), isKw(n, "IN"), isKw(n, "BETWEEN"):
+				not = true
+				p.i++
+				t = n
+			default:
+				return l
+			}
+		}
+		switch t.upper {
+		case "LIKE", "ILIKE", "RLIKE":
+			p.i++
+			op := t.upper
+			if not {
+				op = "NOT " + op
+			}
+			l = &BinaryExpr{Op: op, L: l, R: p.parseConcat()}
+		case "IN":
+			p.i++
+			l = p.parseIn(l, not)
+		case "BETWEEN":
+			p.i++
+			b := &BetweenExpr{X: l, Not: not, Lo: p.parseConcat()}
+			p.expectKw("AND", "expected AND in BETWEEN … AND …")
+			b.Hi = p.parseConcat()
+			l = b
+		case "IS":
+			p.i++
+			e := &IsNullExpr{X: l, Not: p.acceptKw("NOT")}
+			p.expectKw("NULL", "expected NULL after IS [NOT]")
+			l = e
+		default:
+			return l
+		}
+	}
+}
+
+// parseIn parses the ( list ) or ( query ) after [NOT] IN.
+func (p *parser) parseIn(x Expr, not bool) Expr {
+	e := &InExpr{X: x, Not: not}
+	p.expectOp("(")
+	switch {
+	case p.atKw("SELECT"), p.atKw("WITH"):
+		e.Query = p.parseQuery()
+		p.expectOp(")")
+		return e
+	case p.atOp("("):
+		if q, ok := p.tryQueryInParens(); ok {
+			e.Query = q
+			return e
+		}
+	}
+	e.List = p.parseExprList()
+	p.expectOp(")")
+	return e
+}
+
+func (p *parser) parseConcat() Expr {
+	l := p.parseAdditive()
+	for p.acceptOp("||") {
+		l = &BinaryExpr{Op: "||", L: l, R: p.parseAdditive()}
+	}
+	return l
+}
+
+func (p *parser) parseAdditive() Expr {
+	l := p.parseMultiplicative()
+	for {
+		t := p.tok()
+		if !isOp(t, "+") && !isOp(t, "-") {
+			return l
+		}
+		p.i++
+		l = &BinaryExpr{Op: t.val, L: l, R: p.parseMultiplicative()}
+	}
+}
+
+func (p *parser) parseMultiplicative() Expr {
+	l := p.parseUnary()
+	for {
+		t := p.tok()
+		if !isOp(t, "*") && !isOp(t, "/") && !isOp(t, "%") {
+			return l
+		}
+		p.i++
+		l = &BinaryExpr{Op: t.val, L: l, R: p.parseUnary()}
+	}
+}
+
+func (p *parser) parseUnary() Expr {
+	t := p.tok()
+	if isOp(t, "-") || isOp(t, "+") {
+		p.i++
+		p.enter()
+		defer p.leave()
+		return &UnaryExpr{Op: t.val, X: p.parseUnary()}
+	}
+	return p.parsePostfix()
+}
+
+func (p *parser) parsePostfix() Expr {
+	x := p.parsePrimary()
+	for {
+		switch {
+		case p.acceptOp("::"):
+			x = &CastExpr{X: x, Type: p.parseType(), DoubleColon: true}
+		case p.acceptOp("["):
+			x = &IndexExpr{X: x, Index: p.parseExpr()}
+			p.expectOp("]")
+		default:
+			return x
+		}
+	}
+}
+
+// intervalUnits maps the units of INTERVAL to their singular form.
+var intervalUnits = map[string]string{}
+
+func init() {
+	for _, u := range []string{"YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND"} {
+		intervalUnits[u] = u
+		intervalUnits[u+"S"] = u
+	}
+}
+
+// typedLiteralTypes are the types usable as DATE '…' literals, parsed as a
+// CAST of the string.
+var typedLiteralTypes = wordSet("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ")
+
+func (p *parser) parsePrimary() Expr {
+	p.enter()
+	defer p.leave()
+	t := p.tok()
+	next := p.peek(1)
+	switch t.kind {
+	case tNumber:
+		p.i++
+		return &Literal{Kind: LitNumber, Value: t.val}
+	case tString:
+		p.i++
+		return &Literal{Kind: LitString, Value: t.val}
+	case tOp:
+		if t.val == "(" {
+			return p.parseParen()
+		}
+		p.fail(t, "expected an expression")
+	case tQIdent:
+		if t.val == "" {
+			p.fail(t, "empty identifier")
+		}
+		if isOp(next, "(") {
+			p.i++
+			return p.parseFuncCall(t.val, true)
+		}
+		return p.parseColumnRef()
+	case tWord:
+		switch t.upper {
+		case "NULL":
+			p.i++
+			return &Literal{Kind: LitNull}
+		case "TRUE", "FALSE":
+			p.i++
+			return &Literal{Kind: LitBool, Value: t.val}
+		case "CASE":
+			return p.parseCase()
+		case "CAST", "TRY_CAST":
+			if isOp(next, "(") {
+				p.i += 2
+				c := &CastExpr{X: p.parseExpr(), Try: t.upper == "TRY_CAST"}
+				p.expectKw("AS", "expected AS <type> in CAST")
+				c.Type = p.parseType()
+				p.expectOp(")")
+				return c
+			}
+		case "EXISTS":
+			if isOp(next, "(") {
+				p.i += 2
+				q := p.parseQuery()
+				p.expectOp(")")
+				return &ExistsExpr{Query: q}
+			}
+		case "INTERVAL":
+			if next.kind == tString || next.kind == tNumber || isOp(next, "-") || isOp(next, "+") || isOp(next, "(") {
+				p.i++
+				e := &IntervalExpr{Value: p.parseUnary()}
+				if u := p.tok(); u.kind == tWord && intervalUnits[u.upper] != "" {
+					p.i++
+					e.Unit = intervalUnits[u.upper]
+				}
+				return e
+			}
+		}
+		if typedLiteralTypes[t.upper] && next.kind == tString {
+			p.i += 2
+			return &CastExpr{X: &Literal{Kind: LitString, Value: next.val}, Type: TypeName{Name: t.upper}}
+		}
+		if reservedInExpr[t.val] {
+			p.fail(t, "expected an expression")
+		}
+		if isOp(next, "(") {
+			p.i++
+			return p.parseFuncCall(t.val, true)
+		}
+		return p.parseColumnRef()
+	}
+	if t.kind == tEOF {
+		p.fail(t, "expected an expression")
+	}
+	p.fail(t, "unexpected character")
+	return nil
+}
+
+// parseParen parses ( expr ), ( query ) or, for "((", whichever of the two
+// fits.
+func (p *parser) parseParen() Expr {
+	p.i++ // (
+	switch {
+	case p.atKw("SELECT"), p.atKw("WITH"):
+		q := p.parseQuery()
+		p.expectOp(")")
+		return &SubqueryExpr{Query: q}
+	case p.atOp("("):
+		if q, ok := p.tryQueryInParens(); ok {
+			return &SubqueryExpr{Query: q}
+		}
+	}
+	x := p.parseExpr()
+	p.expectOp(")")
+	return &ParenExpr{X: x}
+}
+
+// parseColumnRef parses a, t.a or s.t.a.
+func (p *parser) parseColumnRef() Expr {
+	c := &ColumnRef{Parts: []string{p.parseIdent("a column name")}}
+	for p.atOp(".") && (p.peek(1).kind == tWord || p.peek(1).kind == tQIdent) {
+		p.i++
+		c.Parts = append(c.Parts, p.parseIdent("a column name"))
+	}
+	return c
+}
+
+// parseFuncCall parses the ( args ) of a call to name, at the '('.
+func (p *parser) parseFuncCall(name string, allowOver bool) *FuncCall {
+	p.expectOp("(")
+	f := &FuncCall{Name: name}
+	switch {
+	case p.atOp(")"):
+	case p.atOp("*") && isOp(p.peek(1), ")"):
+		p.i++
+		f.Star = true
+	default:
+		if p.acceptKw("DISTINCT") {
+			f.Distinct = true
+		} else if p.atKw("ALL") && !isOp(p.peek(1), ")") && !isOp(p.peek(1), ",") {
+			p.i++
+		}
+		f.Args = p.parseExprList()
+	}
+	p.expectOp(")")
+	if allowOver && p.acceptKw("OVER") {
+		f.Over = p.parseWindowSpec()
+	}
+	return f
+}
+
+func (p *parser) parseWindowSpec() *WindowSpec {
+	p.expectOp("(")
+	w := &WindowSpec{}
+	if p.acceptKws("PARTITION", "BY") {
+		w.PartitionBy = p.parseExprList()
+	}
+	if p.acceptKws("ORDER", "BY") {
+		w.OrderBy = p.parseOrderItems()
+	}
+	if !p.atOp(")") {
+		p.fail(p.tok(), "expected ')' (a window has PARTITION BY and ORDER BY only; frames are not supported)")
+	}
+	p.i++
+	return w
+}
+
+func (p *parser) parseCase() Expr {
+	p.advance() // CASE
+	c := &CaseExpr{}
+	if !p.atKw("WHEN") {
+		c.Operand = p.parseExpr()
+	}
+	for p.acceptKw("WHEN") {
+		w := When{Cond: p.parseExpr()}
+		p.expectKw("THEN", "expected THEN")
+		w.Result = p.parseExpr()
+		c.Whens = append(c.Whens, w)
+	}
+	if c.Whens == nil {
+		p.fail(p.tok(), "expected WHEN")
+	}
+	if p.acceptKw("ELSE") {
+		c.Else = p.parseExpr()
+	}
+	p.expectKw("END", "expected END to close CASE")
+	return c
+}
+
+// ---- types ----
+
+// typeParams gives, for each scalar type name, how many (…) parameters it
+// may take; ARRAY, MAP and STRUCT take <…> instead.
+var typeParams = map[string]int{
+	"INT": 0, "INTEGER": 0, "BIGINT": 0, "SMALLINT": 0, "TINYINT": 0,
+	"FLOAT": 0, "DOUBLE": 0, "DECIMAL": 2, "NUMERIC": 2,
+	"STRING": 0, "VARCHAR": 1, "CHAR": 1, "BOOLEAN": 0,
+	"DATE": 0, "TIMESTAMP": 0, "TIMESTAMP_NTZ": 0, "TIMESTAMP_LTZ": 0,
+	"BINARY": 0, "JSON": 0, "ARRAY": 0, "MAP": 0, "STRUCT": 0,
+}
+
+func (p *parser) atTypeName() bool {
+	t := p.tok()
+	_, ok := typeParams[t.upper]
+	return t.kind == tWord && ok
+}
+
+// parseType parses a column type; Name is upper-cased.
+func (p *parser) parseType() TypeName {
+	p.enter()
+	defer p.leave()
+	t := p.tok()
+	if !p.atTypeName() {
+		p.fail(t, "expected a type name (INT, BIGINT, DECIMAL(p,s), STRING, TIMESTAMP, ARRAY<…>, …)")
+	}
+	p.i++
+	tn := TypeName{Name: t.upper}
+	switch tn.Name {
+	case "ARRAY":
+		p.expectOp("<")
+		tn.Elems = []TypeName{p.parseType()}
+		p.expectOp(">")
+	case "MAP":
+		p.expectOp("<")
+		k := p.parseType()
+		p.expectOp(",")
+		v := p.parseType()
+		p.expectOp(">")
+		tn.Elems = []TypeName{k, v}
+	case "STRUCT":
+		if p.acceptOp("<>") {
+			break
+		}
+		p.expectOp("<")
+		for !p.atOp(">") {
+			f := TypeField{Name: p.parseIdent("a field name")}
+			p.acceptOp(":")
+			f.Type = p.parseType()
+			tn.Fields = append(tn.Fields, f)
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		p.expectOp(">")
+	default:
+		max := typeParams[tn.Name]
+		if max == 0 || !p.atOp("(") {
+			break
+		}
+		p.i++
+		for {
+			n := p.tok()
+			if len(tn.Params) == max {
+				p.failf(n, "%s takes at most %d parameter(s)", tn.Name, max)
+			}
+			tn.Params = append(tn.Params, p.parseInt("a type parameter"))
+			if !p.acceptOp(",") {
+				break
+			}
+		}
+		p.expectOp(")")
+	}
+	return tn
+}

@@ -1,0 +1,71 @@
+package schemas
+
+// SystemDB is the ClickHouse database of lakepipe's catalog and histories.
+const SystemDB = "lakepipe"
+
+// TrashDB keeps dropped tables until UNDROP or the end of their retention.
+const TrashDB = "lakepipe_trash"
+
+// TempDB holds short-lived tables (files read by SELECT … FROM VOLUME).
+const TempDB = "lakepipe_tmp"
+
+// Version is the catalog schema version this release writes.
+const Version = 1
+
+// Migration brings the system tables from version From-1 to From.
+type Migration struct {
+	Version    int
+	Statements []string
+}
+
+// Migrations in order. Applied ones are recorded in lakepipe.meta; a newer
+// release appends, never edits.
+var Migrations = []Migration{{
+	Version: 1,
+	Statements: []string{
+		"CREATE DATABASE IF NOT EXISTS lakepipe",
+		"CREATE DATABASE IF NOT EXISTS lakepipe_trash",
+		"CREATE DATABASE IF NOT EXISTS lakepipe_tmp",
+		// Every catalog object is one row; a change writes a new row with
+		// a higher version and reads take the newest (FINAL / argMax).
+		`CREATE TABLE IF NOT EXISTS lakepipe.objects (
+			kind String,
+			schema String,
+			name String,
+			spec String,
+			secret String,
+			deleted UInt8,
+			version UInt64,
+			updated_at DateTime
+		) ENGINE = ReplacingMergeTree(version) ORDER BY (kind, schema, name)`,
+		`CREATE TABLE IF NOT EXISTS lakepipe.meta (
+			key String,
+			value String,
+			version UInt64
+		) ENGINE = ReplacingMergeTree(version) ORDER BY key`,
+		// A directory snapshot per ALTER VOLUME … REFRESH.
+		`CREATE TABLE IF NOT EXISTS lakepipe.directory (
+			volume String,
+			refresh_id UInt64,
+			relative_path String,
+			size UInt64,
+			last_modified_time DateTime,
+			etag String
+		) ENGINE = MergeTree ORDER BY (volume, refresh_id, relative_path)`,
+		`CREATE TABLE IF NOT EXISTS lakepipe.load_history (
+			table_name String,
+			pipe_name String,
+			file_path String,
+			etag String,
+			file_size UInt64,
+			last_copy_time DateTime,
+			status String,
+			first_error_message String,
+			first_error_line Int64,
+			rows_loaded UInt64,
+			rows_rejected UInt64,
+			load_id String,
+			version UInt64
+		) ENGINE = ReplacingMergeTree(version) ORDER BY (table_name, file_path, pipe_name)`,
+	},
+}}

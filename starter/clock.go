@@ -1,0 +1,5 @@
+package main
+
+import "time"
+
+var timeNow = time.Now

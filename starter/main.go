@@ -1,0 +1,81 @@
+// Command lakepipe is the command-line program of lakepipe: it runs SQL
+// statements (`lakepipe sql`), lints pipeline scripts (`lakepipe sql
+// --check`) and runs the end-to-end demo (`lakepipe demo`).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `lakepipe — continuous data ingestion for ClickHouse
+
+Usage:
+  lakepipe sql [flags] [-e 'STMT; STMT' | -f FILE]   run SQL (stdin when neither is given)
+  lakepipe sql --check -f FILE                      parse and validate only; needs no server
+  lakepipe demo                                     run the end-to-end demo on the local stack
+  lakepipe version
+
+Run 'lakepipe sql -h' for the flags. Every flag has a LAKEPIPE_* environment
+variable; the defaults match deploy/local.
+`
+
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "sql":
+		return runSQL(ctx, args[1:], stdin, stdout, stderr)
+	case "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "lakepipe", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "lakepipe: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+// connFlags are the connection settings every command shares.
+type connFlags struct {
+	clickhouse         string
+	clickhouseUser     string
+	clickhousePassword string
+	workspace          string
+	schema             string
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *connFlags) register(fs *flag.FlagSet) {
+	defAddr := "127.0.0.1:" + env("LAKEPIPE_CLICKHOUSE_PORT", "19000")
+	fs.StringVar(&c.clickhouse, "clickhouse", env("LAKEPIPE_CLICKHOUSE_ADDR", defAddr), "ClickHouse native address host:port (LAKEPIPE_CLICKHOUSE_ADDR)")
+	fs.StringVar(&c.clickhouseUser, "clickhouse-user", env("LAKEPIPE_CLICKHOUSE_USER", "default"), "ClickHouse user (LAKEPIPE_CLICKHOUSE_USER)")
+	// The password has no flag on purpose: flags show up in process lists.
+	c.clickhousePassword = os.Getenv("LAKEPIPE_CLICKHOUSE_PASSWORD")
+	fs.StringVar(&c.workspace, "workspace", env("LAKEPIPE_WORKSPACE", "default"), "workspace of unqualified names (LAKEPIPE_WORKSPACE)")
+	fs.StringVar(&c.schema, "schema", env("LAKEPIPE_SCHEMA", "public"), "schema of unqualified names (LAKEPIPE_SCHEMA)")
+}

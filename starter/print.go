@@ -1,0 +1,224 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// printer writes results in one of the output formats.
+type printer interface {
+	print(*engine.Result) error
+}
+
+func newPrinter(format string, w io.Writer) (printer, error) {
+	switch strings.ToLower(format) {
+	case "table", "":
+		return &tablePrinter{w: w}, nil
+	case "csv":
+		return &sepPrinter{w: w, sep: ','}, nil
+	case "tsv":
+		return &sepPrinter{w: w, sep: '\t'}, nil
+	case "json":
+		return &jsonPrinter{w: w}, nil
+	}
+	return nil, fmt.Errorf("--format %q: expected table, csv, tsv or json", format)
+}
+
+// cellText renders a value; Decimal keeps its column's scale (8999.00).
+func cellText(v any, chType string) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return x
+	case time.Time:
+		base, _ := schemas.BaseOf(chType)
+		if base == "Date" {
+			return x.Format("2006-01-02")
+		}
+		return x.Format("2006-01-02 15:04:05")
+	case decimal.Decimal:
+		var p, s int32
+		base, _ := schemas.BaseOf(chType)
+		if _, err := fmt.Sscanf(strings.ReplaceAll(base, " ", ""), "Decimal(%d,%d)", &p, &s); err == nil {
+			return x.StringFixed(s)
+		}
+		return x.String()
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func rowText(res *engine.Result, row []any) []string {
+	out := make([]string, len(row))
+	for i, v := range row {
+		t := ""
+		if i < len(res.Types) {
+			t = res.Types[i]
+		}
+		out[i] = cellText(v, t)
+	}
+	return out
+}
+
+type tablePrinter struct{ w io.Writer }
+
+func (p *tablePrinter) print(res *engine.Result) error {
+	if len(res.Columns) == 0 {
+		if res.Message != "" {
+			_, err := fmt.Fprintln(p.w, res.Message)
+			return err
+		}
+		return nil
+	}
+	widths := make([]int, len(res.Columns))
+	for i, c := range res.Columns {
+		widths[i] = utf8.RuneCountInString(c)
+	}
+	cells := make([][]string, len(res.Rows))
+	for r, row := range res.Rows {
+		cells[r] = rowText(res, row)
+		for i, c := range cells[r] {
+			if n := utf8.RuneCountInString(c); n > widths[i] {
+				widths[i] = n
+			}
+		}
+	}
+	var b strings.Builder
+	line := func() {
+		for _, w := range widths {
+			b.WriteString("+" + strings.Repeat("-", w+2))
+		}
+		b.WriteString("+\n")
+	}
+	rowOut := func(vals []string) {
+		for i, v := range vals {
+			v = strings.ReplaceAll(v, "\n", "\\n")
+			b.WriteString("| " + v + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v)) + " ")
+		}
+		b.WriteString("|\n")
+	}
+	line()
+	rowOut(res.Columns)
+	line()
+	for _, r := range cells {
+		rowOut(r)
+	}
+	line()
+	fmt.Fprintf(&b, "%d row%s\n", len(res.Rows), map[bool]string{true: "", false: "s"}[len(res.Rows) == 1])
+	if res.Message != "" {
+		b.WriteString(res.Message + "\n")
+	}
+	_, err := io.WriteString(p.w, b.String())
+	return err
+}
+
+type sepPrinter struct {
+	w   io.Writer
+	sep rune
+}
+
+func (p *sepPrinter) print(res *engine.Result) error {
+	if len(res.Columns) == 0 {
+		return nil // messages are for people; scripts get rows only
+	}
+	if p.sep == '\t' {
+		var b strings.Builder
+		b.WriteString(strings.Join(res.Columns, "\t") + "\n")
+		esc := strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
+		for _, row := range res.Rows {
+			vals := rowText(res, row)
+			for i := range vals {
+				vals[i] = esc.Replace(vals[i])
+			}
+			b.WriteString(strings.Join(vals, "\t") + "\n")
+		}
+		_, err := io.WriteString(p.w, b.String())
+		return err
+	}
+	cw := csv.NewWriter(p.w)
+	if err := cw.Write(res.Columns); err != nil {
+		return err
+	}
+	for _, row := range res.Rows {
+		if err := cw.Write(rowText(res, row)); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// jsonPrinter writes one JSON object per row (JSON Lines); statements
+// without rows print {"message": …}.
+type jsonPrinter struct{ w io.Writer }
+
+func (p *jsonPrinter) print(res *engine.Result) error {
+	enc := json.NewEncoder(p.w)
+	if len(res.Columns) == 0 {
+		return enc.Encode(map[string]string{"message": res.Message})
+	}
+	for _, row := range res.Rows {
+		obj := make(orderedRow, len(row))
+		for i, v := range row {
+			t := ""
+			if i < len(res.Types) {
+				t = res.Types[i]
+			}
+			obj[i] = kv{res.Columns[i], jsonValue(v, t)}
+		}
+		if err := enc.Encode(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func jsonValue(v any, chType string) any {
+	switch x := v.(type) {
+	case nil, bool, string, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64, int, uint:
+		return x
+	case uint64:
+		return x
+	}
+	return cellText(v, chType)
+}
+
+type kv struct {
+	k string
+	v any
+}
+
+// orderedRow marshals as an object that keeps the column order.
+type orderedRow []kv
+
+func (o orderedRow) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.k)
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
