@@ -71,8 +71,9 @@ func (c *Catalog) migrate(ctx context.Context) error {
 				return fmt.Errorf("migrate catalog to version %d: %w", m.Version, err)
 			}
 		}
-		if err := c.st.Exec(ctx, "INSERT INTO lakepipe.meta (key, value, version) VALUES ('schema_version', "+
-			chsql.QuoteString(strconv.Itoa(m.Version))+", "+strconv.FormatUint(nextVersion(), 10)+")"); err != nil {
+		// Batches, not INSERT … VALUES: the native protocol sends rows as blocks.
+		if err := c.st.InsertRows(ctx, schemas.SystemDB, "meta", []string{"key", "value", "version"},
+			[][]any{{"schema_version", strconv.Itoa(m.Version), nextVersion()}}); err != nil {
 			return fmt.Errorf("record catalog version %d: %w", m.Version, err)
 		}
 	}
@@ -176,11 +177,9 @@ func (c *Catalog) Delete(ctx context.Context, kind Kind, schema, name string) er
 }
 
 func (c *Catalog) write(ctx context.Context, kind Kind, schema, name, spec, secret string, deleted int) error {
-	q := "INSERT INTO lakepipe.objects (kind, schema, name, spec, secret, deleted, version, updated_at) VALUES (" +
-		chsql.QuoteString(string(kind)) + ", " + chsql.QuoteString(schema) + ", " + chsql.QuoteString(name) + ", " +
-		chsql.QuoteString(spec) + ", " + chsql.QuoteString(secret) + ", " + strconv.Itoa(deleted) + ", " +
-		strconv.FormatUint(nextVersion(), 10) + ", now())"
-	if err := c.st.Exec(ctx, q); err != nil {
+	err := c.st.InsertRows(ctx, schemas.SystemDB, "objects", []string{"kind", "schema", "name", "spec", "secret", "deleted", "version", "updated_at"},
+		[][]any{{string(kind), schema, name, spec, secret, uint8(deleted), nextVersion(), time.Now().UTC()}})
+	if err != nil {
 		// The statement holds the secret: never wrap its text.
 		return fmt.Errorf("write catalog %s %s: %w", kind, name, scrubbed(err, secret))
 	}

@@ -81,7 +81,7 @@ func (l *lexer) errAt(p Pos, near, msg string) *SyntaxError {
 // errors here; other stray characters become tIllegal tokens.
 func lex(src string, base Pos) ([]token, *SyntaxError) {
 	l := &lexer{src: src, base: base, line: base.Line, col: base.Col}
-	var toks []token
+	toks := make([]token, 0, len(src)/3+1)
 	eofPos := Pos{}
 	for {
 		if err := l.skipSpace(); err != nil {
@@ -174,7 +174,7 @@ func (l *lexer) next() (token, *SyntaxError) {
 		t.val = strings.ToLower(t.text)
 		t.upper = strings.ToUpper(t.text)
 		return t, nil
-	case isDigit(byte(r)) || (r == '.' && l.i+1 < len(l.src) && isDigit(l.src[l.i+1])):
+	case r < utf8.RuneSelf && isDigit(byte(r)) || (r == '.' && l.i+1 < len(l.src) && isDigit(l.src[l.i+1])):
 		l.lexNumber()
 		t := mk(tNumber, "")
 		t.val = t.text

@@ -1,0 +1,239 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+	"unicode/utf8"
+)
+
+// fuzzRead reads data through tiny reads and tiny batches, checking the
+// batch invariants; it fails the test on a read error (the source cannot
+// fail) and returns everything read.
+func fuzzRead(t *testing.T, data []byte, format string, opts Options, seed uint64) (result, bool) {
+	r, err := Open(Source{R: &choppyReader{data: data, rng: rand.New(rand.NewPCG(seed, 1)), max: 5}, Name: "fuzz"}, format, opts)
+	if err != nil {
+		return result{}, false // e.g. a malformed header
+	}
+	res := result{cols: r.Columns()}
+	for {
+		b, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		if err := checkBatch(b, len(res.cols)); err != nil {
+			t.Fatal(err)
+		}
+		if b.Rows == 0 && len(b.Errors) == 0 {
+			t.Fatal("empty batch")
+		}
+		for i := range b.Rows {
+			row := make([]*string, len(b.Cols))
+			for c := range b.Cols {
+				if !b.Cols[c].Null[i] {
+					row[c] = sp(string(b.Cols[c].Text[i]))
+				}
+			}
+			res.rows = append(res.rows, row)
+		}
+		for i := 1; i < len(b.Line); i++ {
+			if b.Line[i] <= b.Line[i-1] {
+				t.Fatalf("line numbers not increasing: %v", b.Line)
+			}
+		}
+		res.lines = append(res.lines, b.Line...)
+		res.errs = append(res.errs, b.Errors...)
+	}
+	r.Close()
+	return res, true
+}
+
+func FuzzCSV(f *testing.F) {
+	for _, s := range []string{
+		"1,a,x\n2,b,y\n",
+		"1,\"a,b\",\"say \"\"hi\"\"\"\r\n2,\"x\ny\",z\n",
+		"1,\"oops\n2,b,c\n",
+		"a,b\n\n\"c\"d,e\n,\n",
+		"\"\"\n\"\"\"\"\n",
+		"1;2\t3\n",
+		"x\r\ny\rz\n\r",
+	} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		opts := Options{BatchRows: 1 + int(mode%3)}
+		switch mode / 3 % 4 {
+		case 1:
+			opts.Delimiter = ';'
+		case 2:
+			opts.Header = true
+		case 3:
+			opts.HasNullValue, opts.NullValue = true, ""
+		}
+		got, ok := fuzzRead(t, data, "CSV", opts, uint64(mode))
+		if !ok {
+			return
+		}
+		for _, row := range got.rows {
+			if len(row) != len(got.cols) {
+				t.Fatalf("row of %d fields for %d columns", len(row), len(got.cols))
+			}
+		}
+		// Where the standard library accepts the input, it must agree.
+		if opts.Header || bytes.ContainsRune(data, '\r') || bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+			return
+		}
+		cr := csv.NewReader(bytes.NewReader(data))
+		cr.FieldsPerRecord = -1
+		cr.Comma = rune(opts.delimiter())
+		var want [][]string
+		var lines []int64
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return
+			}
+			line, _ := cr.FieldPos(0)
+			want = append(want, rec)
+			lines = append(lines, int64(line))
+		}
+		if len(want) == 0 {
+			if len(got.rows)+len(got.errs) != 0 {
+				t.Fatalf("rows from nothing: %s %v", show(got.rows), got.errs)
+			}
+			return
+		}
+		ncols := len(want[0])
+		if len(got.cols) != ncols {
+			t.Fatalf("%d columns, want %d", len(got.cols), ncols)
+		}
+		var nerr int
+		k := 0
+		for i, rec := range want {
+			if len(rec) != ncols {
+				if nerr >= len(got.errs) || got.errs[nerr].Line != lines[i] {
+					t.Fatalf("record at line %d (%d fields): no matching RowError in %v", lines[i], len(rec), got.errs)
+				}
+				nerr++
+				continue
+			}
+			if k >= len(got.rows) {
+				t.Fatalf("missing row for line %d", lines[i])
+			}
+			if got.lines[k] != lines[i] {
+				t.Fatalf("row %d: line %d, want %d", k, got.lines[k], lines[i])
+			}
+			for j, v := range rec {
+				g := got.rows[k][j]
+				if opts.HasNullValue && g == nil && v == "" {
+					continue
+				}
+				if g == nil || *g != v {
+					t.Fatalf("row %d field %d: %s, want %q", k, j, show(got.rows[k:k+1]), v)
+				}
+			}
+			k++
+		}
+		if k != len(got.rows) || nerr != len(got.errs) {
+			t.Fatalf("%d rows and %d errors, want %d and %d", len(got.rows), len(got.errs), k, nerr)
+		}
+	})
+}
+
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":"x"}` + "\n" + `{"b":"y","a":null,"c":[1,{"d":2}]}` + "\n",
+		`{"s":"\u00e9\ud83d\ude00\"\\"}` + "\n" + `{"s":` + "\n",
+		"[\n{\"a\":1},\n{\"a\":[2, 3]}\n]",
+		`{"a":1e5,"b":-0.0,"c":true,"d":false}` + "\n" + `not json` + "\n" + `[1]`,
+		`{"a" : { "x" : [ ] } , "b":"\ud800"}`,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		opts := Options{BatchRows: 1 + int(mode%3)}
+		got, ok := fuzzRead(t, data, "JSON", opts, uint64(mode))
+		if !ok {
+			return
+		}
+		for _, row := range got.rows {
+			if len(row) != len(got.cols) {
+				t.Fatalf("row of %d fields for %d columns", len(row), len(got.cols))
+			}
+		}
+		trimmed := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+		if bytes.HasPrefix(trimmed, []byte("[")) {
+			return // array mode: invariants only
+		}
+		// Line by line, compare with encoding/json.
+		k, nerr := 0, 0
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if i == 0 {
+				line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+			}
+			if isBlank(line) {
+				continue
+			}
+			var obj map[string]json.RawMessage
+			valid := json.Unmarshal(line, &obj) == nil && obj != nil
+			if !valid && bytes.ContainsFunc(line, func(r rune) bool { return r < 0x20 && r != '\r' }) {
+				return // we accept raw control characters in strings; Go does not
+			}
+			if !valid {
+				if nerr >= len(got.errs) || got.errs[nerr].Line != int64(i+1) {
+					t.Fatalf("line %d %q: no matching RowError in %v", i+1, line, got.errs)
+				}
+				nerr++
+				continue
+			}
+			if k >= len(got.rows) || got.lines[k] != int64(i+1) {
+				t.Fatalf("line %d %q: no row (errors %v)", i+1, line, got.errs)
+			}
+			for c, col := range got.cols {
+				raw, has := obj[col.Name]
+				g := got.rows[k][c]
+				if !has || string(raw) == "null" {
+					if g != nil {
+						t.Fatalf("line %d key %q: %q, want NULL", i+1, col.Name, *g)
+					}
+					continue
+				}
+				if g == nil {
+					t.Fatalf("line %d key %q: NULL, want %s", i+1, col.Name, raw)
+				}
+				var want string
+				switch raw[0] {
+				case '"':
+					if !utf8.Valid(raw) {
+						continue
+					}
+					json.Unmarshal(raw, &want)
+				case '{', '[':
+					var b bytes.Buffer
+					json.Compact(&b, raw)
+					want = b.String()
+				default:
+					want = string(raw)
+				}
+				if *g != want {
+					t.Fatalf("line %d key %q: %q, want %q", i+1, col.Name, *g, want)
+				}
+			}
+			k++
+		}
+		if k != len(got.rows) || nerr != len(got.errs) {
+			t.Fatalf("%d rows and %d errors, want %d and %d", len(got.rows), len(got.errs), k, nerr)
+		}
+	})
+}
