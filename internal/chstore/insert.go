@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
@@ -26,11 +28,12 @@ type Inserter struct {
 	cols    []formats.Column
 	columns []column
 	query   string
-	// BlockRows is the number of rows per INSERT block (default 1,000,000:
-	// big blocks are what makes ClickHouse inserts fast).
+	// BlockRows is the number of rows per block (default 131072): large
+	// enough for ClickHouse to insert efficiently, small enough that
+	// converting the next block overlaps inserting this one.
 	BlockRows int
 	// BlockBytes bounds the text held for one block, so that memory stays
-	// flat however large the file (default 64 MiB).
+	// flat however large the file (default 16 MiB).
 	BlockBytes   int
 	pending      int
 	pendingBytes int
@@ -38,6 +41,7 @@ type Inserter struct {
 	send      chan block
 	done      chan error
 	closed    bool
+	aborted   bool
 }
 
 type block struct {
@@ -49,7 +53,7 @@ type block struct {
 // (name and ClickHouse type). Sending happens on its own goroutine so that
 // reading and converting the next rows overlaps the network write.
 func (s *Store) NewInserter(ctx context.Context, db, table string, cols []formats.Column) (*Inserter, error) {
-	in := &Inserter{store: s, db: db, table: table, cols: cols, BlockRows: 1 << 20, BlockBytes: 64 << 20}
+	in := &Inserter{store: s, db: db, table: table, cols: cols, BlockRows: 128 << 10, BlockBytes: 16 << 20}
 	names := make([]string, len(cols))
 	for i, c := range cols {
 		col, err := newColumn(c.Type)
@@ -68,29 +72,43 @@ func (s *Store) NewInserter(ctx context.Context, db, table string, cols []format
 	return in, nil
 }
 
+// sender writes every block of the Inserter as part of one INSERT: each
+// block is flushed as it comes, so the server inserts one block while the
+// next is being read and converted.
 func (in *Inserter) sender(ctx context.Context) {
-	var err error
+	var (
+		batch driver.Batch
+		err   error
+	)
 	for b := range in.send {
 		if err != nil {
 			continue // drain after a failure
 		}
-		err = in.sendBlock(ctx, b)
+		if batch == nil {
+			if batch, err = in.store.conn.PrepareBatch(ctx, in.query); err != nil {
+				err = fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
+				continue
+			}
+		}
+		err = in.appendBlock(batch, b)
+	}
+	if err == nil && batch != nil && !in.aborted {
+		if serr := batch.Send(); serr != nil {
+			err = fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(serr))
+		}
+	} else if batch != nil {
+		_ = batch.Abort()
 	}
 	in.done <- err
 }
 
-func (in *Inserter) sendBlock(ctx context.Context, b block) error {
-	batch, err := in.store.conn.PrepareBatch(ctx, in.query)
-	if err != nil {
-		return fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
-	}
+func (in *Inserter) appendBlock(batch driver.Batch, b block) error {
 	for i, v := range b.values {
 		if err := batch.Column(i).Append(v); err != nil {
-			_ = batch.Abort()
 			return fmt.Errorf("insert into %s.%s column %s: %w", in.db, in.table, in.cols[i].Name, Error(err))
 		}
 	}
-	if err := batch.Send(); err != nil {
+	if err := batch.Flush(); err != nil {
 		return fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
 	}
 	return nil
@@ -208,6 +226,7 @@ func (in *Inserter) Abort() {
 		return
 	}
 	in.closed = true
+	in.aborted = true
 	for _, c := range in.columns {
 		c.values()
 	}

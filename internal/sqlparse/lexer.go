@@ -12,8 +12,8 @@ type tokKind int
 const (
 	tEOF     tokKind = iota
 	tWord            // unquoted identifier or keyword
-	tQIdent          // `back-quoted` identifier
-	tString          // '…' or "…" literal
+	tQIdent          // `back-quoted` or "double-quoted" identifier
+	tString          // '…' literal
 	tNumber          // 1, 1.5, .5, 1e3
 	tOp              // punctuation and operators
 	tIllegal         // a character the dialect does not use
@@ -26,7 +26,6 @@ type token struct {
 	text  string // raw source text
 	val   string // word: lower-cased; quoted identifier or string: content; number/op: text
 	upper string // word: upper-cased, for keyword comparison
-	quote byte   // tString: the quote character
 	pos   Pos
 	end   int // absolute byte offset just after the token
 }
@@ -179,16 +178,14 @@ func (l *lexer) next() (token, *SyntaxError) {
 		t := mk(tNumber, "")
 		t.val = t.text
 		return t, nil
-	case r == '\'' || r == '"':
-		val, ok := l.lexQuoted(byte(r), true)
+	case r == '\'':
+		val, ok := l.lexQuoted('\'', true)
 		if !ok {
 			return token{}, l.errAt(start, l.src[startI:], "unterminated string literal")
 		}
-		t := mk(tString, val)
-		t.quote = byte(r)
-		return t, nil
-	case r == '`':
-		val, ok := l.lexQuoted('`', false)
+		return mk(tString, val), nil
+	case r == '`' || r == '"':
+		val, ok := l.lexQuoted(byte(r), false)
 		if !ok {
 			return token{}, l.errAt(start, l.src[startI:], "unterminated quoted identifier")
 		}
@@ -325,8 +322,8 @@ type Chunk struct {
 }
 
 // Split cuts a script into statements at the semicolons that are tokens:
-// semicolons inside '…' and "…" strings (with doubled-quote and backslash escapes),
-// `…` identifiers, -- comments and /* */ comments do not split. Statements
+// semicolons inside '…' strings (with doubled-quote and backslash escapes),
+// "…" and `…` identifiers, -- comments and /* */ comments do not split. Statements
 // that hold nothing but comments and whitespace are dropped. Split does not
 // check the statements' syntax; its only errors are unterminated strings,
 // identifiers and comments, reported as *SyntaxError with their position.

@@ -245,10 +245,9 @@ func isKw(t token, kw string) bool { return t.kind == tWord && t.upper == kw }
 func isOp(t token, op string) bool { return t.kind == tOp && t.val == op }
 
 // isIdentTok reports whether t can stand where an identifier is expected:
-// any word (keywords are not reserved there), a `quoted` identifier or a
-// "double-quoted" name.
+// any word (most keywords are not reserved there) or a quoted identifier.
 func isIdentTok(t token) bool {
-	return t.kind == tWord || t.kind == tQIdent || (t.kind == tString && t.quote == '"')
+	return t.kind == tWord || t.kind == tQIdent
 }
 
 func (p *parser) atKw(kw string) bool { return isKw(p.tok(), kw) }

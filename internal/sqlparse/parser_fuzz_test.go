@@ -14,6 +14,9 @@ func FuzzParse(f *testing.F) {
 	for _, c := range seedCases {
 		f.Add(c.sql)
 	}
+	for _, c := range grammarCases {
+		f.Add(c.src)
+	}
 	for _, s := range []string{
 		"SELECT a FROM t WHERE NOT EXISTS (SELECT 1) AND x NOT IN ((SELECT 1)) OR y BETWEEN 1 AND 2",
 		"SELECT * FROM a LEFT JOIN (b JOIN c ON b.x = c.x) ON a.y = b.y, ((SELECT 1)) s",

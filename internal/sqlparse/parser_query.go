@@ -172,7 +172,7 @@ func (p *parser) parseAlias(stop map[string]bool) string {
 		return p.parseIdent("an alias")
 	}
 	t := p.tok()
-	if t.kind == tQIdent || (t.kind == tString && t.quote == '"') || (t.kind == tWord && !stop[t.val]) {
+	if t.kind == tQIdent || (t.kind == tWord && !stop[t.val]) {
 		return p.parseIdent("an alias")
 	}
 	return ""
@@ -261,7 +261,8 @@ func (p *parser) parseTablePrimary() TableRef {
 		ref := p.parseJoinTree()
 		p.expectOp(")")
 		return ref
-	case isKw(t, "VOLUME") && isIdentTok(p.peek(1)) && (isOp(p.peek(2), "(") || isKw(p.peek(2), "USING")):
+	case isKw(t, "VOLUME") && (p.peek(1).kind == tQIdent || p.peek(1).kind == tWord && !tableAliasStop[p.peek(1).val]):
+		// VOLUME v …; a table named volume must be back-quoted when aliased
 		vs := p.parseVolumeHead()
 		for p.parseVolumeClause(&vs) {
 		}
