@@ -38,10 +38,10 @@ type Inserter struct {
 	pending      int
 	pendingBytes int
 	sent         int64
-	send      chan block
-	done      chan error
-	closed    bool
-	aborted   bool
+	send         chan block
+	done         chan error
+	closed       bool
+	aborted      bool
 }
 
 type block struct {

@@ -226,4 +226,3 @@ func (s *Store) InsertRows(ctx context.Context, db, table string, cols []string,
 	}
 	return nil
 }
-

@@ -89,12 +89,12 @@ var pipeProps = map[string]func(string) error{
 		}
 		return fmt.Errorf("INGEST_MODE = %q: expected 'LIST_PURGE', 'LIST' or 'EVENT_NOTIFICATION'", v)
 	},
-	"batch_interval_in_seconds": positiveInt("BATCH_INTERVAL_IN_SECONDS"),
-	"poll_interval_in_seconds":  positiveInt("POLL_INTERVAL_IN_SECONDS"),
+	"batch_interval_in_seconds":      positiveInt("BATCH_INTERVAL_IN_SECONDS"),
+	"poll_interval_in_seconds":       positiveInt("POLL_INTERVAL_IN_SECONDS"),
 	"batch_size_per_kafka_partition": positiveInt("BATCH_SIZE_PER_KAFKA_PARTITION"),
-	"max_files_per_batch":             positiveInt("MAX_FILES_PER_BATCH"),
-	"initial_delay_in_seconds":        positiveInt("INITIAL_DELAY_IN_SECONDS"),
-	"comment":                         func(string) error { return nil },
+	"max_files_per_batch":            positiveInt("MAX_FILES_PER_BATCH"),
+	"initial_delay_in_seconds":       positiveInt("INITIAL_DELAY_IN_SECONDS"),
+	"comment":                        func(string) error { return nil },
 }
 
 func positiveInt(name string) func(string) error {

@@ -133,15 +133,15 @@ const (
 
 // FileLoad is the outcome of loading one file.
 type FileLoad struct {
-	Path          string
-	Size          int64
-	ETag          string
-	Rows          int64
-	Rejected      int64
-	FirstError    string
-	FirstErrLine  int64
-	Status        string
-	Duration      time.Duration
+	Path         string
+	Size         int64
+	ETag         string
+	Rows         int64
+	Rejected     int64
+	FirstError   string
+	FirstErrLine int64
+	Status       string
+	Duration     time.Duration
 }
 
 // mapColumns says, for each target column, which source column feeds it.
