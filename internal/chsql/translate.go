@@ -19,6 +19,9 @@ type Translator struct {
 	// DIRECTORY(VOLUME …) and table functions such as load_history('t'). It
 	// returns a FROM item: a quoted table or a parenthesised subquery.
 	Source func(ref sqlparse.TableRef) (string, error)
+	// Columns lists the user-visible columns of a table, when known, so
+	// that * leaves out lakepipe's bookkeeping columns (_lp_…).
+	Columns func(name sqlparse.ObjectName) ([]string, bool)
 }
 
 // Unsupported is returned for constructs that parse but that lakepipe cannot
@@ -155,10 +158,8 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
 			b.WriteString(", ")
 		}
 		switch {
-		case it.Star && it.Qualifier != "":
-			b.WriteString(QuoteIdent(it.Qualifier) + ".*")
 		case it.Star:
-			b.WriteString("*")
+			b.WriteString(t.star(s.From, it.Qualifier))
 		default:
 			if err := t.expr(b, it.Expr); err != nil {
 				return err
@@ -203,6 +204,60 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
 		}
 	}
 	return nil
+}
+
+// star expands * (or q.*) into the visible columns of the tables it
+// covers; it stays * when a source's columns are not known.
+func (t *Translator) star(from []sqlparse.TableRef, qualifier string) string {
+	plain := "*"
+	if qualifier != "" {
+		plain = QuoteIdent(qualifier) + ".*"
+	}
+	if t.Columns == nil {
+		return plain
+	}
+	var leaves []*sqlparse.TableName
+	var walk func(r sqlparse.TableRef) bool
+	walk = func(r sqlparse.TableRef) bool {
+		switch r := r.(type) {
+		case *sqlparse.TableName:
+			leaves = append(leaves, r)
+			return true
+		case *sqlparse.JoinRef:
+			return walk(r.Left) && walk(r.Right)
+		}
+		return false
+	}
+	for _, f := range from {
+		if !walk(f) {
+			return plain
+		}
+	}
+	var cols []string
+	for _, l := range leaves {
+		name := l.Alias
+		if name == "" {
+			name = l.Name.Name()
+		}
+		if qualifier != "" && name != qualifier {
+			continue
+		}
+		names, ok := t.Columns(l.Name)
+		if !ok {
+			return plain
+		}
+		for _, c := range names {
+			if len(leaves) > 1 || qualifier != "" {
+				cols = append(cols, QuoteIdent(name)+"."+QuoteIdent(c))
+			} else {
+				cols = append(cols, QuoteIdent(c))
+			}
+		}
+	}
+	if len(cols) == 0 {
+		return plain
+	}
+	return strings.Join(cols, ", ")
 }
 
 func alias(b *strings.Builder, a string) {

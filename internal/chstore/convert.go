@@ -547,3 +547,28 @@ func ParseTime(s string) (time.Time, error) {
 	}
 	return time.Time{}, errors.New("not a time")
 }
+
+// constCol repeats one value: the commit id of a load.
+type constCol struct {
+	v uint64
+	n int
+}
+
+func (c *constCol) len() int                                             { return c.n }
+func (c *constCol) addNull(n int)                                        { c.n += n }
+func (c *constCol) add(_ *formats.Vector, rows int, _ func(int, string)) { c.n += rows }
+func (c *constCol) keep(keep []bool) {
+	for _, k := range keep {
+		if !k {
+			c.n--
+		}
+	}
+}
+func (c *constCol) values() any {
+	out := make([]uint64, c.n)
+	for i := range out {
+		out[i] = c.v
+	}
+	c.n = 0
+	return out
+}

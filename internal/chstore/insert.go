@@ -52,7 +52,11 @@ type block struct {
 // NewInserter prepares inserts into db.table for the given target columns
 // (name and ClickHouse type). Sending happens on its own goroutine so that
 // reading and converting the next rows overlaps the network write.
-func (s *Store) NewInserter(ctx context.Context, db, table string, cols []formats.Column) (*Inserter, error) {
+//
+// A non-zero commit is written into every row's commitColumn, which tags
+// the rows of one load so that a retried load can find (and remove) the
+// rows of an attempt that did not finish.
+func (s *Store) NewInserter(ctx context.Context, db, table string, cols []formats.Column, commitColumn string, commit uint64) (*Inserter, error) {
 	in := &Inserter{store: s, db: db, table: table, cols: cols, BlockRows: 128 << 10, BlockBytes: 16 << 20}
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -62,6 +66,11 @@ func (s *Store) NewInserter(ctx context.Context, db, table string, cols []format
 		}
 		in.columns = append(in.columns, col)
 		names[i] = chsql.QuoteIdent(c.Name)
+	}
+	if commit != 0 {
+		in.columns = append(in.columns, &constCol{v: commit})
+		in.cols = append(append([]formats.Column(nil), cols...), formats.Column{Name: commitColumn, Type: "UInt64"})
+		names = append(names, chsql.QuoteIdent(commitColumn))
 	}
 	// 18.16 refuses an INSERT block without the column list, so it is
 	// always spelled out.
@@ -144,6 +153,10 @@ func (in *Inserter) Add(b *formats.Batch, source []int) ([]RowError, error) {
 		}
 	}
 	for i, col := range in.columns {
+		if i >= len(source) {
+			col.addNull(b.Rows) // the commit column
+			continue
+		}
 		if source[i] < 0 {
 			col.addNull(b.Rows)
 			continue

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -107,6 +108,7 @@ type loadTarget struct {
 	db, table string
 	display   string
 	cols      []formats.Column
+	commit    uint64 // written to CommitColumn; 0 for tables without it
 }
 
 func tableTarget(schema, name string, cols []catalog.ColumnSpec) loadTarget {
@@ -196,7 +198,7 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 		return res, fmt.Errorf("file %s: %w", obj.Path, err)
 	}
 	defer r.Close()
-	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols)
+	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, target.commit)
 	if err != nil {
 		return res, err
 	}
@@ -309,6 +311,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		}
 	}
 	target := tableTarget(schema, name, cols)
+	target.commit = randomCommit()
 	res := &Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := newLoadID()
 	for _, f := range files {
@@ -335,6 +338,13 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		res.Message = "no files to load"
 	}
 	return res, nil
+}
+
+// randomCommit is a commit id for a one-shot load.
+func randomCommit() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
 func newLoadID() string {
@@ -407,11 +417,13 @@ func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume)
 	defer sess.close()
 	var query string
 	if s.FromTable != nil {
-		ref, err := e.tableRef(ctx, *s.FromTable)
-		if err != nil {
+		q := &sqlparse.Query{Body: &sqlparse.Select{
+			Items: []sqlparse.SelectItem{{Star: true}},
+			From:  []sqlparse.TableRef{&sqlparse.TableName{Name: *s.FromTable}},
+		}}
+		if query, err = sess.translate(q); err != nil {
 			return nil, err
 		}
-		query = "SELECT * FROM " + ref
 	} else if query, err = sess.translate(s.FromQuery); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,10 @@ func message(format string, args ...any) *Result {
 	return &Result{Message: fmt.Sprintf(format, args...)}
 }
 
+// CommitColumn is the bookkeeping column of every table lakepipe creates:
+// the id of the load (commit) that wrote the row, 0 for plain INSERTs.
+const CommitColumn = "_lp_commit"
+
 // ErrNotSupportedYet is returned by statements that parse but whose
 // execution a later release brings.
 var ErrNotSupportedYet = errors.New("not supported yet")

@@ -27,6 +27,17 @@ func (e *Engine) session(ctx context.Context) *session {
 	s.tr = &chsql.Translator{
 		Table:  func(n sqlparse.ObjectName) (string, error) { return e.tableRef(ctx, n) },
 		Source: s.source,
+		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+			_, _, spec, err := e.table(ctx, n)
+			if err != nil {
+				return nil, false
+			}
+			cols := make([]string, len(spec.Columns))
+			for i, c := range spec.Columns {
+				cols[i] = c.Name
+			}
+			return cols, true
+		},
 	}
 	return s
 }

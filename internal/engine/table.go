@@ -112,6 +112,9 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 	for i, c := range spec.Columns {
 		cols[i] = columnDDL(c)
 	}
+	// _lp_commit tags the rows of each load, which is what makes loads
+	// exactly-once (see docs/exactly-once.md); queries never show it.
+	cols = append(cols, chsql.QuoteIdent(CommitColumn)+" UInt64 DEFAULT 0")
 	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schema, name) + " (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree"
 	if len(spec.PartitionBy) > 0 {
 		parts := make([]string, len(spec.PartitionBy))

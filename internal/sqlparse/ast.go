@@ -4,7 +4,8 @@
 // translation to ClickHouse SQL lives in package chsql.
 //
 // Unquoted identifiers are case-insensitive and are stored lower-cased;
-// back-quoted identifiers keep their case. Keywords are case-insensitive.
+// back-quoted (and double-quoted) identifiers keep their case. Keywords are
+// case-insensitive. Strings are single-quoted.
 package sqlparse
 
 // Pos is a position in the parsed text; Line and Col count from 1.

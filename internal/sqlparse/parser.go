@@ -55,7 +55,7 @@ func ParseScript(src string) ([]Statement, error) {
 	}
 	stmts := make([]Statement, 0, len(chunks))
 	for _, c := range chunks {
-		s, err := parseStatementAt(c.Text, c.Start, false)
+		s, err := ParseChunk(c)
 		if err != nil {
 			return nil, err
 		}
@@ -64,46 +64,70 @@ func ParseScript(src string) ([]Statement, error) {
 	return stmts, nil
 }
 
+// ParseChunk parses one statement cut by Split, with every position (in the
+// statement and in a *SyntaxError) relative to the whole script Split was
+// given, so that a caller running a script statement by statement reports
+// script lines without adjusting anything.
+func ParseChunk(c Chunk) (Statement, error) {
+	return parseStatementAt(c.Text, c.Start, false)
+}
+
 // ParseQuery parses one query (SELECT, WITH … SELECT, set operations, a
 // parenthesised query); a trailing semicolon is allowed.
-func ParseQuery(src string) (q *Query, err error) {
-	p, err := newParser(src, startPos)
+func ParseQuery(src string) (*Query, error) {
+	var q *Query
+	err := run(src, startPos, func(p *parser) {
+		q = p.parseQuery()
+		p.acceptOp(";")
+		p.expectEnd()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer p.recover(&err)
-	q = p.parseQuery()
-	p.acceptOp(";")
-	p.expectEnd()
 	return q, nil
 }
 
 // ParseExpr parses one scalar expression and nothing else.
-func ParseExpr(src string) (e Expr, err error) {
-	p, err := newParser(src, startPos)
+func ParseExpr(src string) (Expr, error) {
+	var e Expr
+	err := run(src, startPos, func(p *parser) {
+		e = p.parseExpr()
+		p.expectEnd()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer p.recover(&err)
-	e = p.parseExpr()
-	p.expectEnd()
 	return e, nil
 }
 
-func parseStatementAt(src string, base Pos, allowSemicolon bool) (s Statement, err error) {
-	p, err := newParser(src, base)
+func parseStatementAt(src string, base Pos, allowSemicolon bool) (Statement, error) {
+	var s Statement
+	err := run(src, base, func(p *parser) {
+		first := p.tok()
+		s = p.parseStatement()
+		p.setSpan(s, first)
+		if allowSemicolon {
+			p.acceptOp(";")
+		}
+		p.expectEnd()
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer p.recover(&err)
-	first := p.tok()
-	s = p.parseStatement()
-	p.setSpan(s, first)
-	if allowSemicolon {
-		p.acceptOp(";")
-	}
-	p.expectEnd()
 	return s, nil
+}
+
+// run lexes src (whose first byte is at base) and calls parse, turning the
+// parser's panics into the returned error.
+func run(src string, base Pos, parse func(p *parser)) (err error) {
+	toks, lerr := lex(src, base)
+	if lerr != nil {
+		return lerr
+	}
+	p := &parser{src: src, baseOff: base.Offset, toks: toks}
+	defer p.recover(&err)
+	parse(p)
+	return nil
 }
 
 // parser is a recursive-descent parser over a token slice. Errors are raised
@@ -118,14 +142,6 @@ type parser struct {
 	// ')'" parse failed, so that ambiguous parentheses never cost more than
 	// one attempt per position.
 	failedQuery map[int]bool
-}
-
-func newParser(src string, base Pos) (*parser, error) {
-	toks, lerr := lex(src, base)
-	if lerr != nil {
-		return nil, lerr
-	}
-	return &parser{src: src, baseOff: base.Offset, toks: toks}, nil
 }
 
 // recover turns a panic raised by fail into the returned error. Any other
@@ -201,6 +217,18 @@ func (p *parser) fail(t token, msg string) {
 
 func (p *parser) failf(t token, format string, args ...any) {
 	p.fail(t, fmt.Sprintf(format, args...))
+}
+
+// clauses records which optional clauses of a statement were seen, so that
+// a repeated clause is an error rather than a silent overwrite.
+type clauses map[string]bool
+
+// once fails at t if clause was seen before, and records it.
+func (p *parser) once(seen clauses, t token, clause string) {
+	if seen[clause] {
+		p.failf(t, "%s is given twice", clause)
+	}
+	seen[clause] = true
 }
 
 func (p *parser) enter() {

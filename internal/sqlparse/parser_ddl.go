@@ -68,14 +68,12 @@ func (p *parser) parseCreateConnection() Statement {
 	s := &CreateConnection{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a connection name")
-	afterComma := false
+	seen, afterComma := clauses{}, false
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "TYPE") && (p.peek(1).kind == tWord || isOp(p.peek(1), "=") && p.peek(2).kind == tWord):
-			if s.Kind != "" {
-				p.fail(t, "TYPE is given twice")
-			}
+			p.once(seen, t, "TYPE")
 			p.i++
 			p.acceptOp("=")
 			k := p.tok()
@@ -85,9 +83,7 @@ func (p *parser) parseCreateConnection() Statement {
 			p.i++
 			s.Kind = k.upper
 		case isKw(t, "COMMENT"):
-			if s.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
 		case p.atKeyValue():
@@ -111,28 +107,22 @@ func (p *parser) parseCreateVolume() Statement {
 	s := &CreateVolume{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a volume name")
-	seen := map[string]bool{}
-	once := func(t token, clause string) {
-		if seen[clause] {
-			p.failf(t, "%s is given twice", clause)
-		}
-		seen[clause] = true
-	}
+	seen := clauses{}
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "LOCATION"):
-			once(t, "LOCATION")
+			p.once(seen, t, "LOCATION")
 			p.i++
 			p.acceptOp("=")
 			s.Location = p.parseString("a location string such as 'oss://bucket/dir/'")
 		case isKw(t, "USING"):
-			once(t, "USING CONNECTION")
+			p.once(seen, t, "USING CONNECTION")
 			p.i++
 			p.expectKw("CONNECTION", "expected CONNECTION after USING")
 			s.Connection = p.parseIdent("a connection name")
 		case isKw(t, "DIRECTORY"):
-			once(t, "DIRECTORY")
+			p.once(seen, t, "DIRECTORY")
 			p.i++
 			p.acceptOp("=")
 			p.expectOp("(")
@@ -154,12 +144,12 @@ func (p *parser) parseCreateVolume() Statement {
 			}
 			p.i++
 		case isKw(t, "RECURSIVE"):
-			once(t, "RECURSIVE")
+			p.once(seen, t, "RECURSIVE")
 			p.i++
 			p.acceptOp("=")
 			s.Recursive = p.parseBool("RECURSIVE")
 		case isKw(t, "COMMENT"):
-			once(t, "COMMENT")
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
 		default:
@@ -183,42 +173,32 @@ func (p *parser) parseCreateTable() Statement {
 	if p.atOp("(") && !p.atQueryStart(1) {
 		s.Columns = p.parseColumnDefs(false)
 	}
-	seen := map[string]bool{}
+	seen := clauses{}
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "PARTITIONED"):
-			if seen["PARTITIONED BY"] {
-				p.fail(t, "PARTITIONED BY is given twice")
-			}
-			seen["PARTITIONED BY"] = true
+			p.once(seen, t, "PARTITIONED BY")
 			p.i++
 			p.expectKw("BY", "expected BY after PARTITIONED")
 			s.PartitionBy = p.parseIdentList("a partition column name")
-			continue
 		case isKw(t, "COMMENT"):
-			if s.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
-			continue
 		case isKw(t, "PROPERTIES"), isKw(t, "TBLPROPERTIES"):
-			if seen["PROPERTIES"] {
-				p.fail(t, "PROPERTIES is given twice")
-			}
-			seen["PROPERTIES"] = true
+			p.once(seen, t, "PROPERTIES")
 			p.i++
 			s.Props = p.parsePropList()
-			continue
-		case isKw(t, "AS"):
-			p.i++
-			s.AsQuery = p.parseQuery()
+		default:
+			if p.acceptKw("AS") {
+				s.AsQuery = p.parseQuery()
+			}
+			if s.Columns == nil && s.AsQuery == nil {
+				p.fail(t, "expected a column list (col TYPE, …) or AS SELECT …")
+			}
+			return s
 		}
-		if s.Columns == nil && s.AsQuery == nil {
-			p.fail(t, "expected a column list (col TYPE, …) or AS SELECT …")
-		}
-		return s
 	}
 }
 
@@ -238,6 +218,7 @@ func (p *parser) parseColumnDefs(typeOptional bool) []ColumnDef {
 
 func (p *parser) parseColumnDef(typeOptional bool) ColumnDef {
 	c := ColumnDef{Pos: p.tok().pos}
+	seen := clauses{}
 	c.Name = p.parseIdent("a column name")
 	if !typeOptional || p.atTypeName() {
 		c.Type = p.parseType()
@@ -252,15 +233,11 @@ func (p *parser) parseColumnDef(typeOptional bool) ColumnDef {
 			p.i++
 			c.NotNull = false
 		case isKw(t, "DEFAULT"):
-			if c.Default != nil {
-				p.fail(t, "DEFAULT is given twice")
-			}
+			p.once(seen, t, "DEFAULT")
 			p.i++
 			c.Default = p.parseExpr()
 		case isKw(t, "COMMENT"):
-			if c.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+			p.once(seen, t, "COMMENT")
 			p.i++
 			c.Comment = p.parseComment()
 		default:
@@ -275,19 +252,17 @@ func (p *parser) parseCreatePipe() Statement {
 	s := &CreatePipe{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a pipe name")
-	for {
+	seen := clauses{}
+	for !(p.atKw("AS") && !isOp(p.peek(1), "=")) {
 		t := p.tok()
-		if isKw(t, "COMMENT") {
-			if s.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+		switch {
+		case isKw(t, "COMMENT"):
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
-		} else if isKw(t, "AS") && !isOp(p.peek(1), "=") {
-			break
-		} else if p.atKeyValue() {
+		case p.atKeyValue():
 			s.Props = append(s.Props, p.parseKeyValue())
-		} else {
+		default:
 			p.fail(t, "expected a pipe property (KEY = 'value'), COMMENT or AS COPY INTO …")
 		}
 		p.acceptOp(",")
@@ -329,15 +304,12 @@ func (p *parser) parseCreateDynamicTable(orReplace bool) Statement {
 	if p.atOp("(") && !p.atQueryStart(1) {
 		s.Columns = p.parseColumnDefs(true)
 	}
-	seen := map[string]bool{}
+	seen := clauses{}
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "REFRESH"):
-			if seen["REFRESH"] {
-				p.fail(t, "REFRESH INTERVAL is given twice")
-			}
-			seen["REFRESH"] = true
+			p.once(seen, t, "REFRESH INTERVAL")
 			p.i++
 			p.expectKw("INTERVAL", "expected INTERVAL after REFRESH")
 			if n := p.tok(); n.kind == tString {
@@ -359,10 +331,7 @@ func (p *parser) parseCreateDynamicTable(orReplace bool) Statement {
 			p.i++
 			s.IntervalUnit = unit
 		case isKw(t, "VCLUSTER"):
-			if seen["VCLUSTER"] {
-				p.fail(t, "VCLUSTER is given twice")
-			}
-			seen["VCLUSTER"] = true
+			p.once(seen, t, "VCLUSTER")
 			p.i++
 			p.acceptOp("=")
 			if v := p.tok(); v.kind == tString {
@@ -372,9 +341,7 @@ func (p *parser) parseCreateDynamicTable(orReplace bool) Statement {
 				s.VCluster = p.parseIdent("a virtual cluster name")
 			}
 		case isKw(t, "COMMENT"):
-			if s.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
 		case isKw(t, "AS"):
@@ -397,22 +364,17 @@ func (p *parser) parseCreateTableStream(orReplace bool) Statement {
 	p.expectKw("ON", "expected ON TABLE <table>")
 	p.expectKw("TABLE", "expected TABLE after ON")
 	s.Table = p.parseObjectName("a table name")
-	seenProps := false
+	seen := clauses{}
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "WITH") && isKw(p.peek(1), "PROPERTIES"), isKw(t, "PROPERTIES"):
-			if seenProps {
-				p.fail(t, "PROPERTIES is given twice")
-			}
-			seenProps = true
+			p.once(seen, t, "PROPERTIES")
 			p.acceptKw("WITH")
 			p.i++
 			s.Props = p.parsePropList()
 		case isKw(t, "COMMENT"):
-			if s.Comment != nil {
-				p.fail(t, "COMMENT is given twice")
-			}
+			p.once(seen, t, "COMMENT")
 			p.i++
 			s.Comment = p.parseComment()
 		default:

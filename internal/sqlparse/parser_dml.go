@@ -196,22 +196,17 @@ func (p *parser) parseVolumeClause(vs *VolumeSource) bool {
 // FROM TABLE t | FROM (query), FILE_FORMAT = (…) and options in any order.
 func (p *parser) parseCopyIntoVolume() Statement {
 	s := &CopyIntoVolume{Volume: p.parseIdent("a volume name")}
-	seenSub, seenFormat, afterComma := false, false, false
+	seen, afterComma := clauses{}, false
 	for {
 		t := p.tok()
 		switch {
 		case isKw(t, "SUBDIRECTORY") && (p.peek(1).kind == tString || isOp(p.peek(1), "=") && p.peek(2).kind == tString):
-			if seenSub {
-				p.fail(t, "SUBDIRECTORY is given twice")
-			}
-			seenSub = true
+			p.once(seen, t, "SUBDIRECTORY")
 			p.i++
 			p.acceptOp("=")
 			s.Subdirectory = p.parseString("a subdirectory string")
 		case isKw(t, "FROM"):
-			if s.FromTable != nil || s.FromQuery != nil {
-				p.fail(t, "FROM is given twice")
-			}
+			p.once(seen, t, "FROM")
 			p.i++
 			if p.acceptOp("(") {
 				s.FromQuery = p.parseQuery()
@@ -224,10 +219,7 @@ func (p *parser) parseCopyIntoVolume() Statement {
 			n := p.parseObjectName("TABLE <table> or (SELECT …)")
 			s.FromTable = &n
 		case isKw(t, "FILE_FORMAT") && (isOp(p.peek(1), "(") || isOp(p.peek(1), "=") && isOp(p.peek(2), "(")):
-			if seenFormat {
-				p.fail(t, "FILE_FORMAT is given twice")
-			}
-			seenFormat = true
+			p.once(seen, t, "FILE_FORMAT")
 			p.i++
 			p.acceptOp("=")
 			p.parseFileFormat(s)
@@ -249,12 +241,11 @@ func (p *parser) parseCopyIntoVolume() Statement {
 // parseFileFormat parses ( TYPE = CSV [,] other = value … ).
 func (p *parser) parseFileFormat(s *CopyIntoVolume) {
 	p.expectOp("(")
+	seen := clauses{}
 	for !p.atOp(")") {
 		t := p.tok()
 		if isKw(t, "TYPE") && (p.peek(1).kind != tOp || isOp(p.peek(1), "=")) {
-			if s.FileFormat != "" {
-				p.fail(t, "TYPE is given twice")
-			}
+			p.once(seen, t, "TYPE")
 			p.i++
 			p.acceptOp("=")
 			f := p.tok()

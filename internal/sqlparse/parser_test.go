@@ -428,6 +428,8 @@ func TestErrors(t *testing.T) {
 		{"SELECT 1 /* never closed", "line 1, column 10: syntax error near '/*': unterminated comment"},
 		{"SELECT `x", "line 1, column 8: syntax error near '`x': unterminated quoted identifier"},
 		{"SELECT '数据' FROM", "line 1, column 17: syntax error at end of input: expected a table name"},
+		{"SELECT * FROM VOLUME v", "line 1, column 23: syntax error at end of input: expected USING CSV, JSON or PARQUET"},
+		{"SELECT \u1039", "line 1, column 8: syntax error near '\u1039': unexpected character"},
 		{"SELECT '数据', # FROM t", "line 1, column 14: syntax error near '#': unexpected character"},
 		{"CREATE STORAGE CONNECTION c ENDPOINT = 'x'", "line 1, column 43: syntax error at end of input: expected TYPE OSS, COS or S3"},
 		{"CREATE STORAGE CONNECTION c TYPE HDFS", "line 1, column 34: syntax error near 'HDFS': expected the connection type OSS, COS or S3"},
@@ -490,6 +492,15 @@ func TestScriptErrorPositions(t *testing.T) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 
+	chunks, err := Split(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ParseChunk(chunks[1])
+	if err == nil || err.Error() != want {
+		t.Errorf("ParseChunk: got %v, want %s", err, want)
+	}
+
 	stmts, err := ParseScript("  SELECT 1 ;\n  /* c */ SELECT\n 2")
 	if err != nil {
 		t.Fatal(err)
@@ -531,18 +542,6 @@ func TestSplit(t *testing.T) {
 	if _, err := Split("SELECT 1; SELECT 'open;"); err == nil || err.Error() != "line 1, column 18: syntax error near ''open;': unterminated string literal" {
 		t.Errorf("unterminated: %v", err)
 	}
-}
-
-func TestFormatQuoting(t *testing.T) {
-	e := &ColumnRef{Parts: []string{"select", "Mixed", "ok_1", "1x", "", "a`b", "数据"}}
-	eq(t, "idents", FormatExpr(e), "`select`.`Mixed`.ok_1.`1x`.``.`a``b`.`数据`")
-	eq(t, "string", FormatExpr(&Literal{Kind: LitString, Value: "it's\\\n\t\r\x00"}), `'it''s\\\n\t\r\0'`)
-	eq(t, "func", FormatExpr(&FuncCall{Name: "exists", Args: []Expr{&Literal{Kind: LitNumber, Value: "1"}}}), "`exists`(1)")
-	// Trees built by hand get the parentheses their shape needs.
-	sum := &BinaryExpr{Op: "+", L: &ColumnRef{Parts: []string{"a"}}, R: &ColumnRef{Parts: []string{"b"}}}
-	eq(t, "parens", FormatExpr(&BinaryExpr{Op: "*", L: sum, R: sum}), "(a + b) * (a + b)")
-	eq(t, "right assoc", FormatExpr(&BinaryExpr{Op: "-", L: &ColumnRef{Parts: []string{"a"}}, R: sum}), "a - (a + b)")
-	eq(t, "type", FormatType(TypeName{Name: "MAP", Elems: []TypeName{{Name: "STRING"}, {Name: "ARRAY", Elems: []TypeName{{Name: "DECIMAL", Params: []int{10, 2}}}}}}), "MAP<STRING, ARRAY<DECIMAL(10, 2)>>")
 }
 
 func TestInspect(t *testing.T) {

@@ -1,0 +1,141 @@
+//go:build integration
+
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTableLifecycle covers CREATE, DROP, UNDROP and DROP IF EXISTS.
+func TestTableLifecycle(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE orders (id BIGINT, amount DECIMAL(10,2)); INSERT INTO orders VALUES (1, 10.50), (2, 20.25)`)
+
+	res := s.run(`DROP TABLE orders`)
+	if !strings.Contains(res.Message, "UNDROP") {
+		t.Errorf("DROP TABLE said %q; want it to mention UNDROP", res.Message)
+	}
+	s.mustFail(`SELECT * FROM orders`, "orders")
+	if rows := s.run(`SHOW TABLES LIKE 'orders'`).Rows; len(rows) != 0 {
+		t.Errorf("SHOW TABLES lists the dropped table: %v", rows)
+	}
+
+	s.run(`UNDROP TABLE orders`)
+	wantRows(t, "undropped table keeps its rows", s.run(`SELECT id, amount FROM orders ORDER BY id`), "1|10.50", "2|20.25")
+	s.mustFail(`UNDROP TABLE orders`, "orders", "exists")
+
+	// Drop, create anew, drop again: UNDROP brings back the newest.
+	s.run(`DROP TABLE orders; CREATE TABLE orders (id BIGINT, amount DECIMAL(10,2)); INSERT INTO orders VALUES (3, 30.00); DROP TABLE orders; UNDROP TABLE orders`)
+	wantRows(t, "UNDROP restores the latest drop", s.run(`SELECT id, amount FROM orders`), "3|30.00")
+
+	res = s.run(`DROP TABLE IF EXISTS never_was`)
+	if !strings.Contains(res.Message, "never_was") {
+		t.Errorf("DROP TABLE IF EXISTS of a missing table said %q", res.Message)
+	}
+	s.mustFail(`DROP TABLE never_was`, "never_was", "does not exist")
+	s.mustFail(`UNDROP TABLE never_was`, "never_was")
+}
+
+// TestInsert covers INSERT … VALUES (with casts and NULLs), INSERT …
+// SELECT, and INSERT with a column list.
+func TestInsert(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE src (id INT, name STRING, price DECIMAL(10,2), ok BOOLEAN, day DATE, ts TIMESTAMP, score DOUBLE)`)
+	res := s.run(`INSERT INTO src VALUES (1, 'a', 1.10, TRUE, '2026-06-01', '2026-06-01 10:20:30', 0.5), (2, 'b''s', 2.20, FALSE, '2026-06-02', '2026-06-02 00:00:00', NULL), (3, NULL, NULL, NULL, NULL, NULL, 1000.5)`)
+	if !strings.HasPrefix(res.Message, "3 rows inserted") {
+		t.Errorf("INSERT said %q, want 3 rows inserted", res.Message)
+	}
+	wantRows(t, "src", s.run(`SELECT id, name, price, ok, day, ts, score FROM src ORDER BY id`),
+		"1|a|1.10|1|2026-06-01|2026-06-01 10:20:30|0.5",
+		"2|b's|2.20|0|2026-06-02|2026-06-02 00:00:00|NULL",
+		"3|NULL|NULL|NULL|NULL|NULL|1000.5")
+
+	s.run(`CREATE TABLE dst (id BIGINT, name STRING, total DECIMAL(12,2))`)
+	res = s.run(`INSERT INTO dst SELECT id, name, price * 2 FROM src WHERE price IS NOT NULL`)
+	if !strings.HasPrefix(res.Message, "2 rows inserted") {
+		t.Errorf("INSERT … SELECT said %q, want 2 rows inserted", res.Message)
+	}
+	s.run(`INSERT INTO dst (name, id) VALUES ('only name', 9)`)
+	wantRows(t, "dst", s.run(`SELECT id, name, total FROM dst ORDER BY id`), "1|a|2.20", "2|b's|4.40", "9|only name|NULL")
+
+	s.mustFail(`INSERT INTO dst VALUES (1, 'x')`, "dst", "2 values", "3 columns")
+	s.mustFail(`INSERT INTO dst (nope) VALUES (1)`, "dst", "nope")
+	s.mustFail(`INSERT INTO missing_table VALUES (1)`, "missing_table", "does not exist")
+}
+
+// TestDescShowAlterTable covers DESC TABLE (types, comments), DESC TABLE
+// EXTENDED with properties, ALTER TABLE … SET PROPERTIES and SHOW TABLES
+// LIKE.
+func TestDescShowAlterTable(t *testing.T) {
+	s := newStack(t)
+	s.run(salesSourceDDL)
+	s.run(`CREATE TABLE sales_ods (id BIGINT, flag BOOLEAN NOT NULL, at TIMESTAMP, d DATE, tags ARRAY<STRING>) COMMENT 'ods'`)
+	s.run(`CREATE TABLE other (x INT)`)
+
+	res := s.run(`DESC TABLE sales_source`)
+	wantColumns(t, "DESC TABLE", res, "column_name", "data_type", "comment")
+	wantRows(t, "DESC TABLE sales_source", res,
+		"id|BIGINT|订单ID", "product|STRING|商品名", "category|STRING|品类", "amount|DECIMAL(10,2)|金额", "dt|STRING|日期")
+	wantRows(t, "DESC TABLE sales_ods", s.run(`DESC TABLE sales_ods`),
+		"id|BIGINT|", "flag|BOOLEAN|", "at|TIMESTAMP|", "d|DATE|", "tags|ARRAY<STRING>|")
+
+	// The declared types reach ClickHouse as the mapped types.
+	chTypes := s.run(`SELECT name, type FROM system.columns WHERE database = '` + s.Schema + `' AND table = 'sales_ods' ORDER BY name`)
+	wantRows(t, "ClickHouse types", chTypes, "at|Nullable(DateTime)", "d|Nullable(Date)", "flag|UInt8", "id|Nullable(Int64)", "tags|Array(Nullable(String))")
+
+	res = s.run(`SHOW TABLES LIKE 'sales%'`)
+	if got := rowsText(res); got != s.Schema+"|sales_ods|false|false|false|false\n"+s.Schema+"|sales_source|false|false|false|false" {
+		t.Errorf("SHOW TABLES LIKE 'sales%%':\n%s", indent(got))
+	}
+	if got := s.run(`SHOW TABLES`); len(got.Rows) != 3 {
+		t.Errorf("SHOW TABLES lists %d tables, want 3: %v", len(got.Rows), table(got))
+	}
+
+	extended := func() map[string]string {
+		m := map[string]string{}
+		for _, r := range table(s.run(`DESC TABLE EXTENDED sales_ods`)) {
+			m[r[0]] = r[1]
+		}
+		return m
+	}
+	if v, ok := extended()["properties.change_tracking"]; ok {
+		t.Errorf("change_tracking is %q before it was set", v)
+	}
+	s.run(`INSERT INTO sales_ods (id, flag) VALUES (1, TRUE), (2, FALSE)`)
+	res = s.run(`ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'true')`)
+	if !strings.Contains(res.Message, "sales_ods") {
+		t.Errorf("ALTER TABLE said %q", res.Message)
+	}
+	ext := extended()
+	for k, v := range map[string]string{"properties.change_tracking": "true", "comment": "ods", "rows": "2", "name": "sales_ods", "schema": s.Schema} {
+		if ext[k] != v {
+			t.Errorf("DESC TABLE EXTENDED %s = %q, want %q (all: %v)", k, ext[k], v, ext)
+		}
+	}
+	s.run(`ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'false')`)
+	if v := extended()["properties.change_tracking"]; v != "false" {
+		t.Errorf("change_tracking after setting it false = %q", v)
+	}
+	s.mustFail(`ALTER TABLE sales_ods SET PROPERTIES ('no_such_thing' = '1')`, "sales_ods", "no_such_thing")
+	s.mustFail(`ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'maybe')`, "change_tracking", "maybe")
+}
+
+// TestDeleteUpdate checks that DELETE and UPDATE change exactly the rows
+// their WHERE names and are finished when the statement returns.
+func TestDeleteUpdate(t *testing.T) {
+	s := newStack(t)
+	s.run(salesSourceDDL)
+	s.run(salesInsert)
+	s.run(`DELETE FROM sales_source WHERE category = 'Sports' AND amount < 500`)
+	wantRows(t, "after DELETE", s.run(`SELECT id FROM sales_source ORDER BY id`), "1", "2", "3", "4")
+	s.run(`UPDATE sales_source SET amount = amount * 2, dt = '2026-06-02' WHERE id IN (1, 4)`)
+	wantRows(t, "after UPDATE", s.run(`SELECT id, amount, dt FROM sales_source ORDER BY id`),
+		"1|17998.00|2026-06-02", "2|14999.00|2026-06-01", "3|1299.00|2026-06-01", "4|1798.00|2026-06-02")
+	s.run(`DELETE FROM sales_source`)
+	if n := scalar(t, s.run(`SELECT COUNT(*) FROM sales_source`)); n != "0" {
+		t.Errorf("DELETE without WHERE left %s rows", n)
+	}
+	s.mustFail(`UPDATE sales_source SET nope = 1`, "sales_source", "nope")
+	s.mustFail(`DELETE FROM nowhere WHERE id = 1`, "nowhere", "does not exist")
+}
