@@ -18,6 +18,7 @@ const usage = `lakepipe — continuous data ingestion for ClickHouse
 Usage:
   lakepipe sql [flags] [-e 'STMT; STMT' | -f FILE]   run SQL (stdin when neither is given)
   lakepipe sql --check -f FILE                      parse and validate only; needs no server
+  lakepipe worker [flags]                           run a worker (pipes); several share the work
   lakepipe demo                                     run the end-to-end demo on the local stack
   lakepipe version
 
@@ -41,6 +42,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "sql":
 		return runSQL(ctx, args[1:], stdin, stdout, stderr)
+	case "worker":
+		return runWorker(ctx, args[1:], stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
@@ -61,6 +64,8 @@ type connFlags struct {
 	clickhousePassword string
 	workspace          string
 	schema             string
+	temporal           string
+	namespace          string
 }
 
 func env(name, def string) string {
@@ -78,4 +83,6 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	c.clickhousePassword = os.Getenv("LAKEPIPE_CLICKHOUSE_PASSWORD")
 	fs.StringVar(&c.workspace, "workspace", env("LAKEPIPE_WORKSPACE", "default"), "workspace of unqualified names (LAKEPIPE_WORKSPACE)")
 	fs.StringVar(&c.schema, "schema", env("LAKEPIPE_SCHEMA", "public"), "schema of unqualified names (LAKEPIPE_SCHEMA)")
+	fs.StringVar(&c.temporal, "temporal", env("LAKEPIPE_TEMPORAL_ADDR", "127.0.0.1:"+env("LAKEPIPE_TEMPORAL_PORT", "7233")), "Temporal frontend host:port (LAKEPIPE_TEMPORAL_ADDR)")
+	fs.StringVar(&c.namespace, "namespace", env("LAKEPIPE_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (LAKEPIPE_TEMPORAL_NAMESPACE)")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -118,14 +119,15 @@ func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) 
 		st.Close()
 		return nil, nil, err
 	}
-	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema})
-	return eng, func() { st.Close() }, nil
+	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace})
+	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
+	return eng, func() { orch.Close(); st.Close() }, nil
 }
 
 func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool, pr printer, stdout io.Writer) error {
-	stmt, err := sqlparse.Parse(c.Text)
+	stmt, err := sqlparse.ParseChunk(c)
 	if err != nil {
-		return shiftPos(err, c.Start)
+		return err
 	}
 	if echo {
 		fmt.Fprintln(stdout, engine.Redact(stmt)+";")
@@ -135,21 +137,6 @@ func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool
 		return err
 	}
 	return pr.print(res)
-}
-
-// shiftPos makes a syntax error's position relative to the whole script.
-func shiftPos(err error, start sqlparse.Pos) error {
-	var se *sqlparse.SyntaxError
-	if errors.As(err, &se) {
-		cp := *se
-		if cp.Pos.Line == 1 {
-			cp.Pos.Col += start.Col - 1
-		}
-		cp.Pos.Line += start.Line - 1
-		cp.Pos.Offset += start.Offset
-		return &cp
-	}
-	return err
 }
 
 func explain(err error) string {
@@ -163,11 +150,9 @@ func explain(err error) string {
 func check(chunks []sqlparse.Chunk, where string, stdout, stderr io.Writer) int {
 	bad := 0
 	for i, c := range chunks {
-		stmt, err := sqlparse.Parse(c.Text)
+		stmt, err := sqlparse.ParseChunk(c)
 		if err == nil {
 			err = engine.Check(stmt)
-		} else {
-			err = shiftPos(err, c.Start)
 		}
 		if err != nil {
 			bad++

@@ -57,3 +57,14 @@ type DroppedTableSpec struct {
 	Name      string    `json:"name"`
 	DroppedAt time.Time `json:"dropped_at"`
 }
+
+// PipeSpec is a pipe. Its state (paused, counters) lives in its workflow.
+type PipeSpec struct {
+	Kind          string            `json:"kind"` // VOLUME, KAFKA
+	Properties    map[string]string `json:"properties"`
+	CopyStatement string            `json:"copy_statement"`
+	Input         string            `json:"input_name"`  // volume, or Kafka topic
+	Output        string            `json:"output_name"` // workspace.schema.table
+	Comment       string            `json:"comment,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+}

@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -195,7 +198,7 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 	defer f.Close()
 	r, err := formats.Open(formats.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, src.Format, opts)
 	if err != nil {
-		return res, fmt.Errorf("file %s: %w", obj.Path, err)
+		return res, contentError(obj.Path, err)
 	}
 	defer r.Close()
 	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, target.commit)
@@ -211,11 +214,11 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 			break
 		}
 		if err != nil {
-			return res, fmt.Errorf("file %s: %w", obj.Path, err)
+			return res, contentError(obj.Path, err)
 		}
 		if mapping == nil {
 			if mapping, err = mapColumns(obj.Path, r.Columns(), target, named); err != nil {
-				return res, err
+				return res, &fileError{err: err}
 			}
 		}
 		errs, err := in.Add(b, mapping)
@@ -233,7 +236,7 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 				if in.Sent() > 0 {
 					kept = fmt.Sprintf("%d earlier rows of this file were loaded", in.Sent())
 				}
-				return res, fmt.Errorf("file %s line %d: %s (%s; ON_ERROR = 'continue' skips bad rows)", obj.Path, errs[0].Line, errs[0].Msg, kept)
+				return res, &fileError{err: fmt.Errorf("file %s line %d: %s (%s; ON_ERROR = 'continue' skips bad rows)", obj.Path, errs[0].Line, errs[0].Msg, kept)}
 			case onErrorSkipFile:
 				res.Status = StatusFailed
 				res.Duration = time.Since(start)
@@ -252,6 +255,23 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// fileError is a problem with a file's content: loading it again cannot
+// help until the file changes.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// contentError classifies a reader's error: network and cancellation are
+// transient, anything else is the file's fault.
+func contentError(path string, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || minio.ToErrorResponse(err).Code != "" {
+		return fmt.Errorf("file %s: %w", path, err)
+	}
+	return &fileError{err: fmt.Errorf("file %s: %w", path, err)}
 }
 
 func copyOnError(opts []sqlparse.Property) (string, error) {
@@ -379,7 +399,7 @@ func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (s
 	if !ok || lit.Kind != sqlparse.LitString {
 		return "", fmt.Errorf("load_history takes the table name as a string, as in load_history('sales_ods')")
 	}
-	schema, name, _, err := e.table(ctx, nameFromString(lit.Value))
+	schema, name, spec, err := e.table(ctx, nameFromString(lit.Value))
 	if err != nil {
 		return "", err
 	}
@@ -388,6 +408,8 @@ func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (s
 		"argMax(status, version) AS status, argMax(first_error_message, version) AS first_error_message, " +
 		"argMax(rows_loaded, version) AS rows_loaded, argMax(rows_rejected, version) AS rows_rejected " +
 		"FROM lakepipe.load_history WHERE table_name = " + chsql.QuoteString(display(schema, name)) +
+		// Records of an earlier table of the same name are not this table's.
+		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", spec.CreatedAt.Unix()) +
 		" GROUP BY file_path, pipe_name) WHERE last_copy_time > now() - " + strconv.Itoa(e.cfg.LoadHistoryDays*86400) +
 		" ORDER BY last_copy_time, file_path)", nil
 }

@@ -30,9 +30,10 @@ type Config struct {
 
 // Engine runs statements; safe for concurrent use.
 type Engine struct {
-	cfg Config
-	cat *catalog.Catalog
-	st  *chstore.Store
+	cfg  Config
+	cat  *catalog.Catalog
+	st   *chstore.Store
+	orch Orchestrator
 }
 
 // New returns an engine over an opened catalog.
@@ -118,6 +119,16 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, er
 		return e.copyIntoTable(ctx, s)
 	case *sqlparse.CopyIntoVolume:
 		return e.copyIntoVolume(ctx, s)
+	case *sqlparse.CreatePipe:
+		return e.createPipe(ctx, s)
+	case *sqlparse.AlterPipe:
+		return e.alterPipe(ctx, s)
+	case *sqlparse.DropPipe:
+		return e.dropPipe(ctx, s)
+	case *sqlparse.ShowPipes:
+		return e.showPipes(ctx, s)
+	case *sqlparse.DescPipe:
+		return e.descPipe(ctx, s)
 	}
 	_, text := stmt.Span()
 	return nil, fmt.Errorf("%s: %w", firstWords(text, 3), ErrNotSupportedYet)

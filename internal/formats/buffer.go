@@ -35,13 +35,19 @@ type chunkBuf struct {
 }
 
 func newChunkBuf(r io.Reader) *chunkBuf {
-	return &chunkBuf{r: r, buf: make([]byte, chunkSize)}
+	// Small first: many files are small, and the first full chunk
+	// switches to chunkSize anyway.
+	return &chunkBuf{r: r, buf: make([]byte, 2*minRead)}
 }
 
 // release marks every chunk reusable; called when a new batch starts and
 // the previous one is dead.
 func (c *chunkBuf) release() {
-	c.spare = append(c.spare, c.held...)
+	for _, h := range c.held {
+		if len(h) >= chunkSize {
+			c.spare = append(c.spare, h)
+		}
+	}
 	clear(c.held)
 	c.held = c.held[:0]
 	c.owned = false

@@ -11,7 +11,7 @@ import (
 func TestZZStress(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	alphabet := []byte("ab,;\"\r\n\t\\ ")
-	for iter := 0; iter < 200000; iter++ {
+	for iter := 0; iter < 5000; iter++ {
 		n := rng.IntN(40)
 		data := make([]byte, n)
 		for i := range data {

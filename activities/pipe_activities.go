@@ -1,0 +1,136 @@
+// Package activities holds the I/O of lakepipe's workflows. Every activity
+// is idempotent: running it twice leaves the same rows, history and files
+// as running it once (see docs/exactly-once.md).
+package activities
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/metrics"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// Activities are registered on the worker with their dependencies.
+type Activities struct {
+	Engine *engine.Engine
+	// Parallel is how many files of one batch load at once (default 4).
+	Parallel int
+	Metrics  *metrics.Pipes
+}
+
+func (a *Activities) open(ctx context.Context, p workflows.PipeParams) (*engine.PipeRun, error) {
+	run, err := a.Engine.WithSchema(p.Schema).OpenPipe(ctx, p)
+	if errors.Is(err, engine.ErrPipeGone) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypePipeGone, err)
+	}
+	return run, err
+}
+
+// ListFiles lists the files a pipe has not loaded yet.
+func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+	run, err := a.open(ctx, in.Params)
+	if err != nil {
+		return workflows.ListResult{}, err
+	}
+	max := in.Params.MaxFilesPerTurn
+	if max <= 0 {
+		max = 500
+	}
+	files, backlog, err := run.ListFiles(ctx, in.Hint, max)
+	if err != nil {
+		return workflows.ListResult{}, err
+	}
+	a.Metrics.Backlog(in.Params, len(files)+backlog)
+	return workflows.ListResult{Files: files, Backlog: backlog}, nil
+}
+
+// CopyFiles loads files, several at a time, heartbeating after each. A
+// retried attempt skips the files its predecessor finished (recorded in the
+// heartbeat, and in any case in load_history).
+func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (workflows.CopyResult, error) {
+	run, err := a.open(ctx, in.Params)
+	if err != nil {
+		return workflows.CopyResult{}, err
+	}
+	done := map[string]workflows.FileResult{}
+	if activity.HasHeartbeatDetails(ctx) {
+		var prev []workflows.FileResult
+		if activity.GetHeartbeatDetails(ctx, &prev) == nil {
+			for _, r := range prev {
+				done[r.Path] = r
+			}
+		}
+	}
+	par := a.Parallel
+	if par <= 0 {
+		par = 4
+	}
+	var (
+		mu       sync.Mutex
+		results  = make([]workflows.FileResult, len(in.Files))
+		finished []workflows.FileResult
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, par)
+	)
+	for _, r := range done {
+		finished = append(finished, r)
+	}
+	// Heartbeat on a ticker as well, so a single large file does not look
+	// like a dead worker.
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				mu.Lock()
+				activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+				mu.Unlock()
+			}
+		}
+	}()
+	for i, f := range in.Files {
+		if r, ok := done[f.Path]; ok {
+			results[i] = r
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, f workflows.FileRef) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			start := time.Now()
+			r, err := run.LoadFile(ctx, f)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				a.Metrics.Error(in.Params)
+				return
+			}
+			results[i] = r
+			finished = append(finished, r)
+			a.Metrics.File(in.Params, r, f.Size, time.Since(start))
+			activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+		}(i, f)
+	}
+	wg.Wait()
+	close(stop)
+	if firstErr != nil {
+		return workflows.CopyResult{}, firstErr
+	}
+	return workflows.CopyResult{Files: results}, nil
+}

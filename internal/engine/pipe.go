@@ -1,0 +1,345 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// Orchestrator runs pipe workflows; package orchestrator implements it on
+// Temporal. The engine only needs these few verbs.
+type Orchestrator interface {
+	StartPipe(ctx context.Context, id string, in workflows.PipeInput) error
+	SignalPipe(ctx context.Context, id, signal string, arg any) error
+	// PipeStatus answers the workflow's status query; state is the
+	// workflow's execution status (RUNNING, FAILED, TERMINATED, …) and
+	// reason its failure, if any.
+	PipeStatus(ctx context.Context, id string) (st *workflows.PipeStatus, state, reason string, err error)
+	StopPipe(ctx context.Context, id string) error
+}
+
+// WithOrchestrator returns a copy of the engine that runs pipes through o.
+func (e *Engine) WithOrchestrator(o Orchestrator) *Engine {
+	cp := *e
+	cp.orch = o
+	return &cp
+}
+
+// WithSchema returns a copy of the engine whose unqualified names live in
+// schema (activities run for pipes of any schema).
+func (e *Engine) WithSchema(schema string) *Engine {
+	cp := *e
+	cp.cfg.Schema = schema
+	return &cp
+}
+
+func (e *Engine) orchestrator() (Orchestrator, error) {
+	if e.orch == nil {
+		return nil, errors.New("pipes need Temporal: no Temporal connection is configured (set --temporal / LAKEPIPE_TEMPORAL_ADDR)")
+	}
+	return e.orch, nil
+}
+
+// PipeWorkflowID is the pipe's workflow id, the seeds' query_tag.
+func (e *Engine) PipeWorkflowID(name string) string {
+	return "pipe." + e.cfg.Workspace + "." + e.cfg.Schema + "." + name
+}
+
+func (e *Engine) pipeSpec(ctx context.Context, name string) (catalog.PipeSpec, error) {
+	var spec catalog.PipeSpec
+	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, name, &spec)
+	if err != nil {
+		return spec, err
+	}
+	if !ok {
+		return spec, fmt.Errorf("pipe %s does not exist (SHOW PIPES lists them)", name)
+	}
+	return spec, nil
+}
+
+// pipeParams derives the workflow parameters from a pipe's spec.
+func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipeParams {
+	p := workflows.PipeParams{Workspace: e.cfg.Workspace, Schema: e.cfg.Schema, Name: name, Kind: spec.Kind,
+		IngestMode: spec.Properties["ingest_mode"], PollSeconds: 30}
+	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
+		p.PollSeconds = v
+	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == "KAFKA" {
+		p.PollSeconds = v
+	}
+	if p.IngestMode == "EVENT_NOTIFICATION" && spec.Properties["poll_interval_in_seconds"] == "" {
+		// Events drive the pipe; the listing is only a safety net.
+		p.PollSeconds = 300
+	}
+	if v, err := strconv.Atoi(spec.Properties["max_files_per_batch"]); err == nil && v > 0 {
+		p.MaxFilesPerTurn = v
+	}
+	return p
+}
+
+func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Result, error) {
+	if err := Check(s); err != nil {
+		return nil, err
+	}
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, err
+	}
+	var existing catalog.PipeSpec
+	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, &existing)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if s.IfNotExists {
+			return message("pipe %s already exists", s.Name), nil
+		}
+		return nil, fmt.Errorf("pipe %s already exists (use IF NOT EXISTS, or DROP PIPE first)", s.Name)
+	}
+	cp := s.Copy
+	if cp.Volume == nil {
+		return nil, fmt.Errorf("pipe %s: Kafka pipes (READ_KAFKA): %w", s.Name, ErrNotSupportedYet)
+	}
+	schema, table, _, err := e.table(ctx, cp.Table)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+	}
+	if cp.Overwrite {
+		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
+	}
+	_, vspec, err := e.volume(ctx, cp.Volume.Volume)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+	}
+	loc, err := objstore.ParseLocation(vspec.Location)
+	if err != nil {
+		return nil, err
+	}
+	if loc.IsBucketRoot() {
+		return nil, fmt.Errorf("pipe %s: volume %s points at the bucket root (%s); a pipe's volume must point at a sub-directory, e.g. %sincoming/ (create a volume on a sub-directory and use that)", s.Name, cp.Volume.Volume, loc, loc)
+	}
+	pipes, err := e.cat.List(ctx, catalog.KindPipe, e.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range pipes {
+		var other catalog.PipeSpec
+		if o.Decode(&other) == nil && other.Kind == "VOLUME" && other.Input == cp.Volume.Volume {
+			return nil, fmt.Errorf("pipe %s: volume %s is already used by pipe %s; each pipe needs a volume of its own", s.Name, cp.Volume.Volume, o.Name)
+		}
+	}
+	pr := props(s.Props)
+	if pr["ingest_mode"] == "" {
+		pr["ingest_mode"] = "LIST_PURGE"
+	}
+	pr["ingest_mode"] = strings.ToUpper(pr["ingest_mode"])
+	if pr["virtual_cluster"] == "" {
+		pr["virtual_cluster"] = "DEFAULT"
+	}
+	if pr["ingest_mode"] != "LIST_PURGE" && cp.Purge {
+		return nil, fmt.Errorf("pipe %s: INGEST_MODE = '%s' keeps the source files, but the COPY says PURGE = TRUE: drop PURGE or use INGEST_MODE = 'LIST_PURGE'", s.Name, pr["ingest_mode"])
+	}
+	spec := catalog.PipeSpec{
+		Kind: "VOLUME", Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
+		Output: e.cfg.Workspace + "." + schema + "." + table, CreatedAt: time.Now().UTC(),
+	}
+	if s.Comment != nil {
+		spec.Comment = *s.Comment
+	}
+	if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, ""); err != nil {
+		return nil, err
+	}
+	id := e.PipeWorkflowID(s.Name)
+	if err := orch.StartPipe(ctx, id, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
+	}
+	return message("pipe %s created; it runs as Temporal workflow %s", s.Name, id), nil
+}
+
+func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result, error) {
+	if s.Action == "SET_COPY" {
+		return nil, fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE %s and CREATE PIPE again", s.Name, s.Name)
+	}
+	spec, err := e.pipeSpec(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, err
+	}
+	id := e.PipeWorkflowID(s.Name)
+	switch s.Action {
+	case "REFRESH", "EXECUTE":
+		if err := orch.SignalPipe(ctx, id, workflows.SignalRefresh, nil); err != nil {
+			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+		}
+		return message("pipe %s: a turn starts now", s.Name), nil
+	case "SET":
+		changed := false
+		for _, p := range s.Props {
+			switch k := strings.ToLower(p.Key); k {
+			case "pipe_execution_paused":
+				paused, err := parseBool("PIPE_EXECUTION_PAUSED", p.Value)
+				if err != nil {
+					return nil, err
+				}
+				sig := workflows.SignalResume
+				if paused {
+					sig = workflows.SignalPause
+				}
+				if err := orch.SignalPipe(ctx, id, sig, nil); err != nil {
+					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+				}
+			case "comment":
+				spec.Comment, changed = p.Value, true
+			default:
+				return nil, fmt.Errorf("pipe %s: %s cannot be set (PIPE_EXECUTION_PAUSED and COMMENT can; other properties need DROP PIPE and CREATE PIPE)", s.Name, strings.ToUpper(k))
+			}
+		}
+		if changed {
+			if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, ""); err != nil {
+				return nil, err
+			}
+		}
+		return message("pipe %s altered", s.Name), nil
+	}
+	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, ErrNotSupportedYet)
+}
+
+func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*Result, error) {
+	if _, err := e.pipeSpec(ctx, s.Name); err != nil {
+		if s.IfExists {
+			return message("pipe %s does not exist", s.Name), nil
+		}
+		return nil, err
+	}
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, err
+	}
+	if err := e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name); err != nil {
+		return nil, err
+	}
+	if err := orch.StopPipe(ctx, e.PipeWorkflowID(s.Name)); err != nil {
+		return nil, fmt.Errorf("pipe %s dropped, but its workflow did not stop: %w", s.Name, err)
+	}
+	return message("pipe %s dropped (the data it loaded stays in its table)", s.Name), nil
+}
+
+// pipeView is a pipe's catalog entry joined with its workflow's status.
+type pipeView struct {
+	name    string
+	spec    catalog.PipeSpec
+	st      *workflows.PipeStatus
+	status  string // RUNNING, PAUSED, FAILED
+	invalid string
+}
+
+func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpec) pipeView {
+	v := pipeView{name: name, spec: spec, status: "RUNNING"}
+	if e.orch == nil {
+		v.status, v.invalid = "UNKNOWN", "no Temporal connection"
+		return v
+	}
+	st, state, reason, err := e.orch.PipeStatus(ctx, e.PipeWorkflowID(name))
+	switch {
+	case err != nil:
+		v.status, v.invalid = "FAILED", err.Error()
+	case state != "RUNNING":
+		v.status, v.invalid = "FAILED", strings.TrimSpace("workflow "+strings.ToLower(state)+" "+reason)
+	case st != nil && st.Paused:
+		v.status = "PAUSED"
+	}
+	v.st = st
+	if st != nil && v.invalid == "" {
+		v.invalid = st.Counters.LastError
+	}
+	return v
+}
+
+func (v pipeView) properties() string {
+	keys := make([]string, 0, len(v.spec.Properties))
+	for k := range v.spec.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + v.spec.Properties[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result, error) {
+	objs, err := e.cat.List(ctx, catalog.KindPipe, e.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"name", "status", "pipe_kind", "vcluster", "ingest_mode", "input_name", "output_name",
+		"files_loaded", "rows_loaded", "last_load_time", "comment", "copy_statement", "created_time"}}
+	for _, o := range objs {
+		if !likeMatch(s.Like, o.Name) {
+			continue
+		}
+		var spec catalog.PipeSpec
+		if err := o.Decode(&spec); err != nil {
+			return nil, err
+		}
+		v := e.viewPipe(ctx, o.Name, spec)
+		status := v.status
+		if status == "PAUSED" {
+			status = "SUSPENDED" // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the seeds do
+		}
+		var files, rows int64
+		var last any
+		if v.st != nil {
+			files, rows = v.st.Counters.FilesLoaded, v.st.Counters.RowsLoaded
+			if !v.st.Counters.LastLoadTime.IsZero() {
+				last = v.st.Counters.LastLoadTime
+			}
+		}
+		res.Rows = append(res.Rows, []any{o.Name, status, spec.Kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
+			spec.Input, spec.Output, files, rows, last, spec.Comment, spec.CopyStatement, spec.CreatedAt})
+	}
+	return res, nil
+}
+
+func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, error) {
+	spec, err := e.pipeSpec(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	v := e.viewPipe(ctx, s.Name, spec)
+	kv := [][2]any{
+		{"name", s.Name}, {"schema", e.cfg.Schema}, {"pipe_status", v.status}, {"pipe_kind", spec.Kind},
+		{"properties", v.properties()}, {"ingest_mode", spec.Properties["ingest_mode"]}, {"virtual_cluster", spec.Properties["virtual_cluster"]},
+		{"input_name", spec.Input}, {"output_name", spec.Output}, {"copy_statement", spec.CopyStatement},
+		{"invalid_reason", v.invalid}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
+	}
+	if s.Extended {
+		kv = append(kv, [2]any{"query_tag", e.PipeWorkflowID(s.Name)}, [2]any{"workflow_id", e.PipeWorkflowID(s.Name)})
+		if v.st != nil {
+			c := v.st.Counters
+			var last any
+			if !c.LastLoadTime.IsZero() {
+				last = c.LastLoadTime
+			}
+			kv = append(kv, [2]any{"poll_interval_in_seconds", v.st.Params.PollSeconds},
+				[2]any{"files_loaded", c.FilesLoaded}, [2]any{"files_failed", c.FilesFailed},
+				[2]any{"rows_loaded", c.RowsLoaded}, [2]any{"rows_rejected", c.RowsRejected},
+				[2]any{"last_load_time", last}, [2]any{"backlog", c.Backlog}, [2]any{"turns", c.Turns},
+				[2]any{"turn_in_progress", v.st.Running}, [2]any{"last_error", c.LastError})
+		}
+	}
+	return propertyRows(kv), nil
+}

@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// ErrPipeGone is returned to a pipe's activities once the pipe has been
+// dropped: retrying cannot help, and the workflow ends.
+var ErrPipeGone = errors.New("pipe no longer exists")
+
+// PipeRun is what a pipe's activities need, loaded from the catalog.
+type PipeRun struct {
+	e       *Engine
+	Name    string
+	Spec    catalog.PipeSpec
+	copy    *sqlparse.CopyIntoTable
+	vol     *objstore.Volume
+	target  loadTarget
+	opts    formats.Options
+	onError string
+	purge   bool
+	// tableCreated tells this table's load records from those of an
+	// earlier table of the same name.
+	tableCreated time.Time
+}
+
+// OpenPipe loads a pipe for its activities. A missing pipe is ErrPipeGone.
+func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
+	e = e.WithSchema(p.Schema)
+	var spec catalog.PipeSpec
+	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
+	}
+	stmt, err := sqlparse.Parse(spec.CopyStatement)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err)
+	}
+	cp, ok := stmt.(*sqlparse.CopyIntoTable)
+	if !ok || cp.Volume == nil {
+		return nil, fmt.Errorf("pipe %s: not a volume pipe", p.Name)
+	}
+	run := &PipeRun{e: e, Name: p.Name, Spec: spec, copy: cp, purge: spec.Properties["ingest_mode"] == "LIST_PURGE"}
+	schema, table, tspec, err := e.table(ctx, cp.Table)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
+	}
+	cols, err := targetColumns(display(schema, table), tspec, cp.Columns)
+	if err != nil {
+		return nil, err
+	}
+	run.target = tableTarget(schema, table, cols)
+	run.tableCreated = tspec.CreatedAt
+	if run.vol, _, err = e.volume(ctx, cp.Volume.Volume); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
+	}
+	if run.opts, err = readOptions(cp.Volume); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
+	}
+	// A pipe's default is to skip a file with a bad row (Snowpipe's
+	// SKIP_FILE): the file is recorded FAILED and the pipe goes on.
+	run.onError = onErrorSkipFile
+	for _, o := range cp.Options {
+		if strings.EqualFold(o.Key, "on_error") {
+			if run.onError, err = copyOnError(cp.Options); err != nil {
+				return nil, err
+			}
+			if run.onError == onErrorAbort {
+				run.onError = onErrorSkipFile
+			}
+		}
+	}
+	return run, nil
+}
+
+// Table is the pipe's target, schema.table.
+func (r *PipeRun) Table() string { return r.target.display }
+
+// history is what load_history knows of one file for this pipe.
+type history struct {
+	status string
+	etag   string
+}
+
+func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]history, error) {
+	q := "SELECT file_path, argMax(status, version), argMax(etag, version) FROM lakepipe.load_history WHERE table_name = " +
+		chsql.QuoteString(r.target.display) + " AND pipe_name = " + chsql.QuoteString(r.Name) +
+		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", r.tableCreated.Unix())
+	if paths != nil {
+		quoted := make([]string, len(paths))
+		for i, p := range paths {
+			quoted[i] = chsql.QuoteString(p)
+		}
+		q += " AND file_path IN (" + strings.Join(quoted, ", ") + ")"
+	}
+	q += " GROUP BY file_path"
+	res, err := r.e.st.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: read load history: %w", r.Name, err)
+	}
+	out := make(map[string]history, len(res.Rows))
+	for _, row := range res.Rows {
+		out[row[0].(string)] = history{status: row[1].(string), etag: row[2].(string)}
+	}
+	return out, nil
+}
+
+// done reports whether a file needs no load: loaded once already (a path
+// is loaded once, even when uploaded again), or failed in this very
+// version (it is retried only when it changes).
+func (h history) done(etag string) bool {
+	switch h.status {
+	case StatusLoaded, StatusPartiallyLoaded:
+		return true
+	case StatusFailed:
+		return h.etag == etag
+	}
+	return false
+}
+
+// ListFiles returns up to max files the pipe has to handle (load, or purge
+// when already loaded), hinted paths first, and how many wait beyond.
+func (r *PipeRun) ListFiles(ctx context.Context, hints []string, max int) ([]workflows.FileRef, int, error) {
+	sub := ""
+	if r.copy.Volume.Subdirectory != nil {
+		sub = *r.copy.Volume.Subdirectory
+	}
+	objs, err := r.e.selectFiles(ctx, r.vol, r.copy.Volume)
+	if err != nil {
+		return nil, 0, fmt.Errorf("pipe %s: list %s: %w", r.Name, sub, err)
+	}
+	hist, err := r.histories(ctx, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	hinted := make(map[string]bool, len(hints))
+	for _, h := range hints {
+		hinted[h] = true
+	}
+	var first, rest []workflows.FileRef
+	for _, o := range objs {
+		h, seen := hist[o.Path]
+		if seen && h.done(o.ETag) && !(r.purge && h.status == StatusLoaded) {
+			continue
+		}
+		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag}
+		if hinted[o.Path] {
+			first = append(first, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	all := append(first, rest...)
+	if len(all) > max {
+		return all[:max], len(all) - max, nil
+	}
+	return all, 0, nil
+}
+
+// commitID names one file version's load in a pipe; it tags the rows.
+func (r *PipeRun) commitID(f workflows.FileRef) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f.Path, f.ETag)
+	return h.Sum64() | 1
+}
+
+// LoadFile loads one file exactly once:
+//
+//  1. a file already recorded LOADED is not loaded again (only purged);
+//  2. rows tagged with this load's commit id but not recorded are the
+//     remains of an attempt that died: they are deleted first;
+//  3. the rows are inserted, tagged with the commit id;
+//  4. the load is recorded in load_history (the commit point);
+//  5. with LIST_PURGE the file is deleted, only after the record.
+//
+// Any step can fail or the process die; running LoadFile again converges.
+func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.FileResult, error) {
+	res := workflows.FileResult{Path: f.Path}
+	hist, err := r.histories(ctx, []string{f.Path})
+	if err != nil {
+		return res, err
+	}
+	if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
+		res.Status = "SKIPPED"
+		if r.purge && h.status == StatusLoaded {
+			return res, r.vol.Remove(ctx, f.Path)
+		}
+		return res, nil
+	}
+	commit := r.commitID(f)
+	if err := r.dropCommit(ctx, commit); err != nil {
+		return res, err
+	}
+	target := r.target
+	target.commit = commit
+	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
+	fl, err := r.e.loadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
+	if errors.Is(err, objstore.ErrNotFound) {
+		res.Status = "SKIPPED" // gone since the listing (another worker purged it)
+		return res, nil
+	}
+	if err != nil {
+		var fe *fileError
+		if !errors.As(err, &fe) {
+			return res, err // transient: the activity retries
+		}
+		fl.Status, fl.FirstError = StatusFailed, fe.Error()
+	}
+	if fl.Status == StatusFailed {
+		// A failed file leaves no rows behind.
+		if err := r.dropCommit(ctx, commit); err != nil {
+			return res, err
+		}
+		fl.Rows = 0
+	}
+	if err := r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
+		return res, err
+	}
+	if r.purge && fl.Status == StatusLoaded {
+		if err := r.vol.Remove(ctx, f.Path); err != nil {
+			return res, err
+		}
+	}
+	res.Status, res.Rows, res.Rejected, res.FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
+	return res, nil
+}
+
+// dropCommit deletes the rows of an unrecorded attempt, if there are any.
+func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
+	n, err := r.e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
+		chsql.Table(r.target.db, r.target.table), chsql.QuoteIdent(CommitColumn), commit))
+	if err != nil {
+		return fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if len(n) == 1 && n[0] != "0" {
+		if _, err := r.e.mutate(ctx, r.target.db, r.target.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(CommitColumn), commit)); err != nil {
+			return fmt.Errorf("pipe %s: remove an unfinished load: %w", r.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+// Package orchestrator runs lakepipe's workflows on Temporal for the
+// engine: it starts, signals, queries and stops them.
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// Config says where Temporal is.
+type Config struct {
+	Address   string // host:port, default 127.0.0.1:7233
+	Namespace string // default "default"
+	Logger    *slog.Logger
+}
+
+// Temporal is an engine.Orchestrator. It dials on first use, so that
+// statements that need no workflow work without Temporal.
+type Temporal struct {
+	cfg    Config
+	mu     sync.Mutex
+	client client.Client
+}
+
+// New returns an orchestrator; nothing is dialled yet.
+func New(cfg Config) *Temporal {
+	if cfg.Address == "" {
+		cfg.Address = "127.0.0.1:7233"
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = "default"
+	}
+	return &Temporal{cfg: cfg}
+}
+
+// FromClient wraps a client the caller already has (the worker's).
+func FromClient(c client.Client) *Temporal { return &Temporal{client: c} }
+
+// Client dials Temporal if needed.
+func (t *Temporal) Client() (client.Client, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.client != nil {
+		return t.client, nil
+	}
+	logger := t.cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	c, err := client.Dial(client.Options{HostPort: t.cfg.Address, Namespace: t.cfg.Namespace, Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("Temporal at %s does not answer (is it running? `./task up` starts the local stack): %w", t.cfg.Address, err)
+	}
+	t.client = c
+	return c, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Close closes the client, if one was dialled.
+func (t *Temporal) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.client != nil {
+		t.client.Close()
+		t.client = nil
+	}
+}
+
+// StartPipe starts a pipe's workflow. A leftover run under the same id (a
+// pipe dropped while Temporal was away) is terminated first.
+func (t *Temporal) StartPipe(ctx context.Context, id string, in workflows.PipeInput) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflows.PipeWorkflowName, in)
+	return err
+}
+
+// SignalPipe sends a signal to a running pipe.
+func (t *Temporal) SignalPipe(ctx context.Context, id, signal string, arg any) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	if err := c.SignalWorkflow(ctx, id, "", signal, arg); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fmt.Errorf("its workflow %s is not running (DESC PIPE shows why)", id)
+		}
+		return err
+	}
+	return nil
+}
+
+// PipeStatus queries a pipe workflow and describes its execution.
+func (t *Temporal) PipeStatus(ctx context.Context, id string) (*workflows.PipeStatus, string, string, error) {
+	c, err := t.Client()
+	if err != nil {
+		return nil, "", "", err
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, "NOT_FOUND", "no workflow " + id, nil
+		}
+		return nil, "", "", err
+	}
+	state := strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
+	state = strings.ToUpper(state)
+	if state == "CONTINUED_AS_NEW" {
+		state = "RUNNING"
+	}
+	if state != "RUNNING" {
+		return nil, state, "", nil
+	}
+	// A query needs a worker: do not let a missing one hang DESC PIPE.
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(qctx, id, "", workflows.QueryStatus)
+	if err != nil {
+		return nil, state, "", fmt.Errorf("no worker answers for %s (start one: lakepipe worker): %w", id, err)
+	}
+	var st workflows.PipeStatus
+	if err := v.Get(&st); err != nil {
+		return nil, state, "", err
+	}
+	return &st, state, "", nil
+}
+
+// StopPipe asks the workflow to end after its current turn.
+func (t *Temporal) StopPipe(ctx context.Context, id string) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	err = c.SignalWorkflow(ctx, id, "", workflows.SignalDrop, nil)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
+}

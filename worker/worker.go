@@ -1,0 +1,117 @@
+// Package worker is lakepipe's worker: it runs the workflows and
+// activities on the lakepipe task queue, serves Prometheus metrics and
+// accepts S3 event notifications. Several workers on one task queue share
+// the work; that is how lakepipe scales out.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/activities"
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/metrics"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// Config of a worker.
+type Config struct {
+	ClickHouse chstore.Config
+	Temporal   orchestrator.Config
+	Workspace  string
+	// HTTPAddr serves /metrics, /healthz and /events ("" = no server).
+	HTTPAddr string
+	// Parallel files per batch (default 4).
+	Parallel int
+	Logger   *slog.Logger
+	// Ready, when set, receives the HTTP server's address once the worker
+	// polls its task queue.
+	Ready chan<- string
+}
+
+// Register puts lakepipe's workflows and activities on a worker; the
+// replay tests use it too, so that names stay in one place.
+func Register(w sdkworker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
+	if acts != nil {
+		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
+		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
+	}
+}
+
+// Run runs a worker until ctx ends, then stops gracefully: activities in
+// flight finish (or are retried elsewhere), nothing is lost.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := chstore.Open(ctx, cfg.ClickHouse)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cat, err := catalog.Open(ctx, st)
+	if err != nil {
+		return err
+	}
+	cfg.Temporal.Logger = log
+	orch := orchestrator.New(cfg.Temporal)
+	defer orch.Close()
+	c, err := orch.Client()
+	if err != nil {
+		return err
+	}
+	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace}).WithOrchestrator(orch)
+	m := metrics.New()
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
+
+	var srv *http.Server
+	addr := ""
+	if cfg.HTTPAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.Handle("/events", eventHandler(eng, orch, log))
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("worker http %s: %w", cfg.HTTPAddr, err)
+		}
+		addr = ln.Addr().String()
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("worker http server", "error", err)
+			}
+		}()
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	log.Info("lakepipe worker running", "task_queue", workflows.TaskQueue, "http", addr)
+	if cfg.Ready != nil {
+		cfg.Ready <- addr
+	}
+	<-ctx.Done()
+	log.Info("lakepipe worker stopping")
+	w.Stop()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}

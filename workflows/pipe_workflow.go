@@ -1,0 +1,287 @@
+// Package workflows holds lakepipe's Temporal workflows: deterministic code
+// only (workflow.* APIs, no I/O, no wall clock, no goroutines, no map-order
+// decisions). All I/O is in package activities.
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TaskQueue is where lakepipe's workers listen.
+const TaskQueue = "lakepipe"
+
+// Signal and query names of the pipe workflow. They can be sent from the
+// Temporal CLI too, e.g.
+//
+//	temporal workflow signal --workflow-id pipe.default.public.sales_pipe --name pause
+const (
+	SignalPause   = "pause"   // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE
+	SignalResume  = "resume"  // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = FALSE
+	SignalRefresh = "refresh" // ALTER PIPE p REFRESH / EXECUTE: run a turn now
+	SignalFiles   = "files"   // event notifications: new object keys (FilesSignal)
+	SignalDrop    = "drop"    // DROP PIPE: finish the current turn and end
+	QueryStatus   = "status"
+)
+
+// PipeWorkflowName is the registered name of the pipe workflow.
+const PipeWorkflowName = "PipeWorkflow"
+
+// PipeParams identify a pipe and its schedule. The COPY statement itself
+// is read from the catalog by the activities, so histories hold no SQL and
+// no secrets.
+type PipeParams struct {
+	Workspace  string
+	Schema     string
+	Name       string
+	Kind       string // VOLUME, KAFKA
+	IngestMode string // LIST_PURGE, LIST, EVENT_NOTIFICATION
+	// PollSeconds is the timer between turns (30 s by default, as the
+	// seeds' service; POLL_INTERVAL_IN_SECONDS lowers it).
+	PollSeconds int
+	// MaxFilesPerTurn bounds one CopyFiles activity.
+	MaxFilesPerTurn int
+}
+
+// PipeCounters are the pipe's running totals.
+type PipeCounters struct {
+	FilesLoaded   int64
+	FilesFailed   int64
+	RowsLoaded    int64
+	RowsRejected  int64
+	Turns         int64
+	LastLoadTime  time.Time
+	LastTurnTime  time.Time
+	LastError     string
+	Backlog       int
+	ContinuedRuns int64
+}
+
+// PipeInput starts (or continues) a pipe workflow.
+type PipeInput struct {
+	Params   PipeParams
+	Paused   bool
+	Counters PipeCounters
+}
+
+// PipeStatus is what the status query answers.
+type PipeStatus struct {
+	Params   PipeParams
+	Paused   bool
+	Running  bool // a turn is in progress
+	Counters PipeCounters
+}
+
+// FilesSignal carries object paths (relative to the volume) that an event
+// notification reported.
+type FilesSignal struct {
+	Paths []string
+}
+
+// ListInput asks for the files a pipe has not loaded yet.
+type ListInput struct {
+	Params PipeParams
+	Hint   []string // paths from event notifications, checked first
+}
+
+// FileRef is one file to load.
+type FileRef struct {
+	Path string
+	Size int64
+	ETag string
+}
+
+// ListResult is the answer of ListFiles.
+type ListResult struct {
+	Files   []FileRef
+	Backlog int // files waiting beyond this batch
+}
+
+// CopyInput asks to load files.
+type CopyInput struct {
+	Params PipeParams
+	Files  []FileRef
+}
+
+// FileResult is the outcome of one file.
+type FileResult struct {
+	Path       string
+	Status     string // LOADED, PARTIALLY_LOADED, FAILED, SKIPPED
+	Rows       int64
+	Rejected   int64
+	FirstError string
+}
+
+// CopyResult is the answer of CopyFiles.
+type CopyResult struct {
+	Files []FileResult
+}
+
+// ErrTypePipeGone is the application error type of activities whose pipe
+// was dropped; the workflow ends when it sees it.
+const ErrTypePipeGone = "PipeGone"
+
+// Activity names, registered by the worker.
+const (
+	ActivityListFiles = "ListFiles"
+	ActivityCopyFiles = "CopyFiles"
+)
+
+// historyLimit is where the pipe continues as new even if the server has
+// not suggested it yet: a pipe runs forever, its history must not.
+const historyLimit = 2000
+
+// PipeWorkflow is one pipe: list → copy → record → purge → sleep, forever,
+// until dropped. Pause, resume, refresh and file events arrive as signals;
+// status is a query.
+func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
+	p := in.Params
+	if p.PollSeconds <= 0 {
+		p.PollSeconds = 30
+	}
+	if p.MaxFilesPerTurn <= 0 {
+		p.MaxFilesPerTurn = 500
+	}
+	paused, counters := in.Paused, in.Counters
+	running, dropped, wake := false, false, false
+	var hints []string
+
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
+		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters}, nil
+	}); err != nil {
+		return err
+	}
+
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		// Listing is quick; copying a batch of big files is not, so it
+		// heartbeats per file and may run long.
+		StartToCloseTimeout: 2 * time.Hour,
+		HeartbeatTimeout:    2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			// Retries go on: a pipe waits out a ClickHouse or S3 outage.
+			NonRetryableErrorTypes: []string{ErrTypePipeGone},
+		},
+	})
+
+	pauseCh := workflow.GetSignalChannel(ctx, SignalPause)
+	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
+	refreshCh := workflow.GetSignalChannel(ctx, SignalRefresh)
+	filesCh := workflow.GetSignalChannel(ctx, SignalFiles)
+	dropCh := workflow.GetSignalChannel(ctx, SignalDrop)
+
+	// addSignals registers every signal on a selector; the handlers only
+	// change state, the loop decides what to do.
+	addSignals := func(sel workflow.Selector) {
+		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = true })
+		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = false; wake = true })
+		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); wake = true })
+		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
+			var f FilesSignal
+			c.Receive(ctx, &f)
+			hints = append(hints, f.Paths...)
+			wake = true
+		})
+		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
+	}
+	// drain takes signals already delivered without blocking.
+	drain := func() {
+		for {
+			sel := workflow.NewSelector(ctx)
+			addSignals(sel)
+			if !sel.HasPending() {
+				return
+			}
+			sel.Select(ctx)
+		}
+	}
+
+	for {
+		drain()
+		if dropped {
+			return nil
+		}
+		if paused {
+			sel := workflow.NewSelector(ctx)
+			addSignals(sel)
+			sel.Select(ctx)
+			continue
+		}
+
+		// One turn.
+		wake = false
+		running = true
+		more, err := turn(ctx, p, &counters, &hints)
+		running = false
+		counters.Turns++
+		counters.LastTurnTime = workflow.Now(ctx)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == ErrTypePipeGone {
+			return nil
+		}
+		if err != nil {
+			counters.LastError = err.Error()
+			workflow.GetLogger(ctx).Warn("pipe turn failed", "pipe", p.Name, "error", err)
+		}
+
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
+			drain()
+			if dropped {
+				return nil
+			}
+			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+			counters.ContinuedRuns++
+			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters})
+		}
+		if more || wake || len(hints) > 0 {
+			continue
+		}
+		// Sleep until the poll timer fires or a signal wakes the pipe.
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		timedOut := false
+		sel.AddFuture(workflow.NewTimer(timerCtx, time.Duration(p.PollSeconds)*time.Second), func(workflow.Future) { timedOut = true })
+		addSignals(sel)
+		for !timedOut && !wake && !dropped && !paused {
+			sel.Select(ctx)
+		}
+		cancel()
+	}
+}
+
+// turn lists and loads one batch; more reports a backlog beyond it.
+func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string) (more bool, err error) {
+	var list ListResult
+	h := *hints
+	*hints = nil
+	if err := workflow.ExecuteActivity(ctx, ActivityListFiles, ListInput{Params: p, Hint: h}).Get(ctx, &list); err != nil {
+		return false, err
+	}
+	c.Backlog = list.Backlog
+	if len(list.Files) == 0 {
+		return false, nil
+	}
+	var res CopyResult
+	if err := workflow.ExecuteActivity(ctx, ActivityCopyFiles, CopyInput{Params: p, Files: list.Files}).Get(ctx, &res); err != nil {
+		return false, err
+	}
+	for _, f := range res.Files {
+		switch f.Status {
+		case "LOADED", "PARTIALLY_LOADED":
+			c.FilesLoaded++
+			c.LastLoadTime = workflow.Now(ctx)
+		case "FAILED":
+			c.FilesFailed++
+			c.LastError = f.Path + ": " + f.FirstError
+		}
+		c.RowsLoaded += f.Rows
+		c.RowsRejected += f.Rejected
+	}
+	return list.Backlog > 0, nil
+}
