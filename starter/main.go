@@ -66,6 +66,7 @@ type connFlags struct {
 	schema             string
 	temporal           string
 	namespace          string
+	taskQueue          string
 }
 
 func env(name, def string) string {
@@ -85,4 +86,5 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.schema, "schema", env("LAKEPIPE_SCHEMA", "public"), "schema of unqualified names (LAKEPIPE_SCHEMA)")
 	fs.StringVar(&c.temporal, "temporal", env("LAKEPIPE_TEMPORAL_ADDR", "127.0.0.1:"+env("LAKEPIPE_TEMPORAL_PORT", "7233")), "Temporal frontend host:port (LAKEPIPE_TEMPORAL_ADDR)")
 	fs.StringVar(&c.namespace, "namespace", env("LAKEPIPE_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (LAKEPIPE_TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.taskQueue, "task-queue", env("LAKEPIPE_TASK_QUEUE", "lakepipe"), "Temporal task queue of lakepipe's workers (LAKEPIPE_TASK_QUEUE)")
 }

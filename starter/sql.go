@@ -119,7 +119,7 @@ func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) 
 		st.Close()
 		return nil, nil, err
 	}
-	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace})
+	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue})
 	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
 	return eng, func() { orch.Close(); st.Close() }, nil
 }

@@ -29,7 +29,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	err := worker.Run(ctx, worker.Config{
 		ClickHouse: chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword},
-		Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace},
+		Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue},
 		Workspace:  c.workspace,
 		HTTPAddr:   *httpAddr,
 		Parallel:   *parallel,

@@ -76,7 +76,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace}).WithOrchestrator(orch)
 	m := metrics.New()
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	queue := cfg.Temporal.TaskQueue
+	if queue == "" {
+		queue = workflows.TaskQueue
+	}
+	w := sdkworker.New(c, queue, sdkworker.Options{})
 	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
 
 	var srv *http.Server
@@ -101,7 +105,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	log.Info("lakepipe worker running", "task_queue", workflows.TaskQueue, "http", addr)
+	log.Info("lakepipe worker running", "task_queue", queue, "http", addr)
 	if cfg.Ready != nil {
 		cfg.Ready <- addr
 	}

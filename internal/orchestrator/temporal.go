@@ -23,6 +23,9 @@ import (
 type Config struct {
 	Address   string // host:port, default 127.0.0.1:7233
 	Namespace string // default "default"
+	// TaskQueue of the workflows started here (default workflows.TaskQueue);
+	// tests use queues of their own.
+	TaskQueue string
 	Logger    *slog.Logger
 }
 
@@ -42,11 +45,19 @@ func New(cfg Config) *Temporal {
 	if cfg.Namespace == "" {
 		cfg.Namespace = "default"
 	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = workflows.TaskQueue
+	}
 	return &Temporal{cfg: cfg}
 }
 
 // FromClient wraps a client the caller already has (the worker's).
-func FromClient(c client.Client) *Temporal { return &Temporal{client: c} }
+func FromClient(c client.Client, taskQueue string) *Temporal {
+	if taskQueue == "" {
+		taskQueue = workflows.TaskQueue
+	}
+	return &Temporal{client: c, cfg: Config{TaskQueue: taskQueue}}
+}
 
 // Client dials Temporal if needed.
 func (t *Temporal) Client() (client.Client, error) {
@@ -90,7 +101,7 @@ func (t *Temporal) StartPipe(ctx context.Context, id string, in workflows.PipeIn
 	}
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
-		TaskQueue:                workflows.TaskQueue,
+		TaskQueue:                t.cfg.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 	}, workflows.PipeWorkflowName, in)
