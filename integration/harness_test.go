@@ -31,6 +31,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -149,6 +150,7 @@ type Stack struct {
 	ID     string // random part of Schema and Prefix
 	Prefix string // it-<id>/: the test's bucket prefix
 	conn   string // the test's storage connection, once made
+	Orch   *orchestrator.Temporal // set by withWorker
 }
 
 // newStack opens the stack for one test; it skips the test when

@@ -5,10 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/worker"
 )
 
 // demoSQL is the volume part of the seed "Volume + Pipe + Dynamic Table
@@ -17,8 +22,10 @@ import (
 // queried in place, and loaded into a table. {{…}} are filled in from the
 // local stack's settings.
 const demoSQL = `
+DROP PIPE IF EXISTS sales_pipe;
 DROP TABLE IF EXISTS sales_source;
 DROP TABLE IF EXISTS sales_ods;
+DROP VOLUME IF EXISTS pipe_vol;
 DROP VOLUME IF EXISTS my_data_vol;
 DROP STORAGE CONNECTION IF EXISTS my_oss_conn;
 
@@ -46,13 +53,27 @@ SELECT relative_path, size, last_modified_time FROM DIRECTORY(VOLUME my_data_vol
 SELECT * FROM VOLUME my_data_vol USING CSV FILES('export/part00001.csv');
 SELECT id, product, category, amount, dt FROM VOLUME my_data_vol USING PARQUET FILES('export/part00001.parquet');
 
--- Load the CSV export into an ODS table, as the pipe will do continuously
+-- Step 5: a pipe loads files that land in its volume, by itself
+CREATE EXTERNAL VOLUME IF NOT EXISTS pipe_vol LOCATION 'oss://{{BUCKET}}/demo-{{RUN}}/data/incoming/'
+  USING CONNECTION my_oss_conn DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE COMMENT 'Pipe 持续导入专用 Volume';
 CREATE TABLE IF NOT EXISTS sales_ods ( id BIGINT COMMENT '订单ID', product STRING COMMENT '商品名',
-  category STRING COMMENT '品类', amount DECIMAL(10,2) COMMENT '金额', dt STRING COMMENT '日期' ) COMMENT 'ODS 层';
-COPY INTO sales_ods FROM VOLUME my_data_vol USING CSV FILES('export/part00001.csv');
+  category STRING COMMENT '品类', amount DECIMAL(10,2) COMMENT '金额', dt STRING COMMENT '日期' ) COMMENT 'ODS 层——Pipe 导入目标表';
+CREATE PIPE IF NOT EXISTS sales_pipe INGEST_MODE = 'LIST_PURGE' VIRTUAL_CLUSTER = 'DEFAULT' COMMENT '销售数据持续导入管道'
+  AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV PURGE = TRUE;
+DESC PIPE EXTENDED sales_pipe;
+-- a new file arrives
+COPY INTO VOLUME pipe_vol SUBDIRECTORY '/' FROM (SELECT * FROM sales_source WHERE dt = '2026-06-01') FILE_FORMAT = (TYPE = CSV);
+-- the pipe polls every 30 s; REFRESH starts a turn now instead of waiting
+ALTER PIPE sales_pipe REFRESH;
+{{WAIT sales_ods 5}};
+SELECT COUNT(*) FROM sales_ods;
 SELECT * FROM load_history('sales_ods');
+SELECT relative_path FROM DIRECTORY(VOLUME pipe_vol);
+SHOW PIPES LIKE 'sales_pipe';
 SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods;
-SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount FROM sales_ods GROUP BY category ORDER BY category;
+SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount, MIN(dt) AS min_date, MAX(dt) AS max_date
+  FROM sales_ods GROUP BY category ORDER BY category;
+DROP PIPE sales_pipe;
 `
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -79,8 +100,37 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lakepipe demo:", err)
 		return 1
 	}
+	// The demo brings its own worker, so that it needs nothing running
+	// besides the stack; a `lakepipe worker` already running shares the work.
+	wctx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	ready := make(chan string, 1)
+	werr := make(chan error, 1)
+	go func() {
+		werr <- worker.Run(wctx, worker.Config{
+			ClickHouse: chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword},
+			Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue},
+			Workspace:  c.workspace, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: ready,
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-werr:
+		fmt.Fprintln(stderr, "lakepipe demo: worker:", err)
+		return 1
+	}
 	pr := &tablePrinter{w: stdout}
 	for _, ch := range chunks {
+		if strings.HasPrefix(ch.Text, "{{WAIT") {
+			var table string
+			var want int
+			fmt.Sscanf(strings.Trim(ch.Text, "{}"), "WAIT %s %d", &table, &want)
+			if err := waitRows(ctx, eng, table, want, stdout); err != nil {
+				fmt.Fprintln(stderr, "lakepipe demo:", err)
+				return 1
+			}
+			continue
+		}
 		stmt, err := sqlparse.Parse(ch.Text)
 		if err != nil {
 			fmt.Fprintln(stderr, "lakepipe demo:", err)
@@ -96,9 +146,37 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintln(stdout, "\ndemo finished: 5 rows went table → volume (CSV, Parquet) → table.")
+	fmt.Fprintln(stdout, "\ndemo finished: 5 rows went table → volume (CSV, Parquet) → pipe → table.")
 	return 0
 }
 
 // runID keeps each demo run in a fresh directory, so that reruns start clean.
 func runID() int64 { return timeNow().Unix() }
+
+// waitRows polls until a table holds want rows, printing progress.
+func waitRows(ctx context.Context, eng *engine.Engine, table string, want int, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "\n(waiting for the pipe to load %s …)\n", table)
+	q, err := sqlparse.Parse("SELECT COUNT(*) FROM " + table)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		res, err := eng.Exec(ctx, q)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(res.Rows[0][0]) == fmt.Sprint(want) {
+			fmt.Fprintf(stdout, "(%s has %d rows)\n", table, want)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s has %v rows after 2 minutes, want %d (DESC PIPE EXTENDED shows the pipe's state)", table, res.Rows[0][0], want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

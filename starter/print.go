@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
@@ -84,13 +83,13 @@ func (p *tablePrinter) print(res *engine.Result) error {
 	}
 	widths := make([]int, len(res.Columns))
 	for i, c := range res.Columns {
-		widths[i] = utf8.RuneCountInString(c)
+		widths[i] = width(c)
 	}
 	cells := make([][]string, len(res.Rows))
 	for r, row := range res.Rows {
 		cells[r] = rowText(res, row)
 		for i, c := range cells[r] {
-			if n := utf8.RuneCountInString(c); n > widths[i] {
+			if n := width(c); n > widths[i] {
 				widths[i] = n
 			}
 		}
@@ -105,7 +104,7 @@ func (p *tablePrinter) print(res *engine.Result) error {
 	rowOut := func(vals []string) {
 		for i, v := range vals {
 			v = strings.ReplaceAll(v, "\n", "\\n")
-			b.WriteString("| " + v + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(v)) + " ")
+			b.WriteString("| " + v + strings.Repeat(" ", widths[i]-width(v)) + " ")
 		}
 		b.WriteString("|\n")
 	}
@@ -221,4 +220,21 @@ func (o orderedRow) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return []byte(b.String()), nil
+}
+
+// width is the number of terminal columns s takes: East Asian wide
+// characters (the seeds' comments are Chinese) take two.
+func width(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case r >= 0x1100 && r <= 0x115F, r >= 0x2E80 && r <= 0xA4CF, r >= 0xAC00 && r <= 0xD7A3,
+			r >= 0xF900 && r <= 0xFAFF, r >= 0xFE30 && r <= 0xFE4F, r >= 0xFF00 && r <= 0xFF60,
+			r >= 0xFFE0 && r <= 0xFFE6, r >= 0x20000 && r <= 0x3FFFD:
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
 }

@@ -403,15 +403,18 @@ func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (s
 	if err != nil {
 		return "", err
 	}
-	return "(SELECT file_path, last_copy_time, file_size, status, first_error_message, rows_loaded, rows_rejected, pipe_name FROM (" +
-		"SELECT file_path, pipe_name, argMax(last_copy_time, version) AS last_copy_time, argMax(file_size, version) AS file_size, " +
-		"argMax(status, version) AS status, argMax(first_error_message, version) AS first_error_message, " +
-		"argMax(rows_loaded, version) AS rows_loaded, argMax(rows_rejected, version) AS rows_rejected " +
+	// Aggregates get h_ aliases: ClickHouse lets an alias shadow the column
+	// of the same name in WHERE.
+	return "(SELECT file_path, h_time AS last_copy_time, h_size AS file_size, h_status AS status, h_error AS first_error_message, " +
+		"h_rows AS rows_loaded, h_rejected AS rows_rejected, pipe_name FROM (" +
+		"SELECT file_path, pipe_name, argMax(last_copy_time, version) AS h_time, argMax(file_size, version) AS h_size, " +
+		"argMax(status, version) AS h_status, argMax(first_error_message, version) AS h_error, " +
+		"argMax(rows_loaded, version) AS h_rows, argMax(rows_rejected, version) AS h_rejected " +
 		"FROM lakepipe.load_history WHERE table_name = " + chsql.QuoteString(display(schema, name)) +
 		// Records of an earlier table of the same name are not this table's.
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", spec.CreatedAt.Unix()) +
-		" GROUP BY file_path, pipe_name) WHERE last_copy_time > now() - " + strconv.Itoa(e.cfg.LoadHistoryDays*86400) +
-		" ORDER BY last_copy_time, file_path)", nil
+		" GROUP BY file_path, pipe_name) WHERE h_time > now() - " + strconv.Itoa(e.cfg.LoadHistoryDays*86400) +
+		" ORDER BY h_time, file_path)", nil
 }
 
 // export formats.

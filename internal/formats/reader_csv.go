@@ -252,7 +252,9 @@ func (r *csvReader) Next() (*Batch, error) {
 	}
 	limit := r.opts.BatchRows
 
-	for b.Rows < limit {
+	// Errors count towards the limit too, so that a file of garbage
+	// cannot grow one batch without bound.
+	for b.Rows+len(b.Errors) < limit {
 		if r.skipping {
 			if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
 				in.pos += j + 1

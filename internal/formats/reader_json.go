@@ -220,7 +220,7 @@ func (r *jsonReader) Next() (*Batch, error) {
 
 func (r *jsonReader) nextLines(b *Batch) {
 	in := r.in
-	for b.Rows < r.opts.BatchRows {
+	for b.Rows+len(b.Errors) < r.opts.BatchRows {
 		j := bytes.IndexByte(in.buf[in.pos:in.end], '\n')
 		if r.skipping {
 			if j >= 0 {
@@ -270,7 +270,7 @@ func (r *jsonReader) nextLines(b *Batch) {
 
 func (r *jsonReader) nextArray(b *Batch) {
 	in := r.in
-	for b.Rows < r.opts.BatchRows && !r.arrayDone {
+	for b.Rows+len(b.Errors) < r.opts.BatchRows && !r.arrayDone {
 		s, e, st := r.element(0)
 		if st == elemMore {
 			if in.end-in.pos > maxRecordBytes {

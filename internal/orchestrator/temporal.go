@@ -173,3 +173,18 @@ func (t *Temporal) StopPipe(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// Terminate ends a workflow at once (tests and operators; DROP PIPE asks
+// politely with StopPipe instead).
+func (t *Temporal) Terminate(ctx context.Context, id, reason string) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	err = c.TerminateWorkflow(ctx, id, "", reason)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	return err
+}
