@@ -416,15 +416,12 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			// PARSE_JSON-style casts keep the text: JSON is stored as String.
 			return t.expr(b, e.X)
 		}
+		// Nullable, so that NULL casts to NULL as in SQL, not to an error.
 		ch, err := schemas.ClickHouseType(e.Type, false)
 		if err != nil {
 			return err
 		}
-		if e.Try {
-			b.WriteString("CAST(")
-		} else {
-			b.WriteString("CAST(")
-		}
+		b.WriteString("CAST(")
 		if err := t.expr(b, e.X); err != nil {
 			return err
 		}

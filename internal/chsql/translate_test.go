@@ -1,0 +1,81 @@
+package chsql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+)
+
+func testTranslator() *Translator {
+	return &Translator{
+		Table: func(n sqlparse.ObjectName) (string, error) {
+			return Table("public", n.Name()), nil
+		},
+		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+			if n.Name() == "sales" {
+				return []string{"id", "amount"}, true
+			}
+			return nil, false
+		},
+	}
+}
+
+func TestTranslateQuery(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"SELECT COUNT(*) FROM sales_ods", "SELECT count() FROM `public`.`sales_ods`"},
+		{"SELECT * FROM sales", "SELECT `id`, `amount` FROM `public`.`sales`"},
+		{"SELECT s.* FROM sales s", "SELECT `s`.`id`, `s`.`amount` FROM `public`.`sales` AS `s`"},
+		{"SELECT * FROM other", "SELECT * FROM `public`.`other`"},
+		{"SELECT CAST(a AS BIGINT), b::DECIMAL(10,2) FROM t", "SELECT CAST(`a` AS Nullable(Int64)), CAST(`b` AS Nullable(Decimal(10, 2))) FROM `public`.`t`"},
+		{"SELECT 'Source' AS stage, COUNT(*) AS rows FROM a UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM b",
+			"SELECT 'Source' AS `stage`, count() AS `rows` FROM `public`.`a` UNION ALL SELECT 'ODS' AS `stage`, count() AS `rows` FROM `public`.`b`"},
+		{"SELECT a FROM t WHERE b ILIKE 'x%' AND c || 'y' = 'zy'", "SELECT `a` FROM `public`.`t` WHERE ((lowerUTF8(`b`) LIKE lowerUTF8('x%')) AND (concat(`c`, 'y') = 'zy'))"},
+		{"SELECT a FROM t ORDER BY a DESC LIMIT 10 OFFSET 5", "SELECT `a` FROM `public`.`t` ORDER BY `a` DESC LIMIT 5, 10"},
+		{"SELECT category, SUM(amount) FROM t GROUP BY category HAVING SUM(amount) > 1", "SELECT `category`, sum(`amount`) FROM `public`.`t` GROUP BY `category` HAVING (sum(`amount`) > 1)"},
+		{"SELECT a FROM t WHERE b IS NULL AND c NOT IN (1, 2)", "SELECT `a` FROM `public`.`t` WHERE (isNull(`b`) AND `c` NOT IN (1, 2))"},
+		{"SELECT COUNT(DISTINCT a), TRUE FROM t", "SELECT count(DISTINCT `a`), 1 FROM `public`.`t`"},
+		{"WITH x AS (SELECT a FROM t) SELECT a FROM x", "SELECT `a` FROM (SELECT `a` FROM `public`.`t`)"},
+		{"SELECT 'it''s' AS s", `SELECT 'it\'s' AS ` + "`s`"},
+		{"SELECT a FROM t JOIN u ON t.k = u.k", "SELECT `a` FROM `public`.`t` ALL INNER JOIN `public`.`u` ON (`t`.`k` = `u`.`k`)"},
+	}
+	for _, tt := range tests {
+		q, err := sqlparse.ParseQuery(tt.in)
+		if err != nil {
+			t.Fatalf("parse %q: %v", tt.in, err)
+		}
+		got, err := testTranslator().Query(q)
+		if err != nil {
+			t.Fatalf("translate %q: %v", tt.in, err)
+		}
+		if got != tt.want {
+			t.Errorf("%s\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestTranslateUnsupported(t *testing.T) {
+	for _, in := range []string{
+		"SELECT a FROM t UNION SELECT a FROM u",
+		"SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u)",
+		"SELECT row_number() OVER (ORDER BY a) FROM t",
+		"SELECT * FROM VOLUME v USING CSV",
+	} {
+		q, err := sqlparse.ParseQuery(in)
+		if err != nil {
+			t.Fatalf("parse %q: %v", in, err)
+		}
+		if _, err := testTranslator().Query(q); err == nil || !strings.Contains(err.Error(), "not supported") {
+			t.Errorf("%s: err = %v, want not supported", in, err)
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	if got := QuoteIdent("a`b\\c"); got != "`a\\`b\\\\c`" {
+		t.Errorf("QuoteIdent = %s", got)
+	}
+	if got := QuoteString("it's\n\\"); got != `'it\'s\n\\'` {
+		t.Errorf("QuoteString = %s", got)
+	}
+}
