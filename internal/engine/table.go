@@ -462,7 +462,10 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 		if err != nil {
 			return nil, err
 		}
-		sets[i] = chsql.QuoteIdent(cols[0].Name) + " = CAST(" + v + " AS " + cols[0].CHType + ")"
+		// materialize: a constant Nullable value makes the mutation fail
+		// for ever on ClickHouse 18.16 ("Illegal columns Const(Nullable(String))
+		// and String … of function if"), and mutate would wait for ever.
+		sets[i] = chsql.QuoteIdent(cols[0].Name) + " = materialize(CAST(" + v + " AS " + cols[0].CHType + "))"
 	}
 	cond := "1"
 	if s.Where != nil {

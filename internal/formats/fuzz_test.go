@@ -201,6 +201,9 @@ func FuzzJSON(f *testing.F) {
 				t.Fatalf("line %d %q: no row (errors %v)", i+1, line, got.errs)
 			}
 			for c, col := range got.cols {
+				if !utf8.Valid(line) {
+					break // Go replaces invalid UTF-8, in keys too; we keep the bytes
+				}
 				raw, has := obj[col.Name]
 				g := got.rows[k][c]
 				if !has || string(raw) == "null" {
@@ -215,9 +218,6 @@ func FuzzJSON(f *testing.F) {
 				var want string
 				switch raw[0] {
 				case '"':
-					if !utf8.Valid(raw) {
-						continue
-					}
 					json.Unmarshal(raw, &want)
 				case '{', '[':
 					var b bytes.Buffer
