@@ -47,7 +47,13 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 	if err != nil {
 		return workflows.ListResult{}, err
 	}
-	a.Metrics.Backlog(in.Params, len(files)+backlog)
+	var oldest time.Time
+	for _, f := range files {
+		if oldest.IsZero() || f.Modified.Before(oldest) {
+			oldest = f.Modified
+		}
+	}
+	a.Metrics.Backlog(in.Params, len(files)+backlog, oldest)
 	return workflows.ListResult{Files: files, Backlog: backlog}, nil
 }
 

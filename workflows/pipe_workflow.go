@@ -89,9 +89,10 @@ type ListInput struct {
 
 // FileRef is one file to load.
 type FileRef struct {
-	Path string
-	Size int64
-	ETag string
+	Path     string
+	Size     int64
+	ETag     string
+	Modified time.Time
 }
 
 // ListResult is the answer of ListFiles.

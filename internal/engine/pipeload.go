@@ -158,7 +158,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, max int) ([]wor
 		if seen && h.done(o.ETag) && !(r.purge && h.status == StatusLoaded) {
 			continue
 		}
-		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag}
+		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified}
 		if hinted[o.Path] {
 			first = append(first, f)
 		} else {

@@ -37,7 +37,7 @@ func New() *Pipes {
 		bytes:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_bytes_total", Help: "Bytes of the files pipes loaded."}, labels),
 		errors:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_errors_total", Help: "Load attempts that failed and will be retried."}, labels),
 		backlog:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_backlog_files", Help: "Files waiting to be loaded at the last listing."}, labels),
-		lag:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_lag_seconds", Help: "Seconds since a pipe last loaded a file while files wait."}, labels),
+		lag:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_lag_seconds", Help: "Age of the oldest file waiting to be loaded, at the last listing (0 when none waits)."}, labels),
 		seconds:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_file_seconds", Help: "Time to load one file.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
 	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds,
@@ -58,7 +58,6 @@ func (p *Pipes) File(pp workflows.PipeParams, r workflows.FileResult, size int64
 	p.rejected.WithLabelValues(n).Add(float64(r.Rejected))
 	if r.Status == "LOADED" || r.Status == "PARTIALLY_LOADED" {
 		p.bytes.WithLabelValues(n).Add(float64(size))
-		p.lag.WithLabelValues(n).Set(0)
 	}
 	p.seconds.WithLabelValues(n).Observe(d.Seconds())
 }
@@ -70,11 +69,18 @@ func (p *Pipes) Error(pp workflows.PipeParams) {
 	}
 }
 
-// Backlog records the files waiting at a listing.
-func (p *Pipes) Backlog(pp workflows.PipeParams, n int) {
-	if p != nil {
-		p.backlog.WithLabelValues(name(pp)).Set(float64(n))
+// Backlog records the files waiting at a listing and the age of the
+// oldest (zero time when none waits).
+func (p *Pipes) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
+	if p == nil {
+		return
 	}
+	p.backlog.WithLabelValues(name(pp)).Set(float64(n))
+	lag := 0.0
+	if n > 0 && !oldest.IsZero() {
+		lag = time.Since(oldest).Seconds()
+	}
+	p.lag.WithLabelValues(name(pp)).Set(lag)
 }
 
 // Handler serves /metrics.
