@@ -146,10 +146,10 @@ type Stack struct {
 	Ctx    context.Context
 	Eng    *engine.Engine
 	Store  *chstore.Store
-	Schema string // it_<id>: the engine's schema and ClickHouse database
-	ID     string // random part of Schema and Prefix
-	Prefix string // it-<id>/: the test's bucket prefix
-	conn   string // the test's storage connection, once made
+	Schema string                 // it_<id>: the engine's schema and ClickHouse database
+	ID     string                 // random part of Schema and Prefix
+	Prefix string                 // it-<id>/: the test's bucket prefix
+	conn   string                 // the test's storage connection, once made
 	Orch   *orchestrator.Temporal // set by withWorker
 }
 

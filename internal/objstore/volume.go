@@ -258,7 +258,9 @@ func (v *Volume) wrap(op, rel string, err error) error {
 		return fmt.Errorf("%s %s: %w", op, what, ErrNotFound)
 	case "NoSuchBucket":
 		return fmt.Errorf("%s %s: bucket %q does not exist", op, what, v.loc.Bucket)
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidSecretKey":
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidSecretKey",
+		// versitygw answers an unknown access id with a 404 and this code.
+		"XAdminUserNotFound":
 		return fmt.Errorf("%s %s: the endpoint refused storage connection %s (%s): check its ACCESS_ID and ACCESS_KEY", op, what, v.conn.Name, resp.Code)
 	}
 	if resp.StatusCode == http.StatusNotFound {

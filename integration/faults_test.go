@@ -1,0 +1,483 @@
+//go:build integration
+
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+)
+
+// faultEnvInt reads a positive whole number from the environment.
+func faultEnvInt(t testing.TB, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive whole number", name, v)
+	}
+	return n
+}
+
+// workerProc is a `lakepipe worker` running as a child process, so that the
+// test can SIGKILL it like a crashed machine and start it again.
+type workerProc struct {
+	t       testing.TB
+	bin     string
+	queue   string
+	logPath string
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	started time.Time
+	starts  int
+}
+
+// start launches the worker and waits until it polls its task queue.
+func (w *workerProc) start() {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	logf, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer logf.Close()
+	fi, _ := logf.Stat()
+	from := fi.Size()
+	w.starts++
+	fmt.Fprintf(logf, "---- start %d at %s\n", w.starts, time.Now().Format("15:04:05.000"))
+	cmd := exec.Command(w.bin, "worker", "--task-queue", w.queue, "--http", "", "--log-format", "text")
+	cmd.Env = append(os.Environ(),
+		"LAKEPIPE_CLICKHOUSE_ADDR="+chAddr, "LAKEPIPE_TEMPORAL_ADDR="+temporalAddr, "LAKEPIPE_WORKSPACE=default")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		w.t.Fatalf("start lakepipe worker: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	w.cmd, w.exited, w.started = cmd, exited, time.Now()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case <-exited:
+			w.t.Fatalf("lakepipe worker exited while starting:\n%s", w.tail(40))
+		case <-deadline:
+			w.t.Fatalf("lakepipe worker did not report running within 60 s:\n%s", w.tail(40))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if b, err := os.ReadFile(w.logPath); err == nil && int64(len(b)) > from &&
+			bytes.Contains(b[from:], []byte("lakepipe worker running")) {
+			return
+		}
+	}
+}
+
+// kill SIGKILLs the worker (no graceful stop: activities die mid-step) and
+// reaps it. It returns the pid and how long the process had run.
+func (w *workerProc) kill() (int, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cmd == nil {
+		return 0, 0
+	}
+	pid, up := w.cmd.Process.Pid, time.Since(w.started)
+	_ = w.cmd.Process.Signal(syscall.SIGKILL)
+	<-w.exited
+	w.cmd = nil
+	return pid, up
+}
+
+// tail returns the last n lines of the worker's log (all its runs).
+func (w *workerProc) tail(n int) string {
+	b, _ := os.ReadFile(w.logPath)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// faultSnap is the state of the pipe's target and load history at one moment.
+type faultSnap struct {
+	loaded   map[string]string // file path → load id, for files recorded LOADED
+	other    map[string]string // file path → status, for any other record
+	commits  map[uint64]int64  // rows of the target per commit id
+	rows     int64
+	inVolume map[string]bool // files still in the volume
+}
+
+// TestPipeFaults proves exactly-once loading under worker crashes: a
+// LIST_PURGE pipe loads N files (LAKEPIPE_FAULT_FILES, default 40) while its
+// only worker, a `lakepipe worker` child process, is SIGKILLed at random
+// moments of the load and restarted K times (LAKEPIPE_FAULT_KILLS, default
+// 2). Afterwards every file is recorded LOADED once, the volume is empty and
+// every row is in the table exactly once. `./task test:faults` runs it with
+// 200 files and 10 kills.
+//
+// A kill that lands inside a CopyFiles activity stalls the pipe until
+// Temporal declares the attempt dead (the activity's heartbeat timeout) and
+// retries it on the restarted worker, so each such kill costs that long.
+func TestPipeFaults(t *testing.T) {
+	nFiles := faultEnvInt(t, "LAKEPIPE_FAULT_FILES", 40)
+	nKills := faultEnvInt(t, "LAKEPIPE_FAULT_KILLS", 2)
+	rowsPer := faultEnvInt(t, "LAKEPIPE_FAULT_ROWS", 300)
+	batch := faultEnvInt(t, "LAKEPIPE_FAULT_BATCH", 6)
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
+		seed, _ = strconv.ParseInt(v, 10, 64)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("fault test: %d files × %d rows, %d kills, MAX_FILES_PER_BATCH %d, seed %d (LAKEPIPE_FAULT_SEED)", nFiles, rowsPer, nKills, batch, seed)
+
+	s := newStack(t)
+	// Each kill inside an activity costs a heartbeat timeout (2 min) before
+	// the retry: the stack's default 10-minute context is too short.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute+4*time.Minute*time.Duration(nKills))
+	defer cancel()
+	s.Ctx = ctx
+	c3 := rawS3(t)
+	bin := lakepipeBin(t)
+
+	// The test's engine starts workflows on a queue of its own; only the
+	// child worker polls it.
+	queue := "it-faults-" + s.ID
+	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	if _, err := orch.Client(); err != nil {
+		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
+	}
+	s.Orch = orch
+	s.Eng = s.Eng.WithOrchestrator(orch)
+	w := &workerProc{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker.log"}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, c, err := openCatalog(); err == nil {
+			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
+			for _, p := range pipes {
+				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
+			}
+		}
+		w.kill()
+		orch.Close()
+		if t.Failed() {
+			t.Logf("worker log (end):\n%s", w.tail(80))
+		}
+	})
+	w.start()
+
+	s.run(`CREATE TABLE fault_t (id BIGINT, payload STRING, n INT)`)
+	vol := s.volume("fault_vol", "incoming", false)
+	s.run(fmt.Sprintf(`CREATE PIPE fault_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '1' MAX_FILES_PER_BATCH = '%d'
+		AS COPY INTO fault_t FROM VOLUME %s USING CSV`, batch, vol))
+
+	db := s.Schema
+	tableName := db + ".fault_t"
+	fileName := func(i int) string { return fmt.Sprintf("f%05d.csv", i) }
+	start := time.Now()
+	since := func() string { return fmt.Sprintf("%6.1fs", time.Since(start).Seconds()) }
+
+	snap := func() faultSnap {
+		t.Helper()
+		sn := faultSnap{loaded: map[string]string{}, other: map[string]string{}, commits: map[uint64]int64{}, inVolume: map[string]bool{}}
+		res, err := s.Store.Query(ctx, "SELECT file_path, argMax(status, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = "+
+			chsql.QuoteString(tableName)+" AND pipe_name = 'fault_pipe' GROUP BY file_path")
+		if err != nil {
+			t.Fatalf("read load_history: %v", err)
+		}
+		for _, r := range res.Rows {
+			if r[1].(string) == engine.StatusLoaded {
+				sn.loaded[r[0].(string)] = r[2].(string)
+			} else {
+				sn.other[r[0].(string)] = r[1].(string)
+			}
+		}
+		res, err = s.Store.Query(ctx, "SELECT "+chsql.QuoteIdent(engine.CommitColumn)+", count() FROM "+chsql.Table(db, "fault_t")+" GROUP BY "+chsql.QuoteIdent(engine.CommitColumn))
+		if err != nil {
+			t.Fatalf("read fault_t: %v", err)
+		}
+		for _, r := range res.Rows {
+			n := toInt64(r[1])
+			sn.commits[r[0].(uint64)] = n
+			sn.rows += n
+		}
+		for _, f := range s.files("incoming") {
+			sn.inVolume[f] = true
+		}
+		return sn
+	}
+
+	// The uploader: files arrive throughout the run. Before kill k it
+	// uploads no further than (k+1)/(K+1) of the files, so that every kill
+	// finds files to load.
+	var kills atomic.Int32
+	var uploaded atomic.Int32
+	upErr := make(chan error, 1)
+	upDone := make(chan struct{})
+	go func() {
+		defer close(upDone)
+		urng := rand.New(rand.NewSource(seed + 1))
+		for i := 0; i < nFiles; i++ {
+			for i >= (int(kills.Load())+1)*nFiles/(nKills+1) && int(kills.Load()) < nKills {
+				select {
+				case <-ctx.Done():
+					upErr <- ctx.Err()
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			var b bytes.Buffer
+			for j := 0; j < rowsPer; j++ {
+				id := int64(i)*int64(rowsPer) + int64(j) + 1
+				fmt.Fprintf(&b, "%d,file %d row %d,%d\n", id, i, j, j)
+			}
+			key := s.key("incoming/" + fileName(i))
+			if _, err := c3.PutObject(ctx, s3Bucket, key, bytes.NewReader(b.Bytes()), int64(b.Len()), minio.PutObjectOptions{ContentType: "text/csv"}); err != nil {
+				upErr <- fmt.Errorf("upload %s: %w", key, err)
+				return
+			}
+			uploaded.Add(1)
+			time.Sleep(time.Duration(urng.Intn(30)) * time.Millisecond)
+		}
+	}()
+
+	// progress waits until the pipe does something after base: a file
+	// recorded, or rows of the target changed (a load, or the clean-up of a
+	// dead attempt). It returns false when every file is already loaded.
+	progress := func(base faultSnap, what string) bool {
+		t.Helper()
+		deadline := time.Now().Add(6 * time.Minute)
+		for {
+			select {
+			case err := <-upErr:
+				t.Fatal(err)
+			default:
+			}
+			cur := snap()
+			if len(cur.loaded) == nFiles {
+				return false
+			}
+			if len(cur.loaded) != len(base.loaded) || cur.rows != base.rows {
+				return true
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no progress within 6 minutes (%d files LOADED, %d rows, %d uploaded)\nworker log:\n%s",
+					what, len(cur.loaded), cur.rows, uploaded.Load(), w.tail(60))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	type killRec struct {
+		at, recovery time.Duration
+		landed       string
+	}
+	var recs []killRec
+	base := snap()
+	for k := 1; k <= nKills; k++ {
+		resumed := time.Now()
+		busy := progress(base, fmt.Sprintf("before kill %d", k))
+		if len(recs) > 0 {
+			recs[len(recs)-1].recovery = time.Since(resumed)
+		}
+		// A random moment of the ongoing load (or of idling, once all
+		// files are in).
+		delay := time.Duration(rng.Intn(1500)) * time.Millisecond
+		time.Sleep(delay)
+		pid, up := w.kill()
+		at := time.Since(start)
+		kills.Add(1)
+		after := snap()
+		landed := describeKill(after, rowsPer)
+		if !busy {
+			landed = "idle (all files loaded): " + landed
+		}
+		recs = append(recs, killRec{at: at, landed: landed})
+		t.Logf("%6.1fs kill %d/%d: SIGKILL worker pid %d (up %.1fs, %v after progress was seen); %d/%d uploaded, %d LOADED, %d rows, %d files in the volume; %s",
+			at.Seconds(), k, nKills, pid, up.Seconds(), delay, uploaded.Load(), nFiles, len(after.loaded), after.rows, len(after.inVolume), landed)
+		time.Sleep(time.Duration(rng.Intn(2000)) * time.Millisecond)
+		w.start()
+		t.Logf("%s restarted the worker (start %d)", since(), w.starts)
+		base = snap()
+	}
+
+	// The last restart is done: wait until everything is in.
+	resumed := time.Now()
+	select {
+	case err := <-upErr:
+		t.Fatal(err)
+	case <-upDone:
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	var last faultSnap
+	for {
+		last = snap()
+		if len(last.loaded)+len(last.other) >= nFiles && len(last.inVolume) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not converged 10 minutes after the last restart: %d/%d files LOADED, %d other records %v, %d rows, %d files still in the volume\nworker log:\n%s",
+				len(last.loaded), nFiles, len(last.other), last.other, last.rows, len(last.inVolume), w.tail(60))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if len(recs) > 0 {
+		recs[len(recs)-1].recovery = time.Since(resumed)
+	}
+	t.Logf("%s converged: %d files LOADED, %d rows", since(), len(last.loaded), last.rows)
+
+	// Every file once, every row once.
+	want := int64(nFiles) * int64(rowsPer)
+	if len(last.other) > 0 {
+		t.Errorf("files not LOADED: %v", last.other)
+	}
+	res := s.run(`SELECT count(*), count(DISTINCT id), min(id), max(id) FROM fault_t`)
+	got := table(res)[0]
+	t.Logf("fault_t: count() = %s, count(DISTINCT id) = %s, ids %s..%s; want %d each, ids 1..%d", got[0], got[1], got[2], got[3], want, want)
+	if got[0] != fmt.Sprint(want) || got[1] != fmt.Sprint(want) || got[2] != "1" || got[3] != fmt.Sprint(want) {
+		dup := s.run(`SELECT count(*) FROM (SELECT id FROM fault_t GROUP BY id HAVING count(*) > 1)`)
+		t.Errorf("exactly-once broken: count() %s, count(DISTINCT id) %s, want %d; ids loaded more than once: %s; %s",
+			got[0], got[1], want, scalar(t, dup), describeRows(last, rowsPer))
+	}
+	// The commit tags agree: one per file, each with the file's rows, each
+	// recorded.
+	recorded := map[string]bool{}
+	for _, id := range last.loaded {
+		recorded[id] = true
+	}
+	for c, n := range last.commits {
+		if !recorded[fmt.Sprintf("%016x", c)] {
+			t.Errorf("%d rows carry commit id %016x, which load_history does not record", n, c)
+		} else if n != int64(rowsPer) {
+			t.Errorf("commit %016x tags %d rows, want %d", c, n, rowsPer)
+		}
+	}
+	if len(last.commits) != nFiles {
+		t.Errorf("%d commit ids in fault_t, want one per file (%d)", len(last.commits), nFiles)
+	}
+	// The user's view agrees: load_history('fault_t') has one LOADED
+	// record per file, with its rows.
+	lh := s.run(`SELECT status, count(*), sum(rows_loaded) FROM load_history('fault_t') GROUP BY status`)
+	wantRows(t, "load_history('fault_t') by status", lh, fmt.Sprintf("LOADED|%d|%d", nFiles, want))
+
+	if st, state, reason, err := orch.PipeStatus(ctx, s.Eng.PipeWorkflowID("fault_pipe")); err != nil {
+		t.Errorf("pipe status: %v", err)
+	} else {
+		if state != "RUNNING" {
+			t.Errorf("pipe workflow is %s (%s), want RUNNING", state, reason)
+		}
+		if st != nil {
+			t.Logf("pipe counters (this run of the workflow): %+v", st.Counters)
+		}
+	}
+
+	var sum strings.Builder
+	fmt.Fprintf(&sum, "fault injection: %d files, %d rows, %d kills, %.1fs in all\n", nFiles, want, nKills, time.Since(start).Seconds())
+	for i, r := range recs {
+		fmt.Fprintf(&sum, "  kill %2d at %6.1fs, load resumed %5.1fs after the restart: %s\n", i+1, r.at.Seconds(), r.recovery.Seconds(), r.landed)
+	}
+	t.Log(sum.String())
+}
+
+// describeKill says where a kill left the pipe's files, from the state
+// right after it: loads with rows but no record died inserting or before
+// recording; recorded files still in the volume died before the purge.
+func describeKill(sn faultSnap, rowsPer int) string {
+	recorded := map[string]bool{}
+	for _, id := range sn.loaded {
+		recorded[id] = true
+	}
+	var partial, complete []string
+	for c, n := range sn.commits {
+		if recorded[fmt.Sprintf("%016x", c)] {
+			continue
+		}
+		if n < int64(rowsPer) {
+			partial = append(partial, fmt.Sprintf("%016x:%d rows", c, n))
+		} else {
+			complete = append(complete, fmt.Sprintf("%016x:%d rows", c, n))
+		}
+	}
+	var unpurged []string
+	for p := range sn.loaded {
+		if sn.inVolume[p] {
+			unpurged = append(unpurged, p)
+		}
+	}
+	sort.Strings(partial)
+	sort.Strings(complete)
+	sort.Strings(unpurged)
+	var parts []string
+	if len(partial) > 0 {
+		parts = append(parts, fmt.Sprintf("%d load(s) died while inserting %v", len(partial), partial))
+	}
+	if len(complete) > 0 {
+		parts = append(parts, fmt.Sprintf("%d load(s) died between insert and record %v", len(complete), complete))
+	}
+	if len(unpurged) > 0 {
+		parts = append(parts, fmt.Sprintf("%d file(s) died between record and purge %v", len(unpurged), unpurged))
+	}
+	if len(parts) == 0 {
+		return "no load caught mid-file (between files, listing, or idle)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// describeRows lists the commit ids whose row counts are off, for a
+// failure message.
+func describeRows(sn faultSnap, rowsPer int) string {
+	var b strings.Builder
+	w := bufio.NewWriter(&b)
+	recorded := map[string]string{}
+	for p, id := range sn.loaded {
+		recorded[id] = p
+	}
+	for c, n := range sn.commits {
+		p := recorded[fmt.Sprintf("%016x", c)]
+		if n != int64(rowsPer) || p == "" {
+			fmt.Fprintf(w, "commit %016x (file %q): %d rows; ", c, p, n)
+		}
+	}
+	w.Flush()
+	if b.Len() == 0 {
+		return "every commit id tags one file's rows"
+	}
+	return b.String()
+}
+
+// toInt64 reads a ClickHouse count.
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case uint64:
+		return int64(x)
+	case int64:
+		return x
+	case uint32:
+		return int64(x)
+	}
+	n, _ := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+	return n
+}
