@@ -377,6 +377,17 @@ func (c *decimalCol) addNull(n int) {
 	}
 }
 func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+	if a, ok := src.Arrow.(*array.Decimal128); ok {
+		scale := a.DataType().(*arrow.Decimal128Type).Scale
+		for r := 0; r < rows; r++ {
+			if a.IsNull(r) {
+				c.put(decimal.Decimal{}, true)
+				continue
+			}
+			c.put(decimal.NewFromBigInt(a.Value(r).BigInt(), -scale), false)
+		}
+		return
+	}
 	for r := 0; r < rows; r++ {
 		s, null := cell(src, r)
 		if null || s == "" {
