@@ -171,11 +171,32 @@ func newStack(t *testing.T) *Stack {
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema))
+		forgetSchema(cctx, st, c, s.Schema)
 		if s3Client != nil {
 			s.removePrefix(cctx, s.Prefix)
 		}
 	})
 	return s
+}
+
+// forgetSchema removes a test schema's tables from the catalog, and its
+// dropped tables from the trash, so that runs do not pile them up.
+func forgetSchema(ctx context.Context, st *chstore.Store, c *catalog.Catalog, schema string) {
+	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable, catalog.KindStream} {
+		objs, _ := c.List(ctx, k, schema)
+		for _, o := range objs {
+			_ = c.Delete(ctx, k, schema, o.Name)
+		}
+	}
+	dropped, _ := c.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
+	for _, o := range dropped {
+		var d catalog.DroppedTableSpec
+		if o.Decode(&d) == nil && d.Schema == schema {
+			if st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.TrashDB, o.Name)) == nil {
+				_ = c.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name)
+			}
+		}
+	}
 }
 
 func (s *Stack) removePrefix(ctx context.Context, prefix string) {

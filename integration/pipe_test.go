@@ -694,7 +694,12 @@ func TestPipeBigFile(t *testing.T) {
 		t.Fatalf("upload of the big file: %v", err)
 	}
 	uploaded := time.Since(start)
-	t.Logf("big.csv: %d rows, %d bytes (%.2f GiB) uploaded in %v", g.rows, g.bytes, float64(g.bytes)/(1<<30), uploaded.Round(time.Millisecond))
+	upPeak := peakRSS(t)
+	t.Logf("big.csv: %d rows, %d bytes (%.2f GiB) uploaded in %v; peak RSS during the upload %d MB", g.rows, g.bytes, float64(g.bytes)/(1<<30),
+		uploaded.Round(time.Millisecond), upPeak>>20)
+	if reset {
+		_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	}
 
 	var h map[string]string
 	took := pipeWait(t, 9*time.Minute, "big.csv was not LOADED", func() bool {
@@ -721,8 +726,11 @@ func TestPipeBigFile(t *testing.T) {
 	pipeWait(t, time.Minute, "big.csv was not purged", func() bool { return !s.exists("big/big.csv") })
 
 	after := peakRSS(t)
-	t.Logf("peak RSS of the test process (VmHWM): %d MB before, %d MB after (high-water mark reset: %v); upload+load took %v",
-		before>>20, after>>20, reset, time.Since(start).Round(time.Second))
+	t.Logf("peak RSS of the test process (VmHWM): %d MB before, %d MB during the upload, %d MB during the load (high-water mark reset: %v); upload+load took %v",
+		before>>20, upPeak>>20, after>>20, reset, time.Since(start).Round(time.Second))
+	if upPeak > after {
+		after = upPeak
+	}
 	limit := int64(300 << 20)
 	if !reset {
 		limit += before // the mark could not be reset: allow what was there

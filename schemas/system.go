@@ -10,7 +10,7 @@ const TrashDB = "lakepipe_trash"
 const TempDB = "lakepipe_tmp"
 
 // Version is the catalog schema version this release writes.
-const Version = 1
+const Version = 2
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -67,5 +67,25 @@ var Migrations = []Migration{{
 			load_id String,
 			version UInt64
 		) ENGINE = ReplacingMergeTree(version) ORDER BY (table_name, file_path, pipe_name)`,
+	},
+}, {
+	Version: 2,
+	Statements: []string{
+		`CREATE TABLE IF NOT EXISTS lakepipe.refresh_history (
+			schema String,
+			name String,
+			refresh_id String,
+			trigger String,
+			state String,
+			refresh_mode String,
+			mode_reason String,
+			start_time DateTime,
+			end_time DateTime,
+			duration_ms UInt64,
+			source_tables String,
+			rows_inserted UInt64,
+			rows_deleted UInt64,
+			error_message String
+		) ENGINE = MergeTree ORDER BY (schema, name, start_time)`,
 	},
 }}

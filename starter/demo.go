@@ -23,6 +23,7 @@ import (
 // local stack's settings.
 const demoSQL = `
 DROP PIPE IF EXISTS sales_pipe;
+DROP DYNAMIC TABLE IF EXISTS sales_summary;
 DROP TABLE IF EXISTS sales_source;
 DROP TABLE IF EXISTS sales_ods;
 DROP VOLUME IF EXISTS pipe_vol;
@@ -70,9 +71,19 @@ SELECT COUNT(*) FROM sales_ods;
 SELECT * FROM load_history('sales_ods');
 SELECT relative_path FROM DIRECTORY(VOLUME pipe_vol);
 SHOW PIPES LIKE 'sales_pipe';
-SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods;
-SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount, MIN(dt) AS min_date, MAX(dt) AS max_date
-  FROM sales_ods GROUP BY category ORDER BY category;
+
+-- Step 6: a dynamic table keeps a summary of the ODS table fresh
+ALTER TABLE sales_ods SET PROPERTIES ('change_tracking' = 'true');
+CREATE OR REPLACE DYNAMIC TABLE sales_summary REFRESH INTERVAL 1 HOUR vcluster DEFAULT COMMENT '按品类汇总——增量刷新'
+  AS SELECT category, COUNT(*) AS order_cnt, SUM(amount) AS total_amount, AVG(amount) AS avg_amount, MIN(dt) AS min_date, MAX(dt) AS max_date
+  FROM sales_ods GROUP BY category;
+REFRESH DYNAMIC TABLE sales_summary;
+SELECT * FROM sales_summary ORDER BY category;
+SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'sales_summary';
+
+-- Every stage of the data flow
+SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods
+  UNION ALL SELECT 'Summary' AS stage, COUNT(*) AS rows FROM sales_summary;
 DROP PIPE sales_pipe;
 `
 
@@ -146,7 +157,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	fmt.Fprintln(stdout, "\ndemo finished: 5 rows went table → volume (CSV, Parquet) → pipe → table.")
+	fmt.Fprintln(stdout, "\ndemo finished: 5 rows went table → volume (CSV, Parquet) → pipe → table → dynamic table.")
 	return 0
 }
 

@@ -45,7 +45,9 @@ type Config struct {
 // replay tests use it too, so that names stay in one place.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: workflows.DynamicTableWorkflowName})
 	if acts != nil {
+		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: workflows.ActivityRefreshDynamicTable})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
 	}

@@ -150,6 +150,13 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	running, dropped, wake := false, false, false
 	var hints []string
 
+	// From version 1 on, signals are applied while a turn's activities run,
+	// in the order they arrive. Before, they waited in their channels until
+	// the turn ended and were then taken channel by channel, pause before
+	// resume: a resume followed by a pause during a turn left the pipe
+	// running. Runs recorded before keep the old behaviour on replay.
+	signalsDuringTurn := workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
+
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
 		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters}, nil
 	}); err != nil {
@@ -190,6 +197,16 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		})
 		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
 	}
+	// get waits for an activity's result, applying signals meanwhile.
+	get := func(f workflow.Future, v any) error {
+		for signalsDuringTurn && !f.IsReady() {
+			sel := workflow.NewSelector(ctx)
+			sel.AddFuture(f, func(workflow.Future) {})
+			addSignals(sel)
+			sel.Select(ctx)
+		}
+		return f.Get(ctx, v)
+	}
 	// drain takes signals already delivered without blocking.
 	drain := func() {
 		for {
@@ -217,7 +234,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		// One turn.
 		wake = false
 		running = true
-		more, err := turn(ctx, p, &counters, &hints)
+		more, err := turn(ctx, p, &counters, &hints, get)
 		running = false
 		counters.Turns++
 		counters.LastTurnTime = workflow.Now(ctx)
@@ -240,7 +257,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			counters.ContinuedRuns++
 			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters})
 		}
-		if more || wake || len(hints) > 0 {
+		if more || wake || len(hints) > 0 || paused || dropped {
 			continue
 		}
 		// Sleep until the poll timer fires or a signal wakes the pipe.
@@ -256,12 +273,13 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	}
 }
 
-// turn lists and loads one batch; more reports a backlog beyond it.
-func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string) (more bool, err error) {
+// turn lists and loads one batch; more reports a backlog beyond it. get
+// waits for an activity's result.
+func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, get func(workflow.Future, any) error) (more bool, err error) {
 	var list ListResult
 	h := *hints
 	*hints = nil
-	if err := workflow.ExecuteActivity(ctx, ActivityListFiles, ListInput{Params: p, Hint: h}).Get(ctx, &list); err != nil {
+	if err := get(workflow.ExecuteActivity(ctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {
 		return false, err
 	}
 	c.Backlog = list.Backlog
@@ -269,7 +287,7 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string) 
 		return false, nil
 	}
 	var res CopyResult
-	if err := workflow.ExecuteActivity(ctx, ActivityCopyFiles, CopyInput{Params: p, Files: list.Files}).Get(ctx, &res); err != nil {
+	if err := get(workflow.ExecuteActivity(ctx, ActivityCopyFiles, CopyInput{Params: p, Files: list.Files}), &res); err != nil {
 		return false, err
 	}
 	for _, f := range res.Files {

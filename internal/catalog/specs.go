@@ -68,3 +68,15 @@ type PipeSpec struct {
 	Comment       string            `json:"comment,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
 }
+
+// DynamicTableSpec is a dynamic table; its rows live in the ClickHouse
+// table of the same name, replaced whole by each refresh.
+type DynamicTableSpec struct {
+	Query           string    `json:"query"` // canonical SELECT text
+	Interval        string    `json:"interval"`
+	IntervalSeconds int       `json:"interval_seconds"`
+	VCluster        string    `json:"vcluster,omitempty"`
+	Sources         []string  `json:"source_tables"`
+	Comment         string    `json:"comment,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}

@@ -129,6 +129,20 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, er
 		return e.showPipes(ctx, s)
 	case *sqlparse.DescPipe:
 		return e.descPipe(ctx, s)
+	case *sqlparse.CreateDynamicTable:
+		return e.createDynamicTable(ctx, s)
+	case *sqlparse.RefreshDynamicTable:
+		return e.refreshDynamic(ctx, s)
+	case *sqlparse.ShowRefreshHistory:
+		return e.showRefreshHistory(ctx, s)
+	case *sqlparse.ShowDynamicTables:
+		return e.showDynamicTables(ctx, s)
+	case *sqlparse.DescDynamicTable:
+		return e.descDynamicTable(ctx, s)
+	case *sqlparse.DropDynamicTable:
+		return e.dropDynamicTable(ctx, s)
+	case *sqlparse.AlterDynamicTable:
+		return e.alterDynamicTable(ctx, s)
 	}
 	_, text := stmt.Span()
 	return nil, fmt.Errorf("%s: %w", firstWords(text, 3), ErrNotSupportedYet)

@@ -25,6 +25,10 @@ type Orchestrator interface {
 	// reason its failure, if any.
 	PipeStatus(ctx context.Context, id string) (st *workflows.PipeStatus, state, reason string, err error)
 	StopPipe(ctx context.Context, id string) error
+	// Start and Query serve the other workflows (dynamic tables);
+	// SignalPipe and StopPipe signal any lakepipe workflow.
+	Start(ctx context.Context, id, workflow string, input any) error
+	Query(ctx context.Context, id, query string, out any) (state string, err error)
 }
 
 // WithOrchestrator returns a copy of the engine that runs pipes through o.

@@ -188,3 +188,51 @@ func (t *Temporal) Terminate(ctx context.Context, id, reason string) error {
 	}
 	return err
 }
+
+// Start starts any lakepipe workflow by its registered name; a leftover run
+// under the same id is terminated first.
+func (t *Temporal) Start(ctx context.Context, id, workflow string, input any) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                t.cfg.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflow, input)
+	return err
+}
+
+// Query runs a workflow's status query into out and returns the
+// execution state (RUNNING, COMPLETED, FAILED, NOT_FOUND, …); out is only
+// filled for a running workflow.
+func (t *Temporal) Query(ctx context.Context, id, query string, out any) (string, error) {
+	c, err := t.Client()
+	if err != nil {
+		return "", err
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return "NOT_FOUND", nil
+		}
+		return "", err
+	}
+	state := strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
+	if state == "CONTINUED_AS_NEW" {
+		state = "RUNNING"
+	}
+	if state != "RUNNING" {
+		return state, nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(qctx, id, "", query)
+	if err != nil {
+		return state, fmt.Errorf("no worker answers for %s (start one: lakepipe worker): %w", id, err)
+	}
+	return state, v.Get(out)
+}

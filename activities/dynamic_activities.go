@@ -1,0 +1,23 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// RefreshDynamicTable runs one scheduled refresh. A refresh that fails on
+// the query is recorded FAILED and returned as a result, not an error: the
+// next interval tries again. Replacing the contents is atomic, so running
+// it twice only refreshes twice.
+func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.RefreshInput) (workflows.RefreshResult, error) {
+	res, err := a.Engine.WithSchema(in.Params.Schema).RefreshDynamicTable(ctx, in.Params.Name, in.Trigger)
+	if errors.Is(err, engine.ErrDynamicTableGone) {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)
+	}
+	return res, err
+}

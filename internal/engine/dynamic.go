@@ -1,0 +1,359 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// ErrDynamicTableGone is returned to the refresh activity of a dropped
+// dynamic table.
+var ErrDynamicTableGone = errors.New("dynamic table no longer exists")
+
+// DynamicTableWorkflowID is the dynamic table's workflow id.
+func (e *Engine) DynamicTableWorkflowID(name string) string {
+	return "dt." + e.cfg.Workspace + "." + e.cfg.Schema + "." + name
+}
+
+var intervalSeconds = map[string]int{"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+
+func (e *Engine) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
+	var spec catalog.DynamicTableSpec
+	schema, name, err := e.qualify(n)
+	if err != nil {
+		return "", "", spec, err
+	}
+	ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	if err != nil {
+		return schema, name, spec, err
+	}
+	if !ok {
+		return schema, name, spec, fmt.Errorf("dynamic table %s does not exist (SHOW DYNAMIC TABLES lists them)", display(schema, name))
+	}
+	return schema, name, spec, nil
+}
+
+// sourceTables lists the tables a query reads, qualified.
+func (e *Engine) sourceTables(q *sqlparse.Query) []string {
+	seen := map[string]bool{}
+	var out []string
+	sqlparse.Inspect(q, func(n any) bool {
+		if t, ok := n.(*sqlparse.TableName); ok {
+			schema, name, err := e.qualify(t.Name)
+			if err == nil && !seen[display(schema, name)] {
+				seen[display(schema, name)] = true
+				out = append(out, display(schema, name))
+			}
+		}
+		return true
+	})
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*Result, error) {
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, err
+	}
+	schema, name, err := e.qualify(s.Name)
+	if err != nil {
+		return nil, err
+	}
+	var existing catalog.DynamicTableSpec
+	ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &existing)
+	if err != nil {
+		return nil, err
+	}
+	if ok && !s.OrReplace {
+		if s.IfNotExists {
+			return message("dynamic table %s already exists", display(schema, name)), nil
+		}
+		return nil, fmt.Errorf("dynamic table %s already exists (use CREATE OR REPLACE, or DROP DYNAMIC TABLE first)", display(schema, name))
+	}
+	var plain catalog.TableSpec
+	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &plain); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, fmt.Errorf("%s is a table; a dynamic table needs a name of its own", display(schema, name))
+	}
+	unit, ok := intervalSeconds[strings.TrimSuffix(strings.ToUpper(s.IntervalUnit), "S")]
+	if s.IntervalN <= 0 || !ok {
+		return nil, fmt.Errorf("dynamic table %s: REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY is required", display(schema, name))
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	if _, err := sess.translate(s.Query); err != nil {
+		return nil, fmt.Errorf("dynamic table %s: %w", display(schema, name), err)
+	}
+	spec := catalog.DynamicTableSpec{
+		Query: sqlparse.FormatQuery(s.Query), IntervalSeconds: s.IntervalN * unit,
+		Interval: fmt.Sprintf("%d %s", s.IntervalN, strings.TrimSuffix(strings.ToUpper(s.IntervalUnit), "S")),
+		VCluster: s.VCluster, Sources: e.sourceTables(s.Query), CreatedAt: time.Now().UTC(),
+	}
+	if s.Comment != nil {
+		spec.Comment = *s.Comment
+	}
+	if err := e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, ""); err != nil {
+		return nil, err
+	}
+	// The first contents: readers can use the table at once.
+	if res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "CREATE"); err != nil {
+		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
+		return nil, err
+	} else if res.State != "SUCCEED" {
+		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
+		return nil, fmt.Errorf("dynamic table %s: %s", display(schema, name), res.Error)
+	}
+	id := e.WithSchema(schema).DynamicTableWorkflowID(name)
+	in := workflows.DynamicTableInput{Params: workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	if err := orch.Start(ctx, id, workflows.DynamicTableWorkflowName, in); err != nil {
+		return nil, fmt.Errorf("dynamic table %s: start its workflow: %w", display(schema, name), err)
+	}
+	return message("dynamic table %s created; it refreshes every %s as Temporal workflow %s", display(schema, name), strings.ToLower(spec.Interval), id), nil
+}
+
+// RefreshDynamicTable recomputes a dynamic table and swaps the new
+// contents in at once: readers see the old rows or the new, never a half
+// refresh, and a failed refresh leaves the old rows. The outcome is
+// recorded in the refresh history. It is the refresh activity's body too.
+func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
+	schema := e.cfg.Schema
+	_, _, spec, err := e.dynamicSpec(ctx, sqlparse.ObjectName{Parts: []string{schema, name}})
+	if err != nil {
+		if strings.Contains(err.Error(), "does not exist") {
+			return workflows.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
+		}
+		return workflows.RefreshResult{}, err
+	}
+	start := time.Now().UTC()
+	mode, reason := "FULL", e.fullReason(ctx, spec)
+	res := workflows.RefreshResult{Mode: mode}
+	rows, deleted, err := e.fullRefresh(ctx, schema, name, spec)
+	if err != nil {
+		res.State, res.Error = "FAILED", err.Error()
+	} else {
+		res.State, res.Rows = "SUCCEED", rows
+	}
+	end := time.Now().UTC()
+	herr := e.st.InsertRows(ctx, schemas.SystemDB, "refresh_history",
+		[]string{"schema", "name", "refresh_id", "trigger", "state", "refresh_mode", "mode_reason", "start_time", "end_time", "duration_ms", "source_tables", "rows_inserted", "rows_deleted", "error_message"},
+		[][]any{{schema, name, newLoadID(), trigger, res.State, mode, reason, start, end, uint64(end.Sub(start).Milliseconds()),
+			strings.Join(spec.Sources, ","), uint64(rows), uint64(deleted), res.Error}})
+	if herr != nil {
+		return res, fmt.Errorf("record refresh of %s: %w", display(schema, name), herr)
+	}
+	return res, nil
+}
+
+// fullReason says why a refresh recomputes everything.
+func (e *Engine) fullReason(ctx context.Context, spec catalog.DynamicTableSpec) string {
+	for _, src := range spec.Sources {
+		var t catalog.TableSpec
+		parts := strings.SplitN(src, ".", 2)
+		if ok, _ := e.cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && t.Properties["change_tracking"] != "true" {
+			return "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
+		}
+	}
+	return "incremental maintenance is not available in this release"
+}
+
+func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
+	q, err := sqlparse.ParseQuery(spec.Query)
+	if err != nil {
+		return 0, 0, err
+	}
+	sess := e.WithSchema(schema).session(ctx)
+	defer sess.close()
+	text, err := sess.translate(q)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
+		return 0, 0, err
+	}
+	suffix := newLoadID()
+	fresh, old := name+"__new_"+suffix, name+"__old_"+suffix
+	if err := e.st.Exec(ctx, "CREATE TABLE "+chsql.Table(schema, fresh)+" ENGINE = MergeTree ORDER BY tuple() AS "+text); err != nil {
+		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
+		return 0, 0, queryError(err)
+	}
+	n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, fresh))
+	if err != nil {
+		return 0, 0, err
+	}
+	fmt.Sscan(n[0], &rows)
+	exists, err := e.st.Strings(ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
+	if err != nil {
+		return 0, 0, err
+	}
+	if exists[0] != "0" {
+		if n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name)); err == nil {
+			fmt.Sscan(n[0], &deleted)
+		}
+		// One RENAME statement swaps both names, so readers never find
+		// the table missing.
+		if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, name)+" TO "+chsql.Table(schema, old)+", "+
+			chsql.Table(schema, fresh)+" TO "+chsql.Table(schema, name)); err != nil {
+			_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
+			return 0, 0, err
+		}
+		_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, old))
+	} else if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, fresh)+" TO "+chsql.Table(schema, name)); err != nil {
+		return 0, 0, err
+	}
+	return rows, deleted, nil
+}
+
+func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*Result, error) {
+	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "MANUAL")
+	if err != nil {
+		return nil, err
+	}
+	if res.State != "SUCCEED" {
+		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
+	}
+	// The interval counts from this refresh, as the seeds say.
+	if orch, err := e.orchestrator(); err == nil {
+		_ = orch.SignalPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
+	}
+	return message("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows), nil
+}
+
+func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*Result, error) {
+	where := "schema = " + chsql.QuoteString(e.cfg.Schema)
+	if s.Where != nil {
+		tr := &chsql.Translator{}
+		cond, err := tr.Expr(s.Where)
+		if err != nil {
+			return nil, err
+		}
+		where += " AND (" + cond + ")"
+	}
+	limit := ""
+	if s.Limit != nil {
+		limit = fmt.Sprintf(" LIMIT %d", *s.Limit)
+	}
+	r, err := e.st.Query(ctx, "SELECT name, state, refresh_mode, mode_reason, trigger, start_time, end_time, duration_ms / 1000 AS duration, "+
+		"source_tables, rows_inserted, rows_deleted, error_message FROM lakepipe.refresh_history WHERE "+where+" ORDER BY start_time DESC, end_time DESC"+limit)
+	if err != nil {
+		return nil, fmt.Errorf("SHOW DYNAMIC TABLE REFRESH HISTORY: %w (columns: name, state, refresh_mode, start_time, end_time, duration, source_tables, rows_inserted, rows_deleted, error_message)", err)
+	}
+	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
+}
+
+func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*Result, error) {
+	objs, err := e.cat.List(ctx, catalog.KindDynamicTable, e.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Columns: []string{"schema_name", "name", "refresh_interval", "state", "last_refresh_time", "comment", "query"}}
+	for _, o := range objs {
+		if !likeMatch(s.Like, o.Name) {
+			continue
+		}
+		var spec catalog.DynamicTableSpec
+		if err := o.Decode(&spec); err != nil {
+			return nil, err
+		}
+		st, state := e.dynamicStatus(ctx, o.Name)
+		var last any
+		if st != nil && !st.Counters.LastRefresh.IsZero() {
+			last = st.Counters.LastRefresh
+		}
+		res.Rows = append(res.Rows, []any{o.Schema, o.Name, spec.Interval, state, last, spec.Comment, spec.Query})
+	}
+	return res, nil
+}
+
+func (e *Engine) dynamicStatus(ctx context.Context, name string) (*workflows.DynamicTableStatus, string) {
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, "UNKNOWN"
+	}
+	var st workflows.DynamicTableStatus
+	state, err := orch.Query(ctx, e.DynamicTableWorkflowID(name), workflows.QueryStatus, &st)
+	switch {
+	case err != nil:
+		return nil, "UNKNOWN"
+	case state != "RUNNING":
+		return nil, "FAILED"
+	case st.Suspended:
+		return &st, "SUSPENDED"
+	}
+	return &st, "ACTIVE"
+}
+
+func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*Result, error) {
+	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	eng := e.WithSchema(schema)
+	st, state := eng.dynamicStatus(ctx, name)
+	kv := [][2]any{{"name", name}, {"schema", schema}, {"state", state}, {"refresh_interval", spec.Interval},
+		{"refresh_mode", "FULL"}, {"refresh_mode_reason", eng.fullReason(ctx, spec)}, {"source_tables", strings.Join(spec.Sources, ", ")},
+		{"query", spec.Query}, {"vcluster", spec.VCluster}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
+		{"workflow_id", eng.DynamicTableWorkflowID(name)}}
+	if st != nil {
+		var last any
+		if !st.Counters.LastRefresh.IsZero() {
+			last = st.Counters.LastRefresh
+		}
+		kv = append(kv, [2]any{"last_refresh_time", last}, [2]any{"next_refresh_time", st.NextAt}, [2]any{"refreshes", st.Counters.Refreshes},
+			[2]any{"failures", st.Counters.Failures}, [2]any{"last_error", st.Counters.LastError})
+	}
+	return propertyRows(kv), nil
+}
+
+func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*Result, error) {
+	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
+	if err != nil {
+		if s.IfExists && schema != "" {
+			return message("dynamic table %s does not exist", display(schema, name)), nil
+		}
+		return nil, err
+	}
+	if err := e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name); err != nil {
+		return nil, err
+	}
+	if orch, err := e.orchestrator(); err == nil {
+		_ = orch.StopPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name))
+	}
+	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, name)); err != nil {
+		return nil, err
+	}
+	return message("dynamic table %s dropped", display(schema, name)), nil
+}
+
+func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*Result, error) {
+	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
+	if err != nil {
+		return nil, err
+	}
+	orch, err := e.orchestrator()
+	if err != nil {
+		return nil, err
+	}
+	sig := map[string]string{"SUSPEND": workflows.SignalSuspend, "RESUME": workflows.SignalResume}[strings.ToUpper(s.Action)]
+	if sig == "" {
+		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
+	}
+	if err := orch.SignalPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), sig, nil); err != nil {
+		return nil, fmt.Errorf("dynamic table %s: %w", display(schema, name), err)
+	}
+	return message("dynamic table %s %s", display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil
+}

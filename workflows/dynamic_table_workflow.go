@@ -1,0 +1,164 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// DynamicTableWorkflowName is the registered name of the dynamic-table
+// workflow; its id is dt.<workspace>.<schema>.<name>.
+const DynamicTableWorkflowName = "DynamicTableWorkflow"
+
+// Signals of the dynamic-table workflow besides refresh, resume and drop.
+const (
+	SignalSuspend   = "suspend"   // ALTER DYNAMIC TABLE d SUSPEND
+	SignalRefreshed = "refreshed" // REFRESH DYNAMIC TABLE ran: restart the interval from now
+)
+
+// ActivityRefreshDynamicTable refreshes one dynamic table.
+const ActivityRefreshDynamicTable = "RefreshDynamicTable"
+
+// DynamicTableParams identify a dynamic table and its interval.
+type DynamicTableParams struct {
+	Workspace       string
+	Schema          string
+	Name            string
+	IntervalSeconds int
+}
+
+// DynamicTableCounters are the workflow's running totals.
+type DynamicTableCounters struct {
+	Refreshes     int64
+	Failures      int64
+	LastRefresh   time.Time
+	LastError     string
+	ContinuedRuns int64
+}
+
+// DynamicTableInput starts (or continues) a dynamic-table workflow.
+type DynamicTableInput struct {
+	Params    DynamicTableParams
+	Suspended bool
+	Counters  DynamicTableCounters
+}
+
+// DynamicTableStatus answers the status query.
+type DynamicTableStatus struct {
+	Params     DynamicTableParams
+	Suspended  bool
+	Refreshing bool
+	NextAt     time.Time
+	Counters   DynamicTableCounters
+}
+
+// RefreshInput asks for one refresh.
+type RefreshInput struct {
+	Params  DynamicTableParams
+	Trigger string // SCHEDULED, MANUAL
+}
+
+// RefreshResult is the outcome of one refresh.
+type RefreshResult struct {
+	State string // SUCCEED, FAILED
+	Mode  string // INCREMENTAL, FULL
+	Rows  int64
+	Error string
+}
+
+// DynamicTableWorkflow refreshes a dynamic table every interval, sooner on
+// a refresh signal, not at all while suspended, until dropped.
+func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
+	p := in.Params
+	if p.IntervalSeconds <= 0 {
+		p.IntervalSeconds = 3600
+	}
+	suspended, counters := in.Suspended, in.Counters
+	refreshing, dropped, now, restart := false, false, false, false
+	next := workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DynamicTableStatus, error) {
+		return DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
+	}); err != nil {
+		return err
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		// A failed refresh is recorded by the activity itself and waits for
+		// the next interval; retries are for infrastructure hiccups only.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrTypeDynamicTableGone}},
+	})
+	suspendCh := workflow.GetSignalChannel(ctx, SignalSuspend)
+	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
+	refreshCh := workflow.GetSignalChannel(ctx, SignalRefresh)
+	refreshedCh := workflow.GetSignalChannel(ctx, SignalRefreshed)
+	dropCh := workflow.GetSignalChannel(ctx, SignalDrop)
+	addSignals := func(sel workflow.Selector) {
+		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = true })
+		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = false; restart = true })
+		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); now = true })
+		sel.AddReceive(refreshedCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); restart = true })
+		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
+	}
+
+	for !dropped {
+		if suspended {
+			sel := workflow.NewSelector(ctx)
+			addSignals(sel)
+			sel.Select(ctx)
+			continue
+		}
+		if restart {
+			restart = false
+			next = workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+		}
+		wait := next.Sub(workflow.Now(ctx))
+		if !now && wait > 0 {
+			timerCtx, cancel := workflow.WithCancel(ctx)
+			fired := false
+			sel := workflow.NewSelector(ctx)
+			sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) { fired = true })
+			addSignals(sel)
+			sel.Select(ctx)
+			cancel()
+			if !fired {
+				continue // a signal: re-evaluate
+			}
+		}
+		now = false
+		refreshing = true
+		var res RefreshResult
+		err := workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+		refreshing = false
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == ErrTypeDynamicTableGone {
+			return nil
+		}
+		counters.Refreshes++
+		counters.LastRefresh = workflow.Now(ctx)
+		switch {
+		case err != nil:
+			counters.Failures++
+			counters.LastError = err.Error()
+		case res.State != "SUCCEED":
+			counters.Failures++
+			counters.LastError = res.Error
+		default:
+			counters.LastError = ""
+		}
+		next = workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
+			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+			counters.ContinuedRuns++
+			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, DynamicTableInput{Params: p, Suspended: suspended, Counters: counters})
+		}
+	}
+	return nil
+}
+
+// ErrTypeDynamicTableGone marks a refresh of a dropped dynamic table.
+const ErrTypeDynamicTableGone = "DynamicTableGone"
