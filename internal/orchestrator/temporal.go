@@ -126,36 +126,14 @@ func (t *Temporal) SignalPipe(ctx context.Context, id, signal string, arg any) e
 
 // PipeStatus queries a pipe workflow and describes its execution.
 func (t *Temporal) PipeStatus(ctx context.Context, id string) (*workflows.PipeStatus, string, string, error) {
-	c, err := t.Client()
-	if err != nil {
-		return nil, "", "", err
-	}
-	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, "NOT_FOUND", "no workflow " + id, nil
-		}
-		return nil, "", "", err
-	}
-	state := strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
-	state = strings.ToUpper(state)
-	if state == "CONTINUED_AS_NEW" {
-		state = "RUNNING"
-	}
-	if state != "RUNNING" {
-		return nil, state, "", nil
-	}
-	// A query needs a worker: do not let a missing one hang DESC PIPE.
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	v, err := c.QueryWorkflow(qctx, id, "", workflows.QueryStatus)
-	if err != nil {
-		return nil, state, "", fmt.Errorf("no worker answers for %s (start one: lakepipe worker): %w", id, err)
-	}
 	var st workflows.PipeStatus
-	if err := v.Get(&st); err != nil {
-		return nil, state, "", err
+	state, err := t.Query(ctx, id, workflows.QueryStatus, &st)
+	if err != nil || state != "RUNNING" {
+		reason := ""
+		if state == "NOT_FOUND" {
+			reason = "no workflow " + id
+		}
+		return nil, state, reason, err
 	}
 	return &st, state, "", nil
 }
@@ -221,13 +199,13 @@ func (t *Temporal) Query(ctx context.Context, id, query string, out any) (string
 		}
 		return "", err
 	}
-	state := strings.TrimPrefix(desc.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")
-	if state == "CONTINUED_AS_NEW" {
-		state = "RUNNING"
+	// The newest run answers; a run that continued as new has a running
+	// successor, which is what describe returns for an empty run id.
+	status := desc.GetWorkflowExecutionInfo().GetStatus()
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return strings.ToUpper(strings.TrimPrefix(enumspb.WorkflowExecutionStatus_name[int32(status)], "WORKFLOW_EXECUTION_STATUS_")), nil
 	}
-	if state != "RUNNING" {
-		return state, nil
-	}
+	state := "RUNNING"
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	v, err := c.QueryWorkflow(qctx, id, "", query)

@@ -1,0 +1,103 @@
+package workflows
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// dtEnv runs the dynamic-table workflow with a refresh activity that
+// counts its calls and answers with res/err.
+func dtEnv(t *testing.T, res RefreshResult, err error) (*testsuite.TestWorkflowEnvironment, *int) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	calls := 0
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RefreshInput) (RefreshResult, error) {
+		calls++
+		return res, err
+	}, activity.RegisterOptions{Name: ActivityRefreshDynamicTable})
+	return env, &calls
+}
+
+func dtInput(interval int) DynamicTableInput {
+	return DynamicTableInput{Params: DynamicTableParams{Workspace: "default", Schema: "public", Name: "sales_summary", IntervalSeconds: interval}}
+}
+
+func TestDynamicTableRefreshesEveryInterval(t *testing.T) {
+	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL", Rows: 2}, nil)
+	// 10 minutes of workflow time with a 1-minute interval: 10 refreshes.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 10*time.Minute+30*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 10 {
+		t.Fatalf("refreshes = %d, want 10", *calls)
+	}
+}
+
+func TestDynamicTableSuspendResumeAndManualRefresh(t *testing.T) {
+	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalSuspend, nil) }, 90*time.Second) // after 1 refresh
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var st DynamicTableStatus
+		if err := v.Get(&st); err != nil || !st.Suspended || st.Counters.Refreshes != 1 {
+			t.Errorf("while suspended: %+v, %v", st, err)
+		}
+	}, 5*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResume, nil) }, 10*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefresh, nil) }, 10*time.Minute+10*time.Second) // at once: 2nd
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 10*time.Minute+50*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 2 {
+		t.Fatalf("refreshes = %d, want 2 (one before suspend, one on the refresh signal)", *calls)
+	}
+}
+
+func TestDynamicTableRefreshedSignalRestartsInterval(t *testing.T) {
+	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
+	// A manual refresh at 50 s pushes the scheduled one from 60 s to 110 s.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefreshed, nil) }, 50*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 100*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 0 {
+		t.Fatalf("refreshes = %d, want 0", *calls)
+	}
+}
+
+func TestDynamicTableFailureIsCountedAndGoneEnds(t *testing.T) {
+	env, calls := dtEnv(t, RefreshResult{State: "FAILED", Mode: "FULL", Error: "bad query"}, nil)
+	env.RegisterDelayedCallback(func() {
+		v, _ := env.QueryWorkflow(QueryStatus)
+		var st DynamicTableStatus
+		if err := v.Get(&st); err != nil || st.Counters.Failures != 2 || st.Counters.LastError != "bad query" {
+			t.Errorf("status = %+v, %v", st, err)
+		}
+		env.SignalWorkflow(SignalDrop, nil)
+	}, 150*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil || *calls != 2 {
+		t.Fatalf("err = %v, calls = %d", err, *calls)
+	}
+
+	env2, _ := dtEnv(t, RefreshResult{}, temporal.NewNonRetryableApplicationError("gone", ErrTypeDynamicTableGone, nil))
+	env2.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if !env2.IsWorkflowCompleted() || env2.GetWorkflowError() != nil {
+		t.Fatalf("a dropped table's workflow should end cleanly: %v", env2.GetWorkflowError())
+	}
+}
