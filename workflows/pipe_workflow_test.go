@@ -296,15 +296,15 @@ func TestIdlePipeSleepsPollSeconds(t *testing.T) {
 
 func TestNewFileWaitsForTheTimer(t *testing.T) {
 	env, l := newPipeEnv(t)
-	at(env, 15*time.Second, func() { l.add("late.csv") })
-	signal(env, 35*time.Second, workflows.SignalDrop, nil)
+	at(env, 25*time.Second, func() { l.add("late.csv") })
+	signal(env, 45*time.Second, workflows.SignalDrop, nil)
 	run(env, workflows.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 	calls := l.copyCalls()
 	if len(calls) != 1 {
 		t.Fatalf("copies = %v, want one", calls)
 	}
-	eq(t, "copied at", calls[0].at, 20*time.Second)
+	eq(t, "copied at", calls[0].at, 30*time.Second)
 	eq(t, "copied", calls[0].paths, []string{"late.csv"})
 }
 
