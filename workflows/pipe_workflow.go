@@ -269,7 +269,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		for !timedOut && !wake && !dropped && !paused {
 			sel.Select(ctx)
 		}
-		cancel()
+		_ = cancel
 	}
 }
 
@@ -277,7 +277,6 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 // waits for an activity's result.
 func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, get func(workflow.Future, any) error) (more bool, err error) {
 	var list ListResult
-	_ = get(workflow.ExecuteActivity(ctx, ActivityCopyFiles, CopyInput{Params: p}), nil)
 	h := *hints
 	*hints = nil
 	if err := get(workflow.ExecuteActivity(ctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {

@@ -296,6 +296,11 @@ func (l *lexer) lexQuoted(q byte, backslash bool) (string, bool) {
 
 // shorten trims a token text for use in an error message.
 func shorten(s string) string {
+	// A string literal may be a secret (ACCESS_KEY = '…'): errors show its
+	// position, never its content.
+	if strings.HasPrefix(s, "'") {
+		return "'…'"
+	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}

@@ -424,7 +424,7 @@ func TestErrors(t *testing.T) {
 		{"SELECT * FROM", "line 1, column 14: syntax error at end of input: expected a table name"},
 		{"SELECT a,\n  b\nFROM WHERE x", "line 3, column 6: syntax error near 'WHERE': expected a table name"},
 		{"\n\nSELECT a FROM t, FROM", "line 3, column 18: syntax error near 'FROM': expected a table name"},
-		{"SELECT 'abc", "line 1, column 8: syntax error near ''abc': unterminated string literal"},
+		{"SELECT 'abc", "line 1, column 8: syntax error near ''…'': unterminated string literal"},
 		{"SELECT 1 /* never closed", "line 1, column 10: syntax error near '/*': unterminated comment"},
 		{"SELECT `x", "line 1, column 8: syntax error near '`x': unterminated quoted identifier"},
 		{"SELECT '数据' FROM", "line 1, column 17: syntax error at end of input: expected a table name"},
@@ -539,7 +539,7 @@ func TestSplit(t *testing.T) {
 			t.Errorf("Split(%q) = %v, %v", empty, chunks, err)
 		}
 	}
-	if _, err := Split("SELECT 1; SELECT 'open;"); err == nil || err.Error() != "line 1, column 18: syntax error near ''open;': unterminated string literal" {
+	if _, err := Split("SELECT 1; SELECT 'open;"); err == nil || err.Error() != "line 1, column 18: syntax error near ''…'': unterminated string literal" {
 		t.Errorf("unterminated: %v", err)
 	}
 }
