@@ -269,7 +269,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		for !timedOut && !wake && !dropped && !paused {
 			sel.Select(ctx)
 		}
-		_ = cancel
+		cancel()
 	}
 }
 

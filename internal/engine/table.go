@@ -483,7 +483,14 @@ func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result
 	if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" "+what); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", strings.Fields(what)[0], display(schema, name), err)
 	}
+	// 18.16 cannot tell a failing mutation from a slow one (no
+	// latest_fail_reason); a mutation still not done after the deadline is
+	// reported instead of waited for forever.
+	deadline := time.Now().Add(10 * time.Minute)
 	for {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes; see system.mutations for table %s", strings.Fields(what)[0], display(schema, name), display(schema, name))
+		}
 		n, err := e.st.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
 			" AND table = "+chsql.QuoteString(name)+" AND is_done = 0")
 		if err != nil {
