@@ -265,6 +265,9 @@ func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpe
 		v.status = "PAUSED"
 	}
 	v.st = st
+	if v.invalid == "" {
+		v.invalid = reason // an activity that keeps failing
+	}
 	if st != nil && v.invalid == "" {
 		v.invalid = st.Counters.LastError
 	}

@@ -124,7 +124,9 @@ func (t *Temporal) SignalPipe(ctx context.Context, id, signal string, arg any) e
 	return nil
 }
 
-// PipeStatus queries a pipe workflow and describes its execution.
+// PipeStatus queries a pipe workflow and describes its execution. For a
+// running pipe whose activity keeps failing (ClickHouse or S3 down), reason
+// is that failure, with the attempt number: retries are silent otherwise.
 func (t *Temporal) PipeStatus(ctx context.Context, id string) (*workflows.PipeStatus, string, string, error) {
 	var st workflows.PipeStatus
 	state, err := t.Query(ctx, id, workflows.QueryStatus, &st)
@@ -135,7 +137,25 @@ func (t *Temporal) PipeStatus(ctx context.Context, id string) (*workflows.PipeSt
 		}
 		return nil, state, reason, err
 	}
-	return &st, state, "", nil
+	return &st, state, t.pendingFailure(ctx, id), nil
+}
+
+// pendingFailure describes the last failure of a retrying activity.
+func (t *Temporal) pendingFailure(ctx context.Context, id string) string {
+	c, err := t.Client()
+	if err != nil {
+		return ""
+	}
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return ""
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
+			return fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage())
+		}
+	}
+	return ""
 }
 
 // StopPipe asks the workflow to end after its current turn.
