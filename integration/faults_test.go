@@ -135,23 +135,59 @@ type faultSnap struct {
 // only worker, a `lakepipe worker` child process, is SIGKILLed at random
 // moments of the load and restarted K times (LAKEPIPE_FAULT_KILLS, default
 // 2). Afterwards every file is recorded LOADED once, the volume is empty and
-// every row is in the table exactly once. `./task test:faults` runs it with
-// 200 files and 10 kills.
+// every row is in the table exactly once (count() = count(DISTINCT id) =
+// the rows uploaded). Each kill is logged with where it left the files:
+// rows inserted but not recorded, a file recorded but not purged, a file
+// half inserted (LAKEPIPE_FAULT_BIG_ROWS). `./task test:faults` runs it
+// with 200 files and 10 kills.
 //
-// A kill that lands inside a CopyFiles activity stalls the pipe until
-// Temporal declares the attempt dead (the activity's heartbeat timeout) and
-// retries it on the restarted worker, so each such kill costs that long.
+// A kill that lands inside an activity stalls the pipe until Temporal
+// declares the attempt dead (the activities' heartbeat timeout, 2 minutes)
+// and retries it on the restarted worker, so each such kill costs that long.
 func TestPipeFaults(t *testing.T) {
 	nFiles := faultEnvInt(t, "LAKEPIPE_FAULT_FILES", 40)
 	nKills := faultEnvInt(t, "LAKEPIPE_FAULT_KILLS", 2)
 	rowsPer := faultEnvInt(t, "LAKEPIPE_FAULT_ROWS", 300)
 	batch := faultEnvInt(t, "LAKEPIPE_FAULT_BATCH", 6)
+	// Big files make kills land in the middle of an INSERT: ClickHouse
+	// squashes an INSERT's blocks into parts of min_insert_block_size_rows
+	// (1,048,576) rows, so only a file with more rows than that can be
+	// caught with some of its rows committed and the rest not yet sent.
+	// With LAKEPIPE_FAULT_BIG_ROWS set, every second kill's share of the
+	// files holds one such file and that kill waits for the moment.
+	bigRows := 0
+	if os.Getenv("LAKEPIPE_FAULT_BIG_ROWS") != "" {
+		bigRows = faultEnvInt(t, "LAKEPIPE_FAULT_BIG_ROWS", 0)
+	}
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
 		seed, _ = strconv.ParseInt(v, 10, 64)
 	}
 	rng := rand.New(rand.NewSource(seed))
-	t.Logf("fault test: %d files × %d rows, %d kills, MAX_FILES_PER_BATCH %d, seed %d (LAKEPIPE_FAULT_SEED)", nFiles, rowsPer, nKills, batch, seed)
+
+	// The files: file i holds rows[i] rows with ids first[i]+1 … first[i]+rows[i].
+	chunkEnd := func(k int) int { return k * nFiles / (nKills + 1) } // files uploaded before kill k
+	fileRows := make([]int64, nFiles)
+	for i := range fileRows {
+		fileRows[i] = int64(rowsPer)
+	}
+	nBig := 0
+	if bigRows > 0 {
+		for k := 2; k <= nKills; k += 2 {
+			if lo, hi := chunkEnd(k-1), chunkEnd(k); hi > lo {
+				fileRows[(lo+hi)/2] = int64(bigRows)
+				nBig++
+			}
+		}
+	}
+	first := make([]int64, nFiles)
+	var want int64
+	for i, n := range fileRows {
+		first[i] = want
+		want += n
+	}
+	t.Logf("fault test: %d files × %d rows (%d of them %d rows), %d rows in all, %d kills, MAX_FILES_PER_BATCH %d, seed %d (LAKEPIPE_FAULT_SEED)",
+		nFiles, rowsPer, nBig, bigRows, want, nKills, batch, seed)
 
 	s := newStack(t)
 	// Each kill inside an activity costs a heartbeat timeout (2 min) before
@@ -197,10 +233,16 @@ func TestPipeFaults(t *testing.T) {
 	db := s.Schema
 	tableName := db + ".fault_t"
 	fileName := func(i int) string { return fmt.Sprintf("f%05d.csv", i) }
+	rowsOfPath := map[string]int64{}
+	full := map[int64]bool{}
+	for i, n := range fileRows {
+		rowsOfPath[fileName(i)] = n
+		full[n] = true
+	}
 	start := time.Now()
 	since := func() string { return fmt.Sprintf("%6.1fs", time.Since(start).Seconds()) }
 
-	snap := func() faultSnap {
+	snap := func(withVolume bool) faultSnap {
 		t.Helper()
 		sn := faultSnap{loaded: map[string]string{}, other: map[string]string{}, commits: map[uint64]int64{}, inVolume: map[string]bool{}}
 		res, err := s.Store.Query(ctx, "SELECT file_path, argMax(status, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = "+
@@ -224,8 +266,10 @@ func TestPipeFaults(t *testing.T) {
 			sn.commits[r[0].(uint64)] = n
 			sn.rows += n
 		}
-		for _, f := range s.files("incoming") {
-			sn.inVolume[f] = true
+		if withVolume {
+			for _, f := range s.files("incoming") {
+				sn.inVolume[f] = true
+			}
 		}
 		return sn
 	}
@@ -241,7 +285,7 @@ func TestPipeFaults(t *testing.T) {
 		defer close(upDone)
 		urng := rand.New(rand.NewSource(seed + 1))
 		for i := 0; i < nFiles; i++ {
-			for i >= (int(kills.Load())+1)*nFiles/(nKills+1) && int(kills.Load()) < nKills {
+			for i >= chunkEnd(int(kills.Load())+1) && int(kills.Load()) < nKills {
 				select {
 				case <-ctx.Done():
 					upErr <- ctx.Err()
@@ -250,9 +294,8 @@ func TestPipeFaults(t *testing.T) {
 				}
 			}
 			var b bytes.Buffer
-			for j := 0; j < rowsPer; j++ {
-				id := int64(i)*int64(rowsPer) + int64(j) + 1
-				fmt.Fprintf(&b, "%d,file %d row %d,%d\n", id, i, j, j)
+			for j := int64(0); j < fileRows[i]; j++ {
+				fmt.Fprintf(&b, "%d,file %d row %d,%d\n", first[i]+j+1, i, j, j)
 			}
 			key := s.key("incoming/" + fileName(i))
 			if _, err := c3.PutObject(ctx, s3Bucket, key, bytes.NewReader(b.Bytes()), int64(b.Len()), minio.PutObjectOptions{ContentType: "text/csv"}); err != nil {
@@ -276,7 +319,7 @@ func TestPipeFaults(t *testing.T) {
 				t.Fatal(err)
 			default:
 			}
-			cur := snap()
+			cur := snap(false)
 			if len(cur.loaded) == nFiles {
 				return false
 			}
@@ -295,33 +338,68 @@ func TestPipeFaults(t *testing.T) {
 		at, recovery time.Duration
 		landed       string
 	}
+	// partial waits until some load has committed part of a file's rows
+	// (rows under an unrecorded commit id that are not a whole file).
+	partial := func(limit time.Duration) bool {
+		deadline := time.Now().Add(limit)
+		for time.Now().Before(deadline) {
+			cur := snap(false)
+			recorded := map[string]bool{}
+			for _, id := range cur.loaded {
+				recorded[id] = true
+			}
+			for c, n := range cur.commits {
+				if !recorded[fmt.Sprintf("%016x", c)] && !full[n] {
+					return true
+				}
+			}
+			if len(cur.loaded) == nFiles {
+				return false
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return false
+	}
+
 	var recs []killRec
-	base := snap()
+	base := snap(false)
 	for k := 1; k <= nKills; k++ {
 		resumed := time.Now()
 		busy := progress(base, fmt.Sprintf("before kill %d", k))
 		if len(recs) > 0 {
 			recs[len(recs)-1].recovery = time.Since(resumed)
 		}
-		// A random moment of the ongoing load (or of idling, once all
-		// files are in).
-		delay := time.Duration(rng.Intn(1500)) * time.Millisecond
-		time.Sleep(delay)
+		how := ""
+		if busy && bigRows > 0 && k%2 == 0 {
+			// Aimed: the moment a big file is half in.
+			seen := time.Now()
+			if partial(5 * time.Minute) {
+				how = fmt.Sprintf("aimed at a half-inserted file, %.1fs after progress was seen", time.Since(seen).Seconds())
+			} else {
+				how = "aimed at a half-inserted file but missed the moment; killed now"
+			}
+		} else {
+			// A random moment of the ongoing load (or of idling, once
+			// all files are in).
+			delay := time.Duration(rng.Intn(1500)) * time.Millisecond
+			time.Sleep(delay)
+			how = fmt.Sprintf("%v after progress was seen", delay)
+		}
 		pid, up := w.kill()
 		at := time.Since(start)
 		kills.Add(1)
-		after := snap()
-		landed := describeKill(after, rowsPer)
+		after := snap(true)
+		landed := describeKill(after, full)
 		if !busy {
 			landed = "idle (all files loaded): " + landed
 		}
 		recs = append(recs, killRec{at: at, landed: landed})
-		t.Logf("%6.1fs kill %d/%d: SIGKILL worker pid %d (up %.1fs, %v after progress was seen); %d/%d uploaded, %d LOADED, %d rows, %d files in the volume; %s",
-			at.Seconds(), k, nKills, pid, up.Seconds(), delay, uploaded.Load(), nFiles, len(after.loaded), after.rows, len(after.inVolume), landed)
+		t.Logf("%6.1fs kill %d/%d: SIGKILL worker pid %d (up %.1fs, %s); %d/%d uploaded, %d LOADED, %d rows, %d files in the volume; %s",
+			at.Seconds(), k, nKills, pid, up.Seconds(), how, uploaded.Load(), nFiles, len(after.loaded), after.rows, len(after.inVolume), landed)
 		time.Sleep(time.Duration(rng.Intn(2000)) * time.Millisecond)
 		w.start()
 		t.Logf("%s restarted the worker (start %d)", since(), w.starts)
-		base = snap()
+		base = snap(false)
 	}
 
 	// The last restart is done: wait until everything is in.
@@ -334,7 +412,7 @@ func TestPipeFaults(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Minute)
 	var last faultSnap
 	for {
-		last = snap()
+		last = snap(true)
 		if len(last.loaded)+len(last.other) >= nFiles && len(last.inVolume) == 0 {
 			break
 		}
@@ -350,7 +428,6 @@ func TestPipeFaults(t *testing.T) {
 	t.Logf("%s converged: %d files LOADED, %d rows", since(), len(last.loaded), last.rows)
 
 	// Every file once, every row once.
-	want := int64(nFiles) * int64(rowsPer)
 	if len(last.other) > 0 {
 		t.Errorf("files not LOADED: %v", last.other)
 	}
@@ -360,19 +437,19 @@ func TestPipeFaults(t *testing.T) {
 	if got[0] != fmt.Sprint(want) || got[1] != fmt.Sprint(want) || got[2] != "1" || got[3] != fmt.Sprint(want) {
 		dup := s.run(`SELECT count(*) FROM (SELECT id FROM fault_t GROUP BY id HAVING count(*) > 1)`)
 		t.Errorf("exactly-once broken: count() %s, count(DISTINCT id) %s, want %d; ids loaded more than once: %s; %s",
-			got[0], got[1], want, scalar(t, dup), describeRows(last, rowsPer))
+			got[0], got[1], want, scalar(t, dup), describeRows(last, rowsOfPath))
 	}
 	// The commit tags agree: one per file, each with the file's rows, each
 	// recorded.
-	recorded := map[string]bool{}
-	for _, id := range last.loaded {
-		recorded[id] = true
+	pathOf := map[string]string{}
+	for p, id := range last.loaded {
+		pathOf[id] = p
 	}
 	for c, n := range last.commits {
-		if !recorded[fmt.Sprintf("%016x", c)] {
+		if p, ok := pathOf[fmt.Sprintf("%016x", c)]; !ok {
 			t.Errorf("%d rows carry commit id %016x, which load_history does not record", n, c)
-		} else if n != int64(rowsPer) {
-			t.Errorf("commit %016x tags %d rows, want %d", c, n, rowsPer)
+		} else if n != rowsOfPath[p] {
+			t.Errorf("commit %016x (%s) tags %d rows, want %d", c, p, n, rowsOfPath[p])
 		}
 	}
 	if len(last.commits) != nFiles {
@@ -405,7 +482,7 @@ func TestPipeFaults(t *testing.T) {
 // describeKill says where a kill left the pipe's files, from the state
 // right after it: loads with rows but no record died inserting or before
 // recording; recorded files still in the volume died before the purge.
-func describeKill(sn faultSnap, rowsPer int) string {
+func describeKill(sn faultSnap, full map[int64]bool) string {
 	recorded := map[string]bool{}
 	for _, id := range sn.loaded {
 		recorded[id] = true
@@ -415,7 +492,7 @@ func describeKill(sn faultSnap, rowsPer int) string {
 		if recorded[fmt.Sprintf("%016x", c)] {
 			continue
 		}
-		if n < int64(rowsPer) {
+		if !full[n] {
 			partial = append(partial, fmt.Sprintf("%016x:%d rows", c, n))
 		} else {
 			complete = append(complete, fmt.Sprintf("%016x:%d rows", c, n))
@@ -448,7 +525,7 @@ func describeKill(sn faultSnap, rowsPer int) string {
 
 // describeRows lists the commit ids whose row counts are off, for a
 // failure message.
-func describeRows(sn faultSnap, rowsPer int) string {
+func describeRows(sn faultSnap, rowsOfPath map[string]int64) string {
 	var b strings.Builder
 	w := bufio.NewWriter(&b)
 	recorded := map[string]string{}
@@ -457,7 +534,7 @@ func describeRows(sn faultSnap, rowsPer int) string {
 	}
 	for c, n := range sn.commits {
 		p := recorded[fmt.Sprintf("%016x", c)]
-		if n != int64(rowsPer) || p == "" {
+		if p == "" || n != rowsOfPath[p] {
 			fmt.Fprintf(w, "commit %016x (file %q): %d rows; ", c, p, n)
 		}
 	}

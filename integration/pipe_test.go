@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -529,6 +530,7 @@ func TestPipeMalformedFile(t *testing.T) {
 		t.Errorf("DESC PIPE EXTENDED: status %s files_failed %s files_loaded %s rows_loaded %s, want RUNNING 1 2 6",
 			d["pipe_status"], d["files_failed"], d["files_loaded"], d["rows_loaded"])
 	}
+	t.Logf("with the bad file waiting: pipe_status %q invalid_reason %q last_error %q", d["pipe_status"], d["invalid_reason"], d["last_error"])
 	if !strings.Contains(d["last_error"], "bad.csv") {
 		t.Errorf("DESC PIPE EXTENDED last_error = %q, want it to name bad.csv", d["last_error"])
 	}
@@ -549,6 +551,8 @@ func TestPipeMalformedFile(t *testing.T) {
 		d := s.pipeDesc("bad_pipe")
 		return d["files_loaded"] == "3" && d["files_failed"] == "1" && d["rows_loaded"] == "9"
 	})
+	d = s.pipeDesc("bad_pipe")
+	t.Logf("after the fix: pipe_status %q invalid_reason %q last_error %q", d["pipe_status"], d["invalid_reason"], d["last_error"])
 }
 
 // ---- 7. many small files ----
@@ -670,8 +674,10 @@ func TestPipeBigFile(t *testing.T) {
 	s.run("CREATE TABLE big (id BIGINT, product STRING, amount DECIMAL(10,2), dt STRING)")
 	s.run(`CREATE PIPE big_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO big FROM VOLUME big_vol USING CSV PURGE = TRUE`)
 
-	// Peak RSS from here on: reset the high-water mark where the kernel
-	// allows (clear_refs 5), else measure the growth.
+	// Peak RSS from here on: return the garbage of earlier tests to the
+	// system, then reset the high-water mark where the kernel allows
+	// (clear_refs 5), else measure the growth.
+	debug.FreeOSMemory()
 	reset := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 	before := peakRSS(t)
 

@@ -227,7 +227,8 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 		}
 		if len(errs) > 0 {
 			if res.FirstError == "" {
-				res.FirstError, res.FirstErrLine = errs[0].Msg, errs[0].Line
+				// load_history shows the message only: it says where the row is.
+				res.FirstError, res.FirstErrLine = fmt.Sprintf("line %d: %s", errs[0].Line, errs[0].Msg), errs[0].Line
 			}
 			res.Rejected += int64(len(errs))
 			switch onError {

@@ -268,9 +268,8 @@ func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpe
 	if v.invalid == "" {
 		v.invalid = reason // an activity that keeps failing
 	}
-	if st != nil && v.invalid == "" {
-		v.invalid = st.Counters.LastError
-	}
+	// A bad file is not a broken pipe: its error is in load_history and in
+	// DESC PIPE EXTENDED's last_error, not in invalid_reason.
 	return v
 }
 

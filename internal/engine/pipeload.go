@@ -221,12 +221,8 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		}
 		fl.Status, fl.FirstError = StatusFailed, fe.Error()
 	}
-	if fl.FirstError != "" && fl.FirstErrLine > 0 {
-		// load_history shows the message only: say where the bad row is.
-		fl.FirstError = fmt.Sprintf("line %d: %s", fl.FirstErrLine, fl.FirstError)
-		if fl.Status == StatusFailed {
-			fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
-		}
+	if fl.Status == StatusFailed && fl.FirstErrLine > 0 {
+		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
 	}
 	if fl.Status == StatusFailed {
 		// A failed file leaves no rows behind.
