@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -23,13 +23,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
-
-func benchEnv(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
 
 // BenchmarkCopy measures one-shot COPY INTO of a 1,000,000-row CSV (about
 // 45 MB) and of the same rows as Parquet from the S3 server, against
@@ -41,8 +34,8 @@ func BenchmarkCopy(b *testing.B) {
 	if v := os.Getenv("LAKEPIPE_BENCH_ROWS"); v != "" {
 		fmt.Sscan(v, &rows)
 	}
-	chPort := benchEnv("LAKEPIPE_CLICKHOUSE_PORT", "19000")
-	st, err := chstore.Open(ctx, chstore.Config{Addr: "127.0.0.1:" + chPort})
+	chHost, chPort, _ := strings.Cut(chAddr, ":")
+	st, err := chstore.Open(ctx, chstore.Config{Addr: chAddr})
 	if err != nil {
 		b.Skip("ClickHouse not reachable:", err)
 	}
@@ -75,14 +68,9 @@ func BenchmarkCopy(b *testing.B) {
 	}
 	fi, _ := os.Stat(csvPath)
 
-	access := benchEnv("LAKEPIPE_S3_ACCESS_KEY", "lakepipe-test-access")
-	secret := benchEnv("LAKEPIPE_S3_SECRET_KEY", "lakepipe-test-secret-9f3c2a")
-	endpoint := "127.0.0.1:" + benchEnv("LAKEPIPE_S3_PORT", "7070")
-	bucket := benchEnv("LAKEPIPE_S3_BUCKET", "lakepipe")
-	mc, err := minio.New(endpoint, &minio.Options{Creds: credentials.NewStaticV4(access, secret, "")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	access, secret, bucket := s3AccessKey, s3SecretKey, s3Bucket
+	endpoint := strings.TrimPrefix(s3Endpoint, "http://")
+	mc := rawS3(b)
 	for _, f := range []string{csvPath, pqPath} {
 		if _, err := mc.FPutObject(ctx, bucket, schema+"/"+filepath.Base(f), f, minio.PutObjectOptions{}); err != nil {
 			b.Fatal(err)
@@ -113,7 +101,7 @@ func BenchmarkCopy(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer in.Close()
-		cmd := exec.Command("clickhouse-client", "--port", chPort, "--query", "INSERT INTO `"+schema+"`.t_client (id, product, category, amount, dt) FORMAT CSV")
+		cmd := exec.Command("clickhouse-client", "--host", chHost, "--port", chPort, "--query", "INSERT INTO `"+schema+"`.t_client (id, product, category, amount, dt) FORMAT CSV")
 		cmd.Stdin = in
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("clickhouse-client: %v: %s", err, out)
