@@ -70,7 +70,7 @@ func eventHandler(eng *engine.Engine, orch engine.Orchestrator, log *slog.Logger
 			}
 		}
 		for _, id := range order {
-			if err := orch.SignalPipe(r.Context(), id, workflows.SignalFiles, workflows.FilesSignal{Paths: batches[id]}); err != nil {
+			if err := orch.Signal(r.Context(), id, workflows.SignalFiles, workflows.FilesSignal{Paths: batches[id]}); err != nil {
 				log.Warn("signal pipe with new files", "workflow_id", id, "error", err)
 			}
 		}

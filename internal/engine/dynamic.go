@@ -228,7 +228,7 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 	}
 	// The interval counts from this refresh, as the seeds say.
 	if orch, err := e.orchestrator(); err == nil {
-		_ = orch.SignalPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
+		_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
 	}
 	return message("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows), nil
 }
@@ -331,7 +331,7 @@ func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTa
 		return nil, err
 	}
 	if orch, err := e.orchestrator(); err == nil {
-		_ = orch.StopPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name))
+		_ = orch.Stop(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name))
 	}
 	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, name)); err != nil {
 		return nil, err
@@ -352,7 +352,7 @@ func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamic
 	if sig == "" {
 		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
 	}
-	if err := orch.SignalPipe(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), sig, nil); err != nil {
+	if err := orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), sig, nil); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: %w", display(schema, name), err)
 	}
 	return message("dynamic table %s %s", display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil

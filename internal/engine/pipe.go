@@ -19,14 +19,15 @@ import (
 // Temporal. The engine only needs these few verbs.
 type Orchestrator interface {
 	StartPipe(ctx context.Context, id string, in workflows.PipeInput) error
-	SignalPipe(ctx context.Context, id, signal string, arg any) error
+	// Signal sends a signal to any lakepipe workflow.
+	Signal(ctx context.Context, id, signal string, arg any) error
 	// PipeStatus answers the workflow's status query; state is the
 	// workflow's execution status (RUNNING, FAILED, TERMINATED, …) and
 	// reason its failure, if any.
 	PipeStatus(ctx context.Context, id string) (st *workflows.PipeStatus, state, reason string, err error)
-	StopPipe(ctx context.Context, id string) error
-	// Start and Query serve the other workflows (dynamic tables);
-	// SignalPipe and StopPipe signal any lakepipe workflow.
+	// Stop asks a workflow to end after its current step (drop signal).
+	Stop(ctx context.Context, id string) error
+	// Start and Query serve the other workflows (dynamic tables).
 	Start(ctx context.Context, id, workflow string, input any) error
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
 }
@@ -184,7 +185,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 	id := e.PipeWorkflowID(s.Name)
 	switch s.Action {
 	case "REFRESH", "EXECUTE":
-		if err := orch.SignalPipe(ctx, id, workflows.SignalRefresh, nil); err != nil {
+		if err := orch.Signal(ctx, id, workflows.SignalRefresh, nil); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
 		return message("pipe %s: a turn starts now", s.Name), nil
@@ -201,7 +202,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 				if paused {
 					sig = workflows.SignalPause
 				}
-				if err := orch.SignalPipe(ctx, id, sig, nil); err != nil {
+				if err := orch.Signal(ctx, id, sig, nil); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
 			case "comment":
@@ -234,7 +235,7 @@ func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*Result, e
 	if err := e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name); err != nil {
 		return nil, err
 	}
-	if err := orch.StopPipe(ctx, e.PipeWorkflowID(s.Name)); err != nil {
+	if err := orch.Stop(ctx, e.PipeWorkflowID(s.Name)); err != nil {
 		return nil, fmt.Errorf("pipe %s dropped, but its workflow did not stop: %w", s.Name, err)
 	}
 	return message("pipe %s dropped (the data it loaded stays in its table)", s.Name), nil

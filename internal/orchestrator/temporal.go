@@ -108,8 +108,8 @@ func (t *Temporal) StartPipe(ctx context.Context, id string, in workflows.PipeIn
 	return err
 }
 
-// SignalPipe sends a signal to a running pipe.
-func (t *Temporal) SignalPipe(ctx context.Context, id, signal string, arg any) error {
+// Signal sends a signal to a running pipe.
+func (t *Temporal) Signal(ctx context.Context, id, signal string, arg any) error {
 	c, err := t.Client()
 	if err != nil {
 		return err
@@ -158,8 +158,8 @@ func (t *Temporal) pendingFailure(ctx context.Context, id string) string {
 	return ""
 }
 
-// StopPipe asks the workflow to end after its current turn.
-func (t *Temporal) StopPipe(ctx context.Context, id string) error {
+// Stop asks the workflow to end after its current turn.
+func (t *Temporal) Stop(ctx context.Context, id string) error {
 	c, err := t.Client()
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func (t *Temporal) StopPipe(ctx context.Context, id string) error {
 }
 
 // Terminate ends a workflow at once (tests and operators; DROP PIPE asks
-// politely with StopPipe instead).
+// politely with Stop instead).
 func (t *Temporal) Terminate(ctx context.Context, id, reason string) error {
 	c, err := t.Client()
 	if err != nil {
