@@ -18,7 +18,6 @@ import (
 // Orchestrator runs pipe workflows; package orchestrator implements it on
 // Temporal. The engine only needs these few verbs.
 type Orchestrator interface {
-	StartPipe(ctx context.Context, id string, in workflows.PipeInput) error
 	// Signal sends a signal to any lakepipe workflow.
 	Signal(ctx context.Context, id, signal string, arg any) error
 	// PipeStatus answers the workflow's status query; state is the
@@ -27,8 +26,10 @@ type Orchestrator interface {
 	PipeStatus(ctx context.Context, id string) (st *workflows.PipeStatus, state, reason string, err error)
 	// Stop asks a workflow to end after its current step (drop signal).
 	Stop(ctx context.Context, id string) error
-	// Start and Query serve the other workflows (dynamic tables).
+	// Start starts a workflow by its registered name; a leftover run under
+	// the same id is terminated first.
 	Start(ctx context.Context, id, workflow string, input any) error
+	// Query runs a workflow's query; state is its execution status.
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
 }
 
@@ -163,7 +164,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.StartPipe(ctx, id, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, workflows.PipeWorkflowName, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
 		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}

@@ -92,22 +92,6 @@ func (t *Temporal) Close() {
 	}
 }
 
-// StartPipe starts a pipe's workflow. A leftover run under the same id (a
-// pipe dropped while Temporal was away) is terminated first.
-func (t *Temporal) StartPipe(ctx context.Context, id string, in workflows.PipeInput) error {
-	c, err := t.Client()
-	if err != nil {
-		return err
-	}
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                t.cfg.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflows.PipeWorkflowName, in)
-	return err
-}
-
 // Signal sends a signal to a running pipe.
 func (t *Temporal) Signal(ctx context.Context, id, signal string, arg any) error {
 	c, err := t.Client()
