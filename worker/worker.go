@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready <- addr
 	}
+	go maintain(ctx, eng, log)
 	<-ctx.Done()
 	log.Info("lakepipe worker stopping")
 	w.Stop()
@@ -120,4 +121,21 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = srv.Shutdown(sctx)
 	}
 	return nil
+}
+
+// maintain expires old histories and dropped tables every hour. Every
+// worker does it; the work is idempotent and cheap when there is none.
+func maintain(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if err := eng.Maintain(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("maintenance", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

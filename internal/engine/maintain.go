@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+)
+
+// Maintain expires what lakepipe keeps for a limited time; workers run it
+// periodically, and running it twice is harmless.
+//
+//   - load_history() shows LoadHistoryDays of records. Past that, records of
+//     one-shot COPY and of dropped pipes are deleted. A live pipe keeps its
+//     records: they are its ledger of loaded paths, without which a LIST pipe
+//     would load its kept files again once they age out.
+//   - refresh history is kept for the same period.
+//   - dropped tables past their retention are purged.
+func (e *Engine) Maintain(ctx context.Context) error {
+	days := e.cfg.LoadHistoryDays
+	pipes, err := e.cat.ListAll(ctx, catalog.KindPipe)
+	if err != nil {
+		return err
+	}
+	live := []string{chsql.QuoteString("")}
+	for _, p := range pipes {
+		live = append(live, chsql.QuoteString(p.Name))
+	}
+	// Records of a pipe name that is live in another schema survive too:
+	// erring on keeping is safe.
+	cond := fmt.Sprintf("last_copy_time < now() - %d AND (pipe_name = '' OR pipe_name NOT IN (%s))", days*86400, strings.Join(live[1:], ", "))
+	if len(live) == 1 {
+		cond = fmt.Sprintf("last_copy_time < now() - %d", days*86400)
+	}
+	if err := e.expire(ctx, "load_history", cond); err != nil {
+		return err
+	}
+	if err := e.expire(ctx, "refresh_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
+		return err
+	}
+	e.purgeTrash(ctx)
+	return nil
+}
+
+// expire deletes matching rows of a system table when there are any (a
+// mutation rewrites parts, so it is not issued for nothing).
+func (e *Engine) expire(ctx context.Context, table, cond string) error {
+	n, err := e.st.Strings(ctx, "SELECT count() FROM lakepipe."+chsql.QuoteIdent(table)+" WHERE "+cond)
+	if err != nil {
+		return fmt.Errorf("expire %s: %w", table, err)
+	}
+	if len(n) == 1 && n[0] != "0" {
+		if err := e.st.Exec(ctx, "ALTER TABLE lakepipe."+chsql.QuoteIdent(table)+" DELETE WHERE "+cond); err != nil {
+			return fmt.Errorf("expire %s: %w", table, err)
+		}
+	}
+	return nil
+}
