@@ -82,11 +82,18 @@ func (s *Stack) pipeDesc(name string) map[string]string {
 // pipeTurns is the number of turns the pipe's workflow has finished.
 func (s *Stack) pipeTurns(name string) int {
 	s.T.Helper()
-	n, err := strconv.Atoi(s.pipeDesc(name)["turns"])
-	if err != nil {
-		s.T.Fatalf("DESC PIPE EXTENDED %s: turns: %v", name, err)
+	// The counters come from a workflow query, which a busy worker may
+	// answer late; DESC then shows no counters, so ask again.
+	var d map[string]string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		d = s.pipeDesc(name)
+		if n, err := strconv.Atoi(d["turns"]); err == nil {
+			return n
+		}
+		if time.Now().After(deadline) {
+			s.T.Fatalf("DESC PIPE EXTENDED %s shows no turns after a minute (invalid_reason %q)", name, d["invalid_reason"])
+		}
 	}
-	return n
 }
 
 // pipeWaitTurns waits until the pipe has finished n more turns (each a full

@@ -259,6 +259,10 @@ func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpe
 	}
 	st, state, reason, err := e.orch.PipeStatus(ctx, e.PipeWorkflowID(name))
 	switch {
+	case err != nil && state == "RUNNING":
+		// Running, but no worker answered the query in time: say so, the
+		// pipe itself is fine.
+		v.invalid = err.Error()
 	case err != nil:
 		v.status, v.invalid = "FAILED", err.Error()
 	case state != "RUNNING":

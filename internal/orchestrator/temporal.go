@@ -210,7 +210,8 @@ func (t *Temporal) Query(ctx context.Context, id, query string, out any) (string
 		return strings.ToUpper(strings.TrimPrefix(enumspb.WorkflowExecutionStatus_name[int32(status)], "WORKFLOW_EXECUTION_STATUS_")), nil
 	}
 	state := "RUNNING"
-	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// A query needs a worker: a missing one must not hang DESC.
+	qctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	v, err := c.QueryWorkflow(qctx, id, "", query)
 	if err != nil {
