@@ -164,10 +164,11 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	}
 
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		// Listing is quick; copying a batch of big files is not, so it
-		// heartbeats per file and may run long.
+		// Copying a batch of big files may run long, so it heartbeats
+		// (every 10 s and per file); a worker that dies is noticed within
+		// the heartbeat timeout and the batch goes to another.
 		StartToCloseTimeout: 2 * time.Hour,
-		HeartbeatTimeout:    2 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,
 			BackoffCoefficient: 2,
@@ -279,7 +280,9 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	var list ListResult
 	h := *hints
 	*hints = nil
-	if err := get(workflow.ExecuteActivity(ctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {
+	// Listing does not heartbeat: a large volume may take a while to list.
+	lctx := workflow.WithStartToCloseTimeout(workflow.WithHeartbeatTimeout(ctx, 0), 30*time.Minute)
+	if err := get(workflow.ExecuteActivity(lctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {
 		return false, err
 	}
 	c.Backlog = list.Backlog
