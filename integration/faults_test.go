@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -128,22 +129,31 @@ type faultSnap struct {
 	commits  map[uint64]int64  // rows of the target per commit id
 	rows     int64
 	inVolume map[string]bool // files still in the volume
+	// mutations of the target not done yet (with the volume listing):
+	// the clean-up of a dead attempt, which goes on without the worker.
+	mutations int
 }
 
 // TestPipeFaults proves exactly-once loading under worker crashes: a
 // LIST_PURGE pipe loads N files (LAKEPIPE_FAULT_FILES, default 40) while its
-// only worker, a `lakepipe worker` child process, is SIGKILLed at random
-// moments of the load and restarted K times (LAKEPIPE_FAULT_KILLS, default
-// 2). Afterwards every file is recorded LOADED once, the volume is empty and
-// every row is in the table exactly once (count() = count(DISTINCT id) =
-// the rows uploaded). Each kill is logged with where it left the files:
-// rows inserted but not recorded, a file recorded but not purged, a file
-// half inserted (LAKEPIPE_FAULT_BIG_ROWS). `./task test:faults` runs it
-// with 200 files and 10 kills.
+// only worker, a `lakepipe worker` child process, is SIGKILLed during the
+// load and restarted K times (LAKEPIPE_FAULT_KILLS, default 2). Afterwards
+// every file is recorded LOADED once, the volume is empty and every row is
+// in the table exactly once (count() = count(DISTINCT id) = the rows
+// uploaded, each commit id tagging one file's rows).
 //
-// A kill that lands inside an activity stalls the pipe until Temporal
-// declares the attempt dead (the activities' heartbeat timeout, 2 minutes)
-// and retries it on the restarted worker, so each such kill costs that long.
+// Between kills the pipe must load at least one file. Kill 1, 5, 9, … aims
+// at a listing (the ListFiles activity running), kill 2, 4, 6, … at a file
+// half inserted (a big file with part of its rows committed), the others
+// land at a random moment up to 1.5 s after a file was loaded. Each kill is
+// logged with what it left behind: rows inserted but not recorded, a file
+// recorded but not purged, a file half inserted, a clean-up mutation.
+// `./task test:faults` runs it with 200 files and 10 kills;
+// LAKEPIPE_FAULT_SEED repeats a run's random choices.
+//
+// A kill inside an activity stalls the pipe until Temporal declares the
+// attempt dead (the activities' heartbeat timeout) and retries it on the
+// restarted worker, so each such kill costs that long.
 func TestPipeFaults(t *testing.T) {
 	nFiles := faultEnvInt(t, "LAKEPIPE_FAULT_FILES", 40)
 	nKills := faultEnvInt(t, "LAKEPIPE_FAULT_KILLS", 2)
@@ -152,12 +162,15 @@ func TestPipeFaults(t *testing.T) {
 	// Big files make kills land in the middle of an INSERT: ClickHouse
 	// squashes an INSERT's blocks into parts of min_insert_block_size_rows
 	// (1,048,576) rows, so only a file with more rows than that can be
-	// caught with some of its rows committed and the rest not yet sent.
-	// With LAKEPIPE_FAULT_BIG_ROWS set, every second kill's share of the
-	// files holds one such file and that kill waits for the moment.
-	bigRows := 0
-	if os.Getenv("LAKEPIPE_FAULT_BIG_ROWS") != "" {
-		bigRows = faultEnvInt(t, "LAKEPIPE_FAULT_BIG_ROWS", 0)
+	// caught with part of its rows committed and the rest still coming.
+	// Every second kill's share of the files holds one such file
+	// (LAKEPIPE_FAULT_BIG_ROWS rows, default 2,000,000), and that kill
+	// waits for the moment. LAKEPIPE_FAULT_BIG_ROWS=0 leaves them out.
+	bigRows := 2_000_000
+	if v := os.Getenv("LAKEPIPE_FAULT_BIG_ROWS"); v == "0" {
+		bigRows = 0
+	} else {
+		bigRows = faultEnvInt(t, "LAKEPIPE_FAULT_BIG_ROWS", bigRows)
 	}
 	seed := time.Now().UnixNano()
 	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
@@ -165,17 +178,19 @@ func TestPipeFaults(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(seed))
 
-	// The files: file i holds rows[i] rows with ids first[i]+1 … first[i]+rows[i].
+	// The files: file i holds fileRows[i] rows, ids first[i]+1 onwards.
 	chunkEnd := func(k int) int { return k * nFiles / (nKills + 1) } // files uploaded before kill k
 	fileRows := make([]int64, nFiles)
 	for i := range fileRows {
 		fileRows[i] = int64(rowsPer)
 	}
 	nBig := 0
+	aim := map[int]int{} // kill → index of the big file it aims at
 	if bigRows > 0 {
 		for k := 2; k <= nKills; k += 2 {
 			if lo, hi := chunkEnd(k-1), chunkEnd(k); hi > lo {
-				fileRows[(lo+hi)/2] = int64(bigRows)
+				aim[k] = (lo + hi) / 2
+				fileRows[aim[k]] = int64(bigRows)
 				nBig++
 			}
 		}
@@ -270,6 +285,11 @@ func TestPipeFaults(t *testing.T) {
 			for _, f := range s.files("incoming") {
 				sn.inVolume[f] = true
 			}
+			m, err := s.Store.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(db)+
+				" AND table = 'fault_t' AND is_done = 0")
+			if err == nil && len(m) == 1 {
+				sn.mutations, _ = strconv.Atoi(m[0])
+			}
 		}
 		return sn
 	}
@@ -307,12 +327,14 @@ func TestPipeFaults(t *testing.T) {
 		}
 	}()
 
-	// progress waits until the pipe does something after base: a file
-	// recorded, or rows of the target changed (a load, or the clean-up of a
-	// dead attempt). It returns false when every file is already loaded.
+	// progress waits until the pipe records a file after base, so that
+	// the pipe moves on between kills (rather than a retry being killed
+	// again and again). It returns false when there is nothing to load:
+	// every file is loaded, or every file uploaded so far for a while.
 	progress := func(base faultSnap, what string) bool {
 		t.Helper()
 		deadline := time.Now().Add(6 * time.Minute)
+		var idle time.Time
 		for {
 			select {
 			case err := <-upErr:
@@ -320,14 +342,20 @@ func TestPipeFaults(t *testing.T) {
 			default:
 			}
 			cur := snap(false)
-			if len(cur.loaded) == nFiles {
+			switch {
+			case len(cur.loaded) == nFiles:
+				return false
+			case len(cur.loaded) > len(base.loaded):
+				return true
+			case len(cur.loaded)+len(cur.other) < int(uploaded.Load()):
+				idle = time.Time{}
+			case idle.IsZero():
+				idle = time.Now()
+			case time.Since(idle) > 5*time.Second:
 				return false
 			}
-			if len(cur.loaded) != len(base.loaded) || cur.rows != base.rows {
-				return true
-			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: no progress within 6 minutes (%d files LOADED, %d rows, %d uploaded)\nworker log:\n%s",
+				t.Fatalf("%s: no file loaded within 6 minutes (%d files LOADED, %d rows, %d uploaded)\nworker log:\n%s",
 					what, len(cur.loaded), cur.rows, uploaded.Load(), w.tail(60))
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -340,7 +368,8 @@ func TestPipeFaults(t *testing.T) {
 	}
 	// partial waits until some load has committed part of a file's rows
 	// (rows under an unrecorded commit id that are not a whole file).
-	partial := func(limit time.Duration) bool {
+	// It gives up once the file it aims at is loaded.
+	partial := func(path string, limit time.Duration) bool {
 		deadline := time.Now().Add(limit)
 		for time.Now().Before(deadline) {
 			cur := snap(false)
@@ -353,10 +382,34 @@ func TestPipeFaults(t *testing.T) {
 					return true
 				}
 			}
-			if len(cur.loaded) == nFiles {
+			if _, done := cur.loaded[path]; done || len(cur.loaded) == nFiles {
 				return false
 			}
 			time.Sleep(20 * time.Millisecond)
+		}
+		return false
+	}
+
+	// listing waits until the pipe's ListFiles activity runs on the
+	// worker (Temporal's view of the workflow's pending activities).
+	tc, err := orch.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wfID := s.Eng.PipeWorkflowID("fault_pipe")
+	listing := func(limit time.Duration) bool {
+		deadline := time.Now().Add(limit)
+		for time.Now().Before(deadline) {
+			d, err := tc.DescribeWorkflowExecution(ctx, wfID, "")
+			if err != nil {
+				t.Fatalf("describe %s: %v", wfID, err)
+			}
+			for _, a := range d.GetPendingActivities() {
+				if a.GetActivityType().GetName() == "ListFiles" && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+					return true
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 		return false
 	}
@@ -370,20 +423,28 @@ func TestPipeFaults(t *testing.T) {
 			recs[len(recs)-1].recovery = time.Since(resumed)
 		}
 		how := ""
-		if busy && bigRows > 0 && k%2 == 0 {
+		if k%4 == 1 && busy {
+			// Aimed: while the pipe lists the volume.
+			seen := time.Now()
+			if listing(2 * time.Minute) {
+				how = fmt.Sprintf("aimed at a listing (ListFiles running), %.1fs after a file was loaded", time.Since(seen).Seconds())
+			} else {
+				how = "aimed at a listing but saw none within 2 minutes; killed now"
+			}
+		} else if big, ok := aim[k]; ok && busy {
 			// Aimed: the moment a big file is half in.
 			seen := time.Now()
-			if partial(5 * time.Minute) {
-				how = fmt.Sprintf("aimed at a half-inserted file, %.1fs after progress was seen", time.Since(seen).Seconds())
+			if partial(fileName(big), 5*time.Minute) {
+				how = fmt.Sprintf("aimed at a half-inserted file, %.1fs after a file was loaded", time.Since(seen).Seconds())
 			} else {
-				how = "aimed at a half-inserted file but missed the moment; killed now"
+				how = fmt.Sprintf("aimed at a half-inserted %s but missed the moment; killed now", fileName(big))
 			}
 		} else {
 			// A random moment of the ongoing load (or of idling, once
 			// all files are in).
 			delay := time.Duration(rng.Intn(1500)) * time.Millisecond
 			time.Sleep(delay)
-			how = fmt.Sprintf("%v after progress was seen", delay)
+			how = fmt.Sprintf("%v after a file was loaded", delay)
 		}
 		pid, up := w.kill()
 		at := time.Since(start)
@@ -391,7 +452,7 @@ func TestPipeFaults(t *testing.T) {
 		after := snap(true)
 		landed := describeKill(after, full)
 		if !busy {
-			landed = "idle (all files loaded): " + landed
+			landed = "idle (nothing to load): " + landed
 		}
 		recs = append(recs, killRec{at: at, landed: landed})
 		t.Logf("%6.1fs kill %d/%d: SIGKILL worker pid %d (up %.1fs, %s); %d/%d uploaded, %d LOADED, %d rows, %d files in the volume; %s",
@@ -413,6 +474,9 @@ func TestPipeFaults(t *testing.T) {
 	var last faultSnap
 	for {
 		last = snap(true)
+		if n := len(recs); n > 0 && recs[n-1].recovery == 0 && len(last.loaded) > len(base.loaded) {
+			recs[n-1].recovery = time.Since(resumed)
+		}
 		if len(last.loaded)+len(last.other) >= nFiles && len(last.inVolume) == 0 {
 			break
 		}
@@ -422,8 +486,8 @@ func TestPipeFaults(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	if len(recs) > 0 {
-		recs[len(recs)-1].recovery = time.Since(resumed)
+	if n := len(recs); n > 0 && recs[n-1].recovery == 0 {
+		recs[n-1].recovery = time.Since(resumed)
 	}
 	t.Logf("%s converged: %d files LOADED, %d rows", since(), len(last.loaded), last.rows)
 
@@ -474,7 +538,7 @@ func TestPipeFaults(t *testing.T) {
 	var sum strings.Builder
 	fmt.Fprintf(&sum, "fault injection: %d files, %d rows, %d kills, %.1fs in all\n", nFiles, want, nKills, time.Since(start).Seconds())
 	for i, r := range recs {
-		fmt.Fprintf(&sum, "  kill %2d at %6.1fs, load resumed %5.1fs after the restart: %s\n", i+1, r.at.Seconds(), r.recovery.Seconds(), r.landed)
+		fmt.Fprintf(&sum, "  kill %2d at %6.1fs, next file loaded %5.1fs after the restart; the kill left: %s\n", i+1, r.at.Seconds(), r.recovery.Seconds(), r.landed)
 	}
 	t.Log(sum.String())
 }
@@ -516,6 +580,9 @@ func describeKill(sn faultSnap, full map[int64]bool) string {
 	}
 	if len(unpurged) > 0 {
 		parts = append(parts, fmt.Sprintf("%d file(s) died between record and purge %v", len(unpurged), unpurged))
+	}
+	if sn.mutations > 0 {
+		parts = append(parts, fmt.Sprintf("%d clean-up DELETE mutation(s) of a dead attempt still running", sn.mutations))
 	}
 	if len(parts) == 0 {
 		return "no load caught mid-file (between files, listing, or idle)"
