@@ -33,8 +33,12 @@ func (a *Activities) open(ctx context.Context, p workflows.PipeParams) (*engine.
 	return run, err
 }
 
-// ListFiles lists the files a pipe has not loaded yet.
+// ListFiles lists the files a pipe has not loaded yet. It heartbeats while
+// it works, however long a large volume takes to list, so that a worker
+// killed mid-listing is noticed within the heartbeat timeout rather than
+// at the end of the listing's start-to-close timeout.
 func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+	defer keepAlive(ctx)()
 	run, err := a.open(ctx, in.Params)
 	if err != nil {
 		return workflows.ListResult{}, err
@@ -139,4 +143,25 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 		return workflows.CopyResult{}, firstErr
 	}
 	return workflows.CopyResult{Files: results}, nil
+}
+
+// keepAlive heartbeats every few seconds until the returned stop is called:
+// the proof that this worker is alive, however long one step takes.
+func keepAlive(ctx context.Context) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }

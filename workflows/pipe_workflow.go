@@ -280,8 +280,11 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	var list ListResult
 	h := *hints
 	*hints = nil
-	// Listing does not heartbeat: a large volume may take a while to list.
-	lctx := workflow.WithStartToCloseTimeout(workflow.WithHeartbeatTimeout(ctx, 0), 30*time.Minute)
+	// A large volume may take a while to list; the listing heartbeats all
+	// along, so a worker killed mid-listing is noticed within the heartbeat
+	// timeout (without one, its attempt would hold the pipe for the whole
+	// start-to-close timeout).
+	lctx := workflow.WithStartToCloseTimeout(ctx, 30*time.Minute)
 	if err := get(workflow.ExecuteActivity(lctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {
 		return false, err
 	}
