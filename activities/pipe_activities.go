@@ -97,7 +97,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 	// like a dead worker.
 	stop := make(chan struct{})
 	go func() {
-		t := time.NewTicker(10 * time.Second)
+		t := time.NewTicker(5 * time.Second)
 		defer t.Stop()
 		for {
 			select {

@@ -82,7 +82,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if queue == "" {
 		queue = workflows.TaskQueue
 	}
-	w := sdkworker.New(c, queue, sdkworker.Options{})
+	w := sdkworker.New(c, queue, sdkworker.Options{
+		// The SDK sends a heartbeat at most every 80% of the heartbeat
+		// timeout (24 s of the pipe copies' 30 s), which leaves a slow
+		// heartbeat call 6 s before a live worker's attempt is declared
+		// dead and retried next to it. Every 5 s leaves 25 s.
+		MaxHeartbeatThrottleInterval: 5 * time.Second,
+	})
 	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
 
 	var srv *http.Server
