@@ -142,7 +142,7 @@ type faultSnap struct {
 // in the table exactly once (count() = count(DISTINCT id) = the rows
 // uploaded, each commit id tagging one file's rows).
 //
-// Between kills the pipe must load at least one file. Kill 1, 5, 9, … aims
+// Between kills the pipe must load at least one file. Kill 1, 7, 13, … aims
 // at a listing (the ListFiles activity running), kill 2, 4, 6, … at a file
 // half inserted (a big file with part of its rows committed), the others
 // land at a random moment up to 1.5 s after a file was loaded. Each kill is
@@ -423,7 +423,7 @@ func TestPipeFaults(t *testing.T) {
 			recs[len(recs)-1].recovery = time.Since(resumed)
 		}
 		how := ""
-		if k%4 == 1 && busy {
+		if k%6 == 1 && busy {
 			// Aimed: while the pipe lists the volume.
 			seen := time.Now()
 			if listing(2 * time.Minute) {
