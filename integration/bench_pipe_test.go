@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,12 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -214,124 +210,6 @@ func benchInt(tb testing.TB, name string, def int) int {
 	return n
 }
 
-// benchFreePort returns a TCP port of 127.0.0.1 that nothing listens on now.
-func benchFreePort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// eventGateway is a versitygw of the benchmark's own, whose object events
-// go to a webhook (the worker's /events).
-type eventGateway struct {
-	endpoint string // http://127.0.0.1:port
-	bucket   string
-	client   *minio.Client
-}
-
-// startEventGateway starts .bin/versitygw (as deploy/local/start.sh does)
-// on a free port, over a root directory of its own with one bucket, sending
-// S3 event notifications to webhook. The receiver must already listen:
-// versitygw sends it a test event while starting.
-func startEventGateway(tb testing.TB, webhook, bucket string) *eventGateway {
-	tb.Helper()
-	bin := filepath.Join(env("LAKEPIPE_BIN", filepath.Join(repoRoot(), ".bin")), "versitygw")
-	if _, err := os.Stat(bin); err != nil {
-		tb.Skipf("versitygw is needed for the event notification pipe (./task install): %v", err)
-	}
-	root := tb.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, "data", bucket), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	logPath := filepath.Join(root, "versitygw.log")
-	var environ []string
-	for _, kv := range os.Environ() {
-		// A stray access log, audit webhook or VGW_* setting in our
-		// environment must not change this gateway.
-		if strings.HasPrefix(kv, "VGW_") || strings.HasPrefix(kv, "LOGFILE=") || strings.HasPrefix(kv, "WEBHOOK=") ||
-			strings.HasPrefix(kv, "ROOT_ACCESS_KEY") || strings.HasPrefix(kv, "ROOT_SECRET") {
-			continue
-		}
-		environ = append(environ, kv)
-	}
-	environ = append(environ, "ROOT_ACCESS_KEY_ID="+s3AccessKey, "ROOT_SECRET_ACCESS_KEY="+s3SecretKey)
-
-	launch := func(sidecar bool) (*exec.Cmd, chan struct{}, string) {
-		port := benchFreePort(tb)
-		args := []string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", s3Region, "--health", "/health", "--quiet",
-			"--event-webhook-url", webhook, "posix"}
-		if sidecar {
-			meta := filepath.Join(root, "meta")
-			_ = os.MkdirAll(meta, 0o755)
-			args = append(args, "--sidecar", meta)
-		}
-		args = append(args, filepath.Join(root, "data"))
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer logf.Close()
-		cmd := exec.Command(bin, args...)
-		cmd.Env = environ
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			tb.Fatalf("start versitygw: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		return cmd, exited, fmt.Sprintf("127.0.0.1:%d", port)
-	}
-	readLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-
-	sidecar := false
-	for attempt := 0; ; attempt++ {
-		cmd, exited, hostport := launch(sidecar)
-		deadline := time.Now().Add(30 * time.Second)
-		up := false
-		for !up && time.Now().Before(deadline) {
-			select {
-			case <-exited:
-				deadline = time.Time{}
-				continue
-			case <-time.After(50 * time.Millisecond):
-			}
-			if resp, err := http.Get("http://" + hostport + "/health"); err == nil {
-				resp.Body.Close()
-				up = true
-			}
-		}
-		if up {
-			tb.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(10 * time.Second):
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
-			mc, err := minio.New(hostport, &minio.Options{Creds: credentials.NewStaticV4(s3AccessKey, s3SecretKey, ""), Region: s3Region})
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return &eventGateway{endpoint: "http://" + hostport, bucket: bucket, client: mc}
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-		// Without user extended attributes on the file system (some tmpfs
-		// and overlay setups) versitygw needs a metadata sidecar folder.
-		if !sidecar && attempt == 0 && strings.Contains(readLog(), "xattr") {
-			sidecar = true
-			continue
-		}
-		tb.Fatalf("versitygw did not come up on %s:\n%s", hostport, benchTail(readLog(), 30))
-	}
-}
-
 // benchPercentile is the nearest-rank percentile of sorted durations.
 func benchPercentile(sorted []time.Duration, pct float64) time.Duration {
 	if len(sorted) == 0 {
@@ -413,10 +291,10 @@ func BenchmarkPipeLatency(b *testing.B) {
 	p.run(fmt.Sprintf(`CREATE PIPE lat_list_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO lat_list FROM VOLUME bench_list_vol_%s USING CSV`, p.id))
 
 	// (b) EVENT_NOTIFICATION, from a versitygw that posts to the worker.
-	gw := startEventGateway(b, "http://"+addr+"/events", "lp-ev-"+p.id)
-	p.connection("bench_ev_conn_"+p.id, gw.endpoint)
+	gw := startEventS3(b, "http://"+addr+"/events")
+	p.connection("bench_ev_conn_"+p.id, gw.Endpoint)
 	p.run(fmt.Sprintf(`CREATE EXTERNAL VOLUME bench_ev_vol_%s LOCATION 'oss://%s/lat/' USING CONNECTION bench_ev_conn_%s DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE`,
-		p.id, gw.bucket, p.id))
+		p.id, gw.Bucket, p.id))
 	p.dropAtEnd("VOLUME", "bench_ev_vol_"+p.id)
 	p.run(`CREATE TABLE lat_event (id BIGINT, note STRING)`)
 	p.run(fmt.Sprintf(`CREATE PIPE lat_event_pipe INGEST_MODE = 'EVENT_NOTIFICATION' AS COPY INTO lat_event FROM VOLUME bench_ev_vol_%s USING CSV`, p.id))
@@ -431,7 +309,7 @@ func BenchmarkPipeLatency(b *testing.B) {
 	p.run(`DROP PIPE lat_list_pipe`)
 	b.StartTimer()
 	event := measure("EVENT_NOTIFICATION pipe", "lat_event", func(name string, data []byte) error {
-		_, err := gw.client.PutObject(p.ctx, gw.bucket, "lat/"+name, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
+		_, err := gw.Client.PutObject(p.ctx, gw.Bucket, "lat/"+name, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
 		return err
 	})
 	b.StopTimer()

@@ -18,18 +18,13 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 )
 
-// eventS3 is a versitygw of the test's own that sends S3 event
-// notifications to a webhook.
+// eventS3 is a versitygw of the test's own (with the stack's test
+// credentials) that sends S3 event notifications to a webhook.
 type eventS3 struct {
 	Endpoint string // http://127.0.0.1:port
 	Client   *minio.Client
 	Bucket   string
 }
-
-const (
-	eventS3Access = "lakepipe-events-access"
-	eventS3Secret = "lakepipe-events-secret-5d1e7b"
-)
 
 // freePort returns a TCP port nobody listens on right now.
 func freePort(t testing.TB) int {
@@ -46,7 +41,7 @@ func freePort(t testing.TB) int {
 // one bucket) with --event-webhook-url webhook, and stops it when the test
 // ends. The webhook must already answer: versitygw posts a test event while
 // starting.
-func startEventS3(t *testing.T, webhook string) *eventS3 {
+func startEventS3(t testing.TB, webhook string) *eventS3 {
 	t.Helper()
 	bin := filepath.Join(repoRoot(), ".bin", "versitygw")
 	if _, err := os.Stat(bin); err != nil {
@@ -65,7 +60,7 @@ func startEventS3(t *testing.T, webhook string) *eventS3 {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "ROOT_ACCESS_KEY_ID="+eventS3Access, "ROOT_SECRET_ACCESS_KEY="+eventS3Secret)
+	env = append(env, "ROOT_ACCESS_KEY_ID="+s3AccessKey, "ROOT_SECRET_ACCESS_KEY="+s3SecretKey)
 
 	start := func(sidecar bool) (*exec.Cmd, *bytes.Buffer, string, bool) {
 		port := freePort(t)
@@ -121,7 +116,7 @@ func startEventS3(t *testing.T, webhook string) *eventS3 {
 		t.Fatalf("versitygw exited while starting:\n%s", out.String())
 	}
 	c, err := minio.New(strings.TrimPrefix(endpoint, "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4(eventS3Access, eventS3Secret, ""), Region: s3Region,
+		Creds: credentials.NewStaticV4(s3AccessKey, s3SecretKey, ""), Region: s3Region,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +134,7 @@ func TestPipeEventNotification(t *testing.T) {
 
 	conn := "it_evconn_" + s.ID
 	s.run(fmt.Sprintf(`CREATE STORAGE CONNECTION %s TYPE S3 ENDPOINT = '%s' ACCESS_ID = '%s' ACCESS_KEY = '%s' REGION = '%s'`,
-		conn, gw.Endpoint, eventS3Access, eventS3Secret, s3Region))
+		conn, gw.Endpoint, s3AccessKey, s3SecretKey, s3Region))
 	s.dropAtEnd("STORAGE CONNECTION", conn)
 	s.run(fmt.Sprintf(`CREATE EXTERNAL VOLUME ev_vol LOCATION 's3://%s/incoming/' USING CONNECTION %s DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE`,
 		gw.Bucket, conn))
