@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -22,13 +21,11 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
-	"github.com/lakepipe/lakepipe/worker"
 )
 
 // pipeBench is the benchmarks' view of the stack (Stack needs a
@@ -122,69 +119,8 @@ func (p *pipeBench) count(table string) int64 {
 // points the engine's pipes at it; it returns the worker's HTTP address.
 func (p *pipeBench) worker() string {
 	p.tb.Helper()
-	queue := "bench-" + p.id
-	p.orch = orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
-	if _, err := p.orch.Client(); err != nil {
-		p.tb.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
-	}
-	p.eng = p.eng.WithOrchestrator(p.orch)
-	addr := startInProcessWorker(p.tb, queue)
-	p.tb.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, p.schema)
-			for _, pp := range pipes {
-				_ = p.orch.Terminate(cctx, p.eng.PipeWorkflowID(pp.Name), "benchmark finished")
-			}
-		}
-		p.orch.Close()
-	})
-	return addr
-}
-
-// startInProcessWorker is withWorker for any testing.TB: a worker in this
-// process on the given task queue, stopped at the end. Its warnings go to a
-// log file whose end is printed when the test or benchmark fails.
-func startInProcessWorker(tb testing.TB, queue string) string {
-	tb.Helper()
-	logPath := filepath.Join(tb.TempDir(), "worker.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- worker.Run(ctx, worker.Config{
-			ClickHouse: chstore.Config{Addr: chAddr},
-			Temporal:   orchestrator.Config{Address: temporalAddr, TaskQueue: queue},
-			Workspace:  "default",
-			HTTPAddr:   "127.0.0.1:0",
-			Logger:     slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:      ready,
-		})
-	}()
 	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		tb.Fatalf("worker did not start: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		tb.Fatal("worker did not start within 30 s")
-	}
-	tb.Cleanup(func() {
-		cancel()
-		<-done
-		logf.Close()
-		if tb.Failed() {
-			b, _ := os.ReadFile(logPath)
-			tb.Logf("worker log:\n%s", benchTail(string(b), 40))
-		}
-	})
+	p.eng, p.orch, addr = pipeWorker(p.tb, p.eng, p.schema, "bench-"+p.id)
 	return addr
 }
 

@@ -4,12 +4,15 @@ package integration
 
 import (
 	"context"
-	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/worker"
 )
@@ -23,13 +26,47 @@ var temporalAddr = env("LAKEPIPE_TEMPORAL_ADDR", "127.0.0.1:"+env("LAKEPIPE_TEMP
 // address (/events, /metrics). Pipes of the test are terminated at the end.
 func (s *Stack) withWorker() string {
 	s.T.Helper()
-	queue := "it-" + s.ID
+	var addr string
+	s.Eng, s.Orch, addr = pipeWorker(s.T, s.Eng, s.Schema, "it-"+s.ID)
+	return addr
+}
+
+// pipeWorker starts an in-process worker on queue and returns eng with an
+// orchestrator on that queue; the schema's pipes are terminated, then the
+// worker stopped, when the test or benchmark ends.
+func pipeWorker(tb testing.TB, eng *engine.Engine, schema, queue string) (*engine.Engine, *orchestrator.Temporal, string) {
+	tb.Helper()
 	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
 	if _, err := orch.Client(); err != nil {
-		s.T.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
+		tb.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
 	}
-	s.Orch = orch
-	s.Eng = s.Eng.WithOrchestrator(orch)
+	eng = eng.WithOrchestrator(orch)
+	addr := startInProcessWorker(tb, queue)
+	// Registered after the worker's cleanup, so it runs first.
+	tb.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, c, err := openCatalog(); err == nil {
+			pipes, _ := c.List(cctx, catalog.KindPipe, schema)
+			for _, p := range pipes {
+				_ = orch.Terminate(cctx, eng.PipeWorkflowID(p.Name), "test finished")
+			}
+		}
+		orch.Close()
+	})
+	return eng, orch, addr
+}
+
+// startInProcessWorker runs a worker in this
+// process on the given task queue, stopped at the end. Its warnings go to a
+// log file whose end is printed when the test or benchmark fails.
+func startInProcessWorker(tb testing.TB, queue string) string {
+	tb.Helper()
+	logPath := filepath.Join(tb.TempDir(), "worker.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
@@ -39,7 +76,7 @@ func (s *Stack) withWorker() string {
 			Temporal:   orchestrator.Config{Address: temporalAddr, TaskQueue: queue},
 			Workspace:  "default",
 			HTTPAddr:   "127.0.0.1:0",
-			Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger:     slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			Ready:      ready,
 		})
 	}()
@@ -48,23 +85,19 @@ func (s *Stack) withWorker() string {
 	case addr = <-ready:
 	case err := <-done:
 		cancel()
-		s.T.Fatalf("worker did not start: %v", err)
+		tb.Fatalf("worker did not start: %v", err)
 	case <-time.After(30 * time.Second):
 		cancel()
-		s.T.Fatal("worker did not start within 30 s")
+		tb.Fatal("worker did not start within 30 s")
 	}
-	s.T.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
-			for _, p := range pipes {
-				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
-			}
-		}
+	tb.Cleanup(func() {
 		cancel()
 		<-done
-		orch.Close()
+		logf.Close()
+		if tb.Failed() {
+			b, _ := os.ReadFile(logPath)
+			tb.Logf("worker log:\n%s", benchTail(string(b), 40))
+		}
 	})
 	return addr
 }
