@@ -4,11 +4,14 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -46,15 +49,37 @@ func pipeWorker(tb testing.TB, eng *engine.Engine, schema, queue string) (*engin
 	tb.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, schema)
-			for _, p := range pipes {
-				_ = orch.Terminate(cctx, eng.PipeWorkflowID(p.Name), "test finished")
-			}
-		}
+		terminateSchemaWorkflows(cctx, orch, eng, schema)
 		orch.Close()
 	})
 	return eng, orch, addr
+}
+
+// terminateSchemaWorkflows ends the running workflows of a test schema's
+// pipes and dynamic tables: those in the catalog, and those Temporal still
+// runs for objects already dropped (a drop signal the stopped worker never
+// handled).
+func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, eng *engine.Engine, schema string) {
+	if _, c, err := openCatalog(); err == nil {
+		pipes, _ := c.List(ctx, catalog.KindPipe, schema)
+		for _, p := range pipes {
+			_ = orch.Terminate(ctx, eng.PipeWorkflowID(p.Name), "test finished")
+		}
+	}
+	cl, err := orch.Client()
+	if err != nil {
+		return
+	}
+	for _, kind := range []string{"pipe", "dt"} {
+		resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s.default.%s.' AND ExecutionStatus = 'Running'", kind, schema)})
+		if err != nil {
+			continue
+		}
+		for _, ex := range resp.GetExecutions() {
+			_ = orch.Terminate(ctx, ex.GetExecution().GetWorkflowId(), "test finished")
+		}
+	}
 }
 
 // startInProcessWorker runs a worker in this

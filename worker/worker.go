@@ -50,6 +50,8 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: workflows.ActivityRefreshDynamicTable})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
+		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
+		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
 	}
 }
 

@@ -65,6 +65,8 @@ type PipeInput struct {
 	Params   PipeParams
 	Paused   bool
 	Counters PipeCounters
+	// Kafka is the position of a Kafka pipe (nil for volume pipes).
+	Kafka *KafkaState `json:",omitempty"`
 }
 
 // PipeStatus is what the status query answers.
@@ -73,6 +75,7 @@ type PipeStatus struct {
 	Paused   bool
 	Running  bool // a turn is in progress
 	Counters PipeCounters
+	Kafka    *KafkaState `json:",omitempty"`
 }
 
 // FilesSignal carries object paths (relative to the volume) that an event
@@ -148,6 +151,10 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	}
 	paused, counters := in.Paused, in.Counters
 	running, dropped, wake := false, false, false
+	kst := in.Kafka
+	if p.Kind == KindKafka && kst == nil {
+		kst = &KafkaState{}
+	}
 	var hints []string
 
 	// From version 1 on, signals are applied while a turn's activities run,
@@ -158,7 +165,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	signalsDuringTurn := workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
-		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters}, nil
+		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst}, nil
 	}); err != nil {
 		return err
 	}
@@ -188,7 +195,13 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	// change state, the loop decides what to do.
 	addSignals := func(sel workflow.Selector) {
 		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = true })
-		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = false; wake = true })
+		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			paused, wake = false, true
+			if kst != nil {
+				kst.InvalidReason = ""
+			}
+		})
 		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); wake = true })
 		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
 			var f FilesSignal
@@ -235,7 +248,16 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		// One turn.
 		wake = false
 		running = true
-		more, err := turn(ctx, p, &counters, &hints, get)
+		var more bool
+		var err error
+		if p.Kind == KindKafka {
+			more, err = kafkaTurn(ctx, p, kst, &counters, get)
+			if kst.InvalidReason != "" {
+				paused = true
+			}
+		} else {
+			more, err = turn(ctx, p, &counters, &hints, get)
+		}
 		running = false
 		counters.Turns++
 		counters.LastTurnTime = workflow.Now(ctx)
@@ -256,7 +278,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters})
+			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst})
 		}
 		if more || wake || len(hints) > 0 || paused || dropped {
 			continue

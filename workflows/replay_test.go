@@ -29,7 +29,13 @@ import (
 //     started, refresh, pause, drop while paused;
 //   - pipe_volume_v1.json: the "signals-during-turn" version, with pause,
 //     resume, pause in quick succession (the last during a turn), files,
-//     refresh, drop.
+//     refresh, drop;
+//   - pipe_kafka_seed.json: a Kafka pipe (KafkaOffsets, batches on the
+//     interval timer, EXECUTE, drop); pipe_kafka_poison.json: a batch over
+//     max_errors pauses the pipe, resume, paused again, drop;
+//     pipe_kafka_tolerant.json: bad records within max_errors;
+//     pipe_kafka_faults.json: batches while the worker was SIGKILLed
+//     (workflow tasks timed out, batches retried), then terminated.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

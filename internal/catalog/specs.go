@@ -65,6 +65,10 @@ type PipeSpec struct {
 	CopyStatement string            `json:"copy_statement"`
 	Input         string            `json:"input_name"`  // volume, or Kafka topic
 	Output        string            `json:"output_name"` // workspace.schema.table
+	// KafkaGroup and KafkaBootstrap are a Kafka pipe's group id and
+	// brokers (its Input is the topic).
+	KafkaGroup     string `json:"kafka_group_id,omitempty"`
+	KafkaBootstrap string `json:"kafka_bootstrap,omitempty"`
 	Comment       string            `json:"comment,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
 }

@@ -205,7 +205,9 @@ func (c *intCol[T]) keep(keep []bool) {
 
 func (c *intCol[T]) values() any {
 	vals, nulls := c.vals, c.nulls
-	c.vals, c.nulls = nil, nil
+	// The next block is likely as long as this one: growing it from
+	// nothing copied every value several times.
+	c.vals, c.nulls = make([]T, 0, len(vals)), make([]bool, 0, len(nulls))
 	if !c.nullable {
 		return vals
 	}
@@ -284,7 +286,9 @@ func (c *floatCol[T]) keep(keep []bool) {
 }
 func (c *floatCol[T]) values() any {
 	vals, nulls := c.vals, c.nulls
-	c.vals, c.nulls = nil, nil
+	// The next block is likely as long as this one: growing it from
+	// nothing copied every value several times.
+	c.vals, c.nulls = make([]T, 0, len(vals)), make([]bool, 0, len(nulls))
 	if !c.nullable {
 		return vals
 	}
@@ -349,7 +353,9 @@ func (c *stringCol) keep(keep []bool) {
 }
 func (c *stringCol) values() any {
 	vals, nulls := c.vals, c.nulls
-	c.vals, c.nulls = nil, nil
+	// The next block is likely as long as this one: growing it from
+	// nothing copied every value several times.
+	c.vals, c.nulls = make([]string, 0, len(vals)), make([]bool, 0, len(nulls))
 	if !c.nullable {
 		return vals
 	}
@@ -463,7 +469,9 @@ func (c *decimalCol) keep(keep []bool) {
 }
 func (c *decimalCol) values() any {
 	vals, nulls := c.vals, c.nulls
-	c.vals, c.nulls = nil, nil
+	// The next block is likely as long as this one: growing it from
+	// nothing copied every value several times.
+	c.vals, c.nulls = make([]decimal.Decimal, 0, len(vals)), make([]bool, 0, len(nulls))
 	if !c.nullable {
 		return vals
 	}
@@ -524,7 +532,9 @@ func (c *timeCol) keep(keep []bool) {
 }
 func (c *timeCol) values() any {
 	vals, nulls := c.vals, c.nulls
-	c.vals, c.nulls = nil, nil
+	// The next block is likely as long as this one: growing it from
+	// nothing copied every value several times.
+	c.vals, c.nulls = make([]time.Time, 0, len(vals)), make([]bool, 0, len(nulls))
 	if !c.nullable {
 		return vals
 	}

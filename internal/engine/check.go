@@ -68,7 +68,15 @@ func checkCopy(s *sqlparse.CopyIntoTable) error {
 		return err
 	}
 	if s.Volume == nil {
-		return nil
+		if s.Query == nil {
+			return nil
+		}
+		_, fc, err := kafkaQuery(s.Query)
+		if err != nil {
+			return err
+		}
+		_, err = parseReadKafka(fc)
+		return err
 	}
 	switch strings.ToUpper(s.Volume.Format) {
 	case "CSV", "JSON", "PARQUET":
@@ -127,6 +135,9 @@ var secretKeys = map[string]bool{"access_key": true, "secret_key": true, "access
 // for echoing and logging.
 func Redact(stmt sqlparse.Statement) string {
 	_, text := stmt.Span()
+	if c, ok := stmt.(*sqlparse.CreatePipe); ok {
+		return redactSecrets(text, kafkaSecrets(c))
+	}
 	if c, ok := stmt.(*sqlparse.CreateConnection); ok {
 		for _, p := range c.Props {
 			if secretKeys[strings.ToLower(p.Key)] && p.Value != "" {

@@ -76,6 +76,9 @@ func (e *Engine) pipeSpec(ctx context.Context, name string) (catalog.PipeSpec, e
 func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipeParams {
 	p := workflows.PipeParams{Workspace: e.cfg.Workspace, Schema: e.cfg.Schema, Name: name, Kind: spec.Kind,
 		IngestMode: spec.Properties["ingest_mode"], PollSeconds: 30}
+	if spec.Kind == workflows.KindKafka {
+		p.PollSeconds = 60
+	}
 	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
 		p.PollSeconds = v
 	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == "KAFKA" {
@@ -112,7 +115,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	}
 	cp := s.Copy
 	if cp.Volume == nil {
-		return nil, fmt.Errorf("pipe %s: Kafka pipes (READ_KAFKA): %w", s.Name, ErrNotSupportedYet)
+		return e.createKafkaPipe(ctx, s, orch)
 	}
 	schema, table, _, err := e.table(ctx, cp.Table)
 	if err != nil {
@@ -271,6 +274,9 @@ func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpe
 		v.status = "PAUSED"
 	}
 	v.st = st
+	if v.invalid == "" && st != nil && st.Kafka != nil {
+		v.invalid = st.Kafka.InvalidReason // too many bad records: paused
+	}
 	if v.invalid == "" {
 		v.invalid = reason // an activity that keeps failing
 	}
@@ -320,7 +326,11 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 				last = v.st.Counters.LastLoadTime
 			}
 		}
-		res.Rows = append(res.Rows, []any{o.Name, status, spec.Kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
+		kind := spec.Kind
+		if kind == workflows.KindKafka {
+			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the seeds do
+		}
+		res.Rows = append(res.Rows, []any{o.Name, status, kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
 			spec.Input, spec.Output, files, rows, last, spec.Comment, spec.CopyStatement, spec.CreatedAt})
 	}
 	return res, nil
@@ -337,6 +347,23 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 		{"properties", v.properties()}, {"ingest_mode", spec.Properties["ingest_mode"]}, {"virtual_cluster", spec.Properties["virtual_cluster"]},
 		{"input_name", spec.Input}, {"output_name", spec.Output}, {"copy_statement", spec.CopyStatement},
 		{"invalid_reason", v.invalid}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
+	}
+	if spec.Kind == workflows.KindKafka {
+		kv = append(kv, [2]any{"batch_interval_in_seconds", spec.Properties["batch_interval_in_seconds"]},
+			[2]any{"kafka_bootstrap", spec.KafkaBootstrap}, [2]any{"kafka_group_id", spec.KafkaGroup})
+		var offsets []workflows.PartitionOffset
+		if v.st != nil && v.st.Kafka != nil {
+			offsets = v.st.Kafka.Offsets
+		}
+		parts, lag, err := e.kafkaLag(ctx, s.Name, offsets)
+		if err != nil {
+			parts = "unknown: " + err.Error()
+		}
+		var lagv any = lag
+		if err != nil {
+			lagv = nil
+		}
+		kv = append(kv, [2]any{"kafka_partitions", parts}, [2]any{"kafka_lag", lagv})
 	}
 	if s.Extended {
 		kv = append(kv, [2]any{"query_tag", e.PipeWorkflowID(s.Name)}, [2]any{"workflow_id", e.PipeWorkflowID(s.Name)})

@@ -245,15 +245,8 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 
 // dropCommit deletes the rows of an unrecorded attempt, if there are any.
 func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
-	n, err := r.e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
-		chsql.Table(r.target.db, r.target.table), chsql.QuoteIdent(CommitColumn), commit))
-	if err != nil {
+	if err := r.e.dropCommit(ctx, r.target, commit); err != nil {
 		return fmt.Errorf("pipe %s: %w", r.Name, err)
-	}
-	if len(n) == 1 && n[0] != "0" {
-		if _, err := r.e.mutate(ctx, r.target.db, r.target.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(CommitColumn), commit)); err != nil {
-			return fmt.Errorf("pipe %s: remove an unfinished load: %w", r.Name, err)
-		}
 	}
 	return nil
 }

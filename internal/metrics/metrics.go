@@ -24,6 +24,9 @@ type Pipes struct {
 	backlog  *prometheus.GaugeVec
 	lag      *prometheus.GaugeVec
 	seconds  *prometheus.HistogramVec
+	records  *prometheus.CounterVec
+	kLag     *prometheus.GaugeVec
+	batch    *prometheus.HistogramVec
 }
 
 // New registers the metrics on a registry of their own.
@@ -39,8 +42,11 @@ func New() *Pipes {
 		backlog:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_backlog_files", Help: "Files waiting to be loaded at the last listing."}, labels),
 		lag:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_lag_seconds", Help: "Age of the oldest file waiting to be loaded, at the last listing (0 when none waits)."}, labels),
 		seconds:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_file_seconds", Help: "Time to load one file.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
+		records:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_kafka_records_total", Help: "Records Kafka pipes read."}, labels),
+		kLag:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_kafka_lag_records", Help: "Records waiting in the topic beyond a Kafka pipe's offsets, after its last batch."}, labels),
+		batch:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
-	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds,
+	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.batch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
 }
@@ -81,6 +87,19 @@ func (p *Pipes) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
 		lag = time.Since(oldest).Seconds()
 	}
 	p.lag.WithLabelValues(name(pp)).Set(lag)
+}
+
+// KafkaBatch records one Kafka batch.
+func (p *Pipes) KafkaBatch(pp workflows.PipeParams, r workflows.KafkaBatchResult, d time.Duration) {
+	if p == nil {
+		return
+	}
+	n := name(pp)
+	p.records.WithLabelValues(n).Add(float64(r.Records))
+	p.rows.WithLabelValues(n).Add(float64(r.Rows))
+	p.rejected.WithLabelValues(n).Add(float64(r.Rejected))
+	p.kLag.WithLabelValues(n).Set(float64(r.Lag))
+	p.batch.WithLabelValues(n).Observe(d.Seconds())
 }
 
 // Handler serves /metrics.

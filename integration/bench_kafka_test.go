@@ -1,0 +1,156 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kafkaBaseline reads every record of a topic from its beginning with a
+// plain franz-go consumer that does nothing with them: the fastest a Kafka
+// pipe could possibly go on this machine.
+func kafkaBaseline(tb testing.TB, topic string, partitions int32, n int) time.Duration {
+	tb.Helper()
+	parts := map[int32]kgo.Offset{}
+	for p := int32(0); p < partitions; p++ {
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	start := time.Now()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	got := 0
+	for got < n {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			tb.Fatalf("baseline consumer: %d of %d records: %v", got, n, err)
+		}
+		got += fs.NumRecords()
+	}
+	return time.Since(start)
+}
+
+// benchDuration reads a duration setting (e.g. "5s").
+func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			tb.Fatalf("%s=%q: %v", name, v, err)
+		}
+		return d
+	}
+	return def
+}
+
+// BenchmarkKafkaPipe measures a Kafka pipe against a baseline in the same
+// run:
+//
+//	(a) throughput: N JSON log lines (LAKEPIPE_BENCH_KAFKA_RECORDS, default
+//	    1,000,000) on a 6-partition topic, loaded by the seed's pipe (three
+//	    PARSE_JSON fields, TIMESTAMP cast) from CREATE PIPE until every row
+//	    is visible, vs a plain franz-go consumer that only reads the same
+//	    records (measured before and after the pipe; target ratio ≥ 0.5);
+//	(b) latency with BATCH_INTERVAL_IN_SECONDS = '1': one record produced at
+//	    a random moment, the table polled until its row is visible, 40 times
+//	    (LAKEPIPE_BENCH_KAFKA_LATENCY); target p50 < 1.5 s.
+//
+// Run: ./task bench:kafka
+func BenchmarkKafkaPipe(b *testing.B) {
+	n := benchInt(b, "LAKEPIPE_BENCH_KAFKA_RECORDS", 1_000_000)
+	nLat := benchInt(b, "LAKEPIPE_BENCH_KAFKA_LATENCY", 40)
+	p := newPipeBench(b)
+	p.worker()
+	topic := "bench_" + p.id
+	prod := kafkaTopic(b, topic, 6)
+	// Produce the records up front.
+	ctx := p.ctx
+	const chunk = 10000
+	for i := 0; i < n; i += chunk {
+		recs := make([]*kgo.Record, 0, chunk)
+		for j := i; j < i+chunk && j < n; j++ {
+			recs = append(recs, &kgo.Record{Value: []byte(logLine("bench", j, []string{"INFO", "WARN", "ERROR"}[j%3]))})
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			b.Fatalf("produce: %v", err)
+		}
+	}
+	p.run(`CREATE TABLE logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	// The Kafka server persists what it was sent for a few seconds after;
+	// both sides are measured after that.
+	time.Sleep(benchDuration(b, "LAKEPIPE_BENCH_KAFKA_SETTLE", 10*time.Second))
+	// Producing left this process a large heap; collect it now rather than
+	// in the middle of the first measurement.
+	runtime.GC()
+
+	b.ResetTimer()
+	base1 := kafkaBaseline(b, topic, 6, n)
+	start := time.Now()
+	p.run(kafkaPipeSQL("bench_pipe", "logs", topic, "bench_"+p.id, 0, ""))
+	for p.count("logs") < int64(n) {
+		if time.Since(start) > 20*time.Minute {
+			b.Fatalf("pipe: %d of %d rows after 20 minutes", p.count("logs"), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pipe := time.Since(start)
+	if got := p.count("logs"); got != int64(n) {
+		b.Fatalf("pipe loaded %d rows, want %d", got, n)
+	}
+	p.run(`DROP PIPE bench_pipe`)
+	base2 := kafkaBaseline(b, topic, 6, n)
+
+	// (b) latency.
+	latTopic := "benchlat_" + p.id
+	lprod := kafkaTopic(b, latTopic, 1)
+	p.run(`CREATE TABLE lat (id BIGINT)`)
+	p.run(fmt.Sprintf(`CREATE PIPE lat_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO lat FROM (
+		SELECT CAST(VALUE AS STRING)::BIGINT AS id FROM READ_KAFKA('%s', '%s', '', 'benchlat_%s', '', '', '', '', 'raw', 'raw', 0, map()))`, kafkaAddr, latTopic, p.id))
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	lat := make([]time.Duration, 0, nLat)
+	for i := 1; i <= nLat; i++ {
+		time.Sleep(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		if err := lprod.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+			b.Fatalf("produce: %v", err)
+		}
+		sent := time.Now()
+		for p.count("lat") < int64(i) {
+			if time.Since(sent) > time.Minute {
+				b.Fatalf("record %d not visible after a minute", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		lat = append(lat, time.Since(sent))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+
+	base := (base1 + base2) / 2
+	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
+	ratio := base.Seconds() / pipe.Seconds()
+	b.ReportMetric(rate(pipe), "pipe_records/s")
+	b.ReportMetric(rate(base), "consumer_records/s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(benchMS(benchPercentile(lat, 50)), "latency_p50_ms")
+	b.ReportMetric(benchMS(benchPercentile(lat, 95)), "latency_p95_ms")
+	fmt.Printf("\nKafka pipe throughput, %d JSON log lines on 6 partitions (seed pipe: PARSE_JSON ×3, TIMESTAMP cast):\n", n)
+	fmt.Printf("  plain franz-go consumer (read only) %9.0f records/s (%v, %v)\n", rate(base), base1.Round(time.Millisecond), base2.Round(time.Millisecond))
+	fmt.Printf("  pipe, topic to visible rows         %9.0f records/s (%v)\n", rate(pipe), pipe.Round(time.Millisecond))
+	fmt.Printf("  ratio %.2f (target ≥ 0.5)\n", ratio)
+	fmt.Printf("Kafka pipe latency, BATCH_INTERVAL_IN_SECONDS = '1', %d records produced at random moments:\n", nLat)
+	fmt.Printf("  p50 %.0f ms  p95 %.0f ms  min %.0f ms  max %.0f ms (target p50 < 1500 ms)\n",
+		benchMS(benchPercentile(lat, 50)), benchMS(benchPercentile(lat, 95)), benchMS(lat[0]), benchMS(lat[len(lat)-1]))
+}

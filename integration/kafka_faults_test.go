@@ -1,0 +1,165 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+)
+
+// TestKafkaPipeFaults proves exactly-once loading from Kafka under worker
+// crashes: N records (LAKEPIPE_KAFKA_FAULT_RECORDS, default 100,000) are
+// produced to a 6-partition topic throughout the run while the pipe's only
+// worker, a `lakepipe worker` child process, is SIGKILLed and restarted K
+// times (LAKEPIPE_KAFKA_FAULT_KILLS, default 2). Each kill waits until the
+// pipe has loaded more rows since the last restart, then lands at a random
+// moment up to 400 ms later (batches of up to 20,000 records take about
+// that long, so kills land inside inserts as well as between batches).
+// Afterwards count() = count(DISTINCT id) = count(DISTINCT partition,
+// offset) = N and the consumer group's lag is 0. `./task test:faults`
+// runs it with 1,000,000 records and 10 kills.
+func TestKafkaPipeFaults(t *testing.T) {
+	nRecords := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_RECORDS", 100_000)
+	nKills := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_KILLS", 2)
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
+		seed, _ = strconv.ParseInt(v, 10, 64)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("kafka fault test: %d records on 6 partitions, %d kills, seed %d (LAKEPIPE_FAULT_SEED)", nRecords, nKills, seed)
+
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+2*time.Minute*time.Duration(nKills))
+	defer cancel()
+	s.Ctx = ctx
+	queue := "it-kfaults-" + s.ID
+	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	if _, err := orch.Client(); err != nil {
+		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
+	}
+	s.Orch = orch
+	s.Eng = s.Eng.WithOrchestrator(orch)
+	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log"}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
+		w.kill()
+		orch.Close()
+		if t.Failed() {
+			t.Logf("worker log (end):\n%s", w.tail(80))
+		}
+	})
+	w.start()
+
+	topic, group := "kfault_"+s.ID, "kfault_"+s.ID
+	prod := kafkaTopic(t, topic, 6)
+	s.run(`CREATE TABLE kfault (id BIGINT, payload STRING, p INT, o BIGINT)`)
+	s.run(fmt.Sprintf(`CREATE PIPE kfault_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO kfault FROM (
+		SELECT CAST(KEY AS STRING)::BIGINT AS id, VALUE::STRING AS payload, partition AS p, offset AS o
+		FROM TABLE(READ_KAFKA('%s', '%s', '', '%s', '', '', '', '', 'raw', 'raw', 0, map('max.poll.records', '20000'))))`,
+		kafkaAddr, topic, group))
+	tbl := chsql.Table(s.Schema, "kfault")
+	count := func() int64 {
+		n, err := s.Store.Strings(ctx, "SELECT count() FROM "+tbl)
+		if err != nil || len(n) != 1 {
+			t.Fatalf("count: %v", err)
+		}
+		v, _ := strconv.ParseInt(n[0], 10, 64)
+		return v
+	}
+
+	// The producer: records arrive throughout the run; before kill k it
+	// produces no further than (k+1)/(K+1) of them, so every kill finds
+	// records to load.
+	var kills atomic.Int32
+	chunkEnd := func(k int) int { return k * nRecords / (nKills + 1) }
+	prodErr := make(chan error, 1)
+	go func() {
+		const chunk = 2000
+		for i := 0; i < nRecords; i += chunk {
+			for i >= chunkEnd(int(kills.Load())+1) && int(kills.Load()) < nKills {
+				select {
+				case <-ctx.Done():
+					prodErr <- ctx.Err()
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			recs := make([]*kgo.Record, 0, chunk)
+			for j := i; j < i+chunk && j < nRecords; j++ {
+				recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(j + 1)), Value: []byte(fmt.Sprintf("record %d", j+1))})
+			}
+			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				prodErr <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		prodErr <- nil
+	}()
+
+	// inBatch reports whether a batch is running (the pipe's status query,
+	// answered by the worker).
+	wfID := s.Eng.PipeWorkflowID("kfault_pipe")
+	inBatch := func() bool {
+		st, _, _, err := orch.PipeStatus(ctx, wfID)
+		return err == nil && st != nil && st.Running
+	}
+	start := time.Now()
+	for k := 1; k <= nKills; k++ {
+		base := count()
+		pipeWait(t, 5*time.Minute, fmt.Sprintf("kill %d: the pipe loads rows after the restart", k), func() bool { return count() > base })
+		aim := "at a random moment"
+		if k%2 == 0 {
+			// Even kills land inside a batch: rows may be inserted and
+			// the offsets not yet recorded.
+			aim = "inside a batch"
+			pipeWait(t, time.Minute, fmt.Sprintf("kill %d: a batch runs", k), inBatch)
+			time.Sleep(time.Duration(rng.Intn(150)) * time.Millisecond)
+		} else {
+			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
+		}
+		pid, up := w.kill()
+		kills.Add(1)
+		t.Logf("%6.1fs kill %d (%s): worker %d SIGKILLed after %v; %d rows in the table", time.Since(start).Seconds(), k, aim, pid, up.Round(time.Millisecond), count())
+		time.Sleep(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		w.start()
+	}
+	if err := <-prodErr; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	pipeWait(t, 8*time.Minute, fmt.Sprintf("all %d records loaded", nRecords), func() bool { return count() >= int64(nRecords) })
+	// Give a doubled batch, if there were one, the time to show.
+	time.Sleep(3 * time.Second)
+	res := s.run(fmt.Sprintf("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id) FROM %s.kfault", s.Schema))
+	wantRows(t, "rows", res, fmt.Sprintf("%d|%d|1|%d", nRecords, nRecords, nRecords))
+	pairs, err := s.Store.Strings(ctx, "SELECT uniqExact(p, o) FROM "+tbl)
+	if err != nil || len(pairs) != 1 || pairs[0] != strconv.Itoa(nRecords) {
+		t.Fatalf("distinct (partition, offset) pairs: %v %v, want %d", pairs, err, nRecords)
+	}
+	// The group mirrors the pipe: lag 0 once everything is loaded.
+	pipeWait(t, 30*time.Second, "the group's lag is 0", func() bool {
+		lags, err := kadm.NewClient(prod).Lag(ctx, group)
+		if err != nil {
+			return false
+		}
+		l := lags[group]
+		return l.Error() == nil && l.Lag.Total() == 0
+	})
+	// Clean-ups of dead attempts that had inserted rows (mutations).
+	muts, _ := s.Store.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(s.Schema)+" AND table = 'kfault'")
+	t.Logf("%6.1fs done: %d records exactly once after %d kills; %v clean-ups of rows a killed batch had inserted", time.Since(start).Seconds(), nRecords, nKills, muts)
+}

@@ -1,0 +1,610 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/kafka"
+	"github.com/lakepipe/lakepipe/internal/recordeval"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// readKafka is a READ_KAFKA call's arguments:
+//
+//	READ_KAFKA(bootstrap, topic, topic_pattern, group_id, start_offset,
+//	           end_offset, start_timestamp, end_timestamp, key_format,
+//	           value_format, max_errors, map(k, v, …))
+type readKafka struct {
+	src         kafka.Source
+	keyFormat   string
+	valueFormat string
+	maxErrors   int64
+	secrets     []string // values of secret map keys, kept out of outputs
+}
+
+// kafkaQuery finds the READ_KAFKA call of a pipe's SELECT.
+func kafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error) {
+	sel, ok := q.Body.(*sqlparse.Select)
+	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
+		return nil, nil, fmt.Errorf("a Kafka pipe's COPY reads FROM (SELECT … FROM READ_KAFKA(…) [WHERE …]): no UNION, WITH, ORDER BY or LIMIT")
+	}
+	if len(sel.From) != 1 {
+		return nil, nil, fmt.Errorf("a Kafka pipe's SELECT reads from exactly one READ_KAFKA(…)")
+	}
+	fr, ok := sel.From[0].(*sqlparse.FuncRef)
+	if !ok || fr.Func.Name != "read_kafka" {
+		return nil, nil, fmt.Errorf("a pipe's COPY INTO … FROM (SELECT …) must read FROM READ_KAFKA(…) (or use FROM VOLUME for files)")
+	}
+	if sel.GroupBy != nil || sel.Having != nil || sel.Distinct {
+		return nil, nil, fmt.Errorf("a Kafka pipe's SELECT is evaluated record by record: GROUP BY, HAVING and DISTINCT cannot be used")
+	}
+	return sel, fr.Func, nil
+}
+
+func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
+	var rk readKafka
+	const usage = "READ_KAFKA(bootstrap, topic, '', group_id, '', '', '', '', key_format, value_format, max_errors, map(…))"
+	if len(fc.Args) != 12 {
+		return rk, fmt.Errorf("READ_KAFKA takes 12 arguments, %d given: %s", len(fc.Args), usage)
+	}
+	str := func(i int, what string) (string, error) {
+		l, ok := fc.Args[i].(*sqlparse.Literal)
+		if !ok || (l.Kind != sqlparse.LitString && l.Kind != sqlparse.LitNumber) {
+			return "", fmt.Errorf("READ_KAFKA argument %d (%s) must be a string literal: %s", i+1, what, usage)
+		}
+		return strings.TrimSpace(l.Value), nil
+	}
+	bootstrap, err := str(0, "bootstrap servers")
+	if err != nil {
+		return rk, err
+	}
+	for _, b := range strings.Split(bootstrap, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			rk.src.Bootstrap = append(rk.src.Bootstrap, b)
+		}
+	}
+	if rk.src.Topic, err = str(1, "topic"); err != nil {
+		return rk, err
+	}
+	if pat, err := str(2, "topic pattern"); err != nil {
+		return rk, err
+	} else if pat != "" {
+		return rk, fmt.Errorf("READ_KAFKA: a topic pattern (argument 3) is not supported: a pipe reads one topic; leave it '' and create one pipe per topic")
+	}
+	if rk.src.Group, err = str(3, "group_id"); err != nil {
+		return rk, err
+	}
+	if rk.src.Group == "" {
+		return rk, fmt.Errorf("READ_KAFKA: the group_id (argument 4) is required: the pipe mirrors its offsets there")
+	}
+	for i := 4; i < 8; i++ {
+		if v, err := str(i, "offset or timestamp bound"); err != nil {
+			return rk, err
+		} else if v != "" {
+			return rk, fmt.Errorf("READ_KAFKA: argument %d (start/end offsets and timestamps) must be '' in a pipe: the pipe manages its offsets (map('kafka.auto.offset.reset', 'latest') starts a new pipe at the end of the topic)", i+1)
+		}
+	}
+	for i, p := range []*string{&rk.keyFormat, &rk.valueFormat} {
+		if *p, err = str(8+i, "key/value format"); err != nil {
+			return rk, err
+		}
+		*p = strings.ToLower(*p)
+		if *p != "raw" && *p != "json" {
+			return rk, fmt.Errorf("READ_KAFKA: the %s format (argument %d) is %q: expected 'raw' or 'json'", []string{"key", "value"}[i], 9+i, *p)
+		}
+	}
+	me, err := str(10, "max_errors")
+	if err != nil {
+		return rk, err
+	}
+	if rk.maxErrors, err = strconv.ParseInt(me, 10, 64); err != nil || rk.maxErrors < 0 {
+		return rk, fmt.Errorf("READ_KAFKA: max_errors (argument 11) is %q: expected a whole number ≥ 0", me)
+	}
+	m, ok := fc.Args[11].(*sqlparse.FuncCall)
+	if !ok || m.Name != "map" || len(m.Args)%2 != 0 {
+		return rk, fmt.Errorf("READ_KAFKA: the last argument must be map('key', 'value', …)")
+	}
+	rk.src.Config = map[string]string{}
+	for i := 0; i < len(m.Args); i += 2 {
+		k, kok := m.Args[i].(*sqlparse.Literal)
+		v, vok := m.Args[i+1].(*sqlparse.Literal)
+		if !kok || !vok {
+			return rk, fmt.Errorf("READ_KAFKA: map(…) takes string literals")
+		}
+		rk.src.Config[k.Value] = v.Value
+		if kafka.SecretKey(k.Value) && v.Value != "" {
+			rk.secrets = append(rk.secrets, v.Value)
+		}
+	}
+	if err := rk.src.Validate(); err != nil {
+		return rk, err
+	}
+	return rk, nil
+}
+
+// redactSecrets replaces secret values in text.
+func redactSecrets(text string, secrets []string) string {
+	for _, s := range secrets {
+		text = strings.ReplaceAll(text, s, "***")
+	}
+	return text
+}
+
+// kafkaSecrets returns the secret values of a statement's READ_KAFKA map.
+func kafkaSecrets(s *sqlparse.CreatePipe) []string {
+	if s.Copy == nil || s.Copy.Query == nil {
+		return nil
+	}
+	if _, fc, err := kafkaQuery(s.Copy.Query); err == nil {
+		rk, _ := parseReadKafka(fc)
+		return rk.secrets
+	}
+	return nil
+}
+
+// KafkaPipeRun is what a Kafka pipe's activities need.
+type KafkaPipeRun struct {
+	e      *Engine
+	Name   string
+	Spec   catalog.PipeSpec
+	rk     readKafka
+	prog   *recordeval.Program
+	target loadTarget
+	source []int // target column ← program column
+	// Warn reports trouble that does not fail a batch (nil: ignored).
+	Warn func(msg string)
+}
+
+// compileKafka checks a Kafka pipe's COPY against its target table.
+func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.CopyIntoTable) (*KafkaPipeRun, error) {
+	sel, fc, err := kafkaQuery(cp.Query)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", name, err)
+	}
+	rk, err := parseReadKafka(fc)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", name, err)
+	}
+	prog, err := recordeval.Compile(sel, rk.keyFormat, rk.valueFormat)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", name, err)
+	}
+	schema, table, tspec, err := e.table(ctx, cp.Table)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", name, err)
+	}
+	cols, err := targetColumns(display(schema, table), tspec, cp.Columns)
+	if err != nil {
+		return nil, err
+	}
+	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: tableTarget(schema, table, cols)}
+	src := make([]formats.Column, len(prog.Columns))
+	for i, c := range prog.Columns {
+		src[i] = formats.Column{Name: c}
+	}
+	if len(src) != len(run.target.cols) {
+		matched := 0
+		for _, c := range src {
+			for _, t := range run.target.cols {
+				if strings.EqualFold(c.Name, t.Name) {
+					matched++
+					break
+				}
+			}
+		}
+		if matched != len(src) {
+			names := make([]string, len(run.target.cols))
+			for i, t := range run.target.cols {
+				names[i] = t.Name
+			}
+			return nil, fmt.Errorf("pipe %s: the SELECT yields %d columns (%s) and %s has %d (%s): name every SELECT column AS a column of the table, or select as many columns as it has, in its order",
+				name, len(src), strings.Join(prog.Columns, ", "), run.target.display, len(names), strings.Join(names, ", "))
+		}
+	}
+	if run.source, err = mapColumns("the SELECT list", src, run.target, true); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", name, err)
+	}
+	return run, nil
+}
+
+// createKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
+func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch Orchestrator) (*Result, error) {
+	cp := s.Copy
+	if cp.Overwrite {
+		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
+	}
+	run, err := e.compileKafka(ctx, s.Name, cp)
+	if err != nil {
+		return nil, err
+	}
+	pr := props(s.Props)
+	if m := pr["ingest_mode"]; m != "" {
+		return nil, fmt.Errorf("pipe %s: INGEST_MODE is for volume pipes; a Kafka pipe reads every BATCH_INTERVAL_IN_SECONDS", s.Name)
+	}
+	if pr["batch_interval_in_seconds"] == "" {
+		pr["batch_interval_in_seconds"] = "60"
+	}
+	if pr["virtual_cluster"] == "" {
+		pr["virtual_cluster"] = "DEFAULT"
+	}
+	// One pipe per group: two pipes committing to one group would each
+	// show the other's position as theirs.
+	all, err := e.cat.ListAll(ctx, catalog.KindPipe)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range all {
+		var other catalog.PipeSpec
+		if o.Decode(&other) == nil && other.Kind == workflows.KindKafka && other.KafkaGroup == run.rk.src.Group {
+			return nil, fmt.Errorf("pipe %s: group_id %q is already used by pipe %s.%s; every Kafka pipe needs a group_id of its own", s.Name, run.rk.src.Group, o.Schema, o.Name)
+		}
+	}
+	spec := catalog.PipeSpec{
+		Kind: workflows.KindKafka, Properties: pr, CopyStatement: redactSecrets(cp.Text, run.rk.secrets),
+		Input: run.rk.src.Topic, Output: run.target.display, CreatedAt: time.Now().UTC(),
+		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
+	}
+	spec.Output = e.cfg.Workspace + "." + run.target.display
+	if s.Comment != nil {
+		spec.Comment = *s.Comment
+	}
+	// The statement itself is kept as the object's secret when its map
+	// holds secrets; the spec shows it redacted.
+	secret := ""
+	if len(run.rk.secrets) > 0 {
+		secret = cp.Text
+	}
+	if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, secret); err != nil {
+		return nil, err
+	}
+	id := e.PipeWorkflowID(s.Name)
+	if err := orch.Start(ctx, id, workflows.PipeWorkflowName, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
+	}
+	return message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.src.Topic, pr["batch_interval_in_seconds"], id), nil
+}
+
+// OpenKafkaPipe loads a Kafka pipe for its activities. A missing pipe is
+// ErrPipeGone.
+func (e *Engine) OpenKafkaPipe(ctx context.Context, p workflows.PipeParams) (*KafkaPipeRun, error) {
+	e = e.WithSchema(p.Schema)
+	var spec catalog.PipeSpec
+	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
+	}
+	text := spec.CopyStatement
+	if sec, err := e.cat.Secret(ctx, catalog.KindPipe, p.Schema, p.Name); err != nil {
+		return nil, err
+	} else if sec != "" {
+		text = sec
+	}
+	stmt, err := sqlparse.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err)
+	}
+	cp, ok := stmt.(*sqlparse.CopyIntoTable)
+	if !ok || cp.Query == nil {
+		return nil, fmt.Errorf("pipe %s: not a Kafka pipe", p.Name)
+	}
+	run, err := e.compileKafka(ctx, p.Name, cp)
+	if err != nil {
+		return nil, err
+	}
+	run.Spec = spec
+	return run, nil
+}
+
+// Topic is the pipe's topic.
+func (r *KafkaPipeRun) Topic() string { return r.rk.src.Topic }
+
+// Table is the pipe's target, schema.table.
+func (r *KafkaPipeRun) Table() string { return r.target.display }
+
+// InitialOffsets says where the pipe starts (see kafka.Client.InitialOffsets).
+func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]workflows.PartitionOffset, error) {
+	cl, err := kafka.Open(r.rk.src)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	off, err := cl.InitialOffsets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	return toPartitionOffsets(off), nil
+}
+
+func toPartitionOffsets(o kafka.Offsets) []workflows.PartitionOffset {
+	out := make([]workflows.PartitionOffset, 0, len(o))
+	for _, p := range o.Sorted() {
+		out = append(out, workflows.PartitionOffset{Partition: p, Offset: o[p]})
+	}
+	return out
+}
+
+// commitID names one batch: the pipe and the offsets it starts from. A
+// retried batch starts from the same offsets, so it finds (and removes)
+// the rows of an attempt that did not finish.
+func (r *KafkaPipeRun) commitID(from []workflows.PartitionOffset) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "kafka\x00%s\x00%s\x00%s\x00%d", r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano())
+	for _, o := range from {
+		fmt.Fprintf(h, "\x00%d:%d", o.Partition, o.Offset)
+	}
+	return h.Sum64() | 1
+}
+
+// badRecord is a record that could not be loaded.
+type badRecord struct {
+	partition int32
+	offset    int64
+	msg       string
+}
+
+// LoadBatch loads the records after in.Offsets exactly once:
+//
+//  1. the batch's rows are tagged with a commit id derived from the offsets
+//     it starts from; a retried attempt (same offsets) first deletes rows
+//     an earlier attempt of it left;
+//  2. records are read up to the end offsets seen at the start (at most
+//     max.poll.records), evaluated, and inserted;
+//  3. the new offsets are returned: Temporal recording the result is the
+//     commit point; the consumer group gets them too, for monitoring.
+//
+// When the batch has more bad records than max_errors still allows, none
+// of it is kept and the result says to pause.
+func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInput, retried bool) (workflows.KafkaBatchResult, error) {
+	res := workflows.KafkaBatchResult{Offsets: in.Offsets}
+	cl, err := kafka.Open(r.rk.src)
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	end, err := cl.EndOffsets(ctx)
+	if err != nil {
+		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	from := kafka.Offsets{}
+	for _, o := range in.Offsets {
+		from[o.Partition] = o.Offset
+	}
+	// Partitions added to the topic since the pipe started are read from
+	// their beginning.
+	var added []int32
+	for p := range end {
+		if _, ok := from[p]; !ok {
+			added = append(added, p)
+		}
+	}
+	if len(added) > 0 {
+		start, err := cl.StartOffsets(ctx)
+		if err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		for _, p := range added {
+			from[p] = start[p]
+		}
+	}
+	commit := r.commitID(in.Offsets)
+	target := r.target
+	target.commit = commit
+	if retried {
+		if err := r.e.dropCommit(ctx, target, commit); err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+	}
+	pending := int64(0)
+	for p, e := range end {
+		if e > from[p] {
+			pending += e - from[p]
+		}
+	}
+	if pending == 0 {
+		res.Offsets = toPartitionOffsets(from)
+		return res, nil
+	}
+
+	budget := r.rk.maxErrors - in.Rejected
+	ins, err := r.e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, commit)
+	if err != nil {
+		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	defer ins.Abort()
+	// Two stages overlap: this goroutine evaluates records into batches of
+	// text cells, a converter turns full batches into ClickHouse columns
+	// (and the Inserter's sender writes them meanwhile).
+	const batchRows = 8192
+	type evalBatch struct {
+		b     *formats.Batch
+		where [][2]int64 // partition, offset of each row
+	}
+	free := make(chan *evalBatch, 3)
+	for i := 0; i < cap(free); i++ {
+		free <- &evalBatch{b: r.prog.NewBatch(batchRows), where: make([][2]int64, 0, batchRows)}
+	}
+	full := make(chan *evalBatch, 2)
+	var mu sync.Mutex // guards bad
+	var bad []badRecord
+	convDone := make(chan error, 1)
+	go func() {
+		var err error
+		for eb := range full {
+			if err == nil {
+				var errs []chstore.RowError
+				if errs, err = ins.Add(eb.b, r.source); err == nil {
+					mu.Lock()
+					for _, e := range errs {
+						if i := int(e.Line) - 1; i >= 0 && i < len(eb.where) {
+							bad = append(bad, badRecord{partition: int32(eb.where[i][0]), offset: eb.where[i][1], msg: e.Msg})
+						}
+					}
+					mu.Unlock()
+				}
+			}
+			recordeval.ResetBatch(eb.b)
+			eb.where = eb.where[:0]
+			free <- eb
+		}
+		convDone <- err
+	}()
+	over := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return int64(len(bad)) > budget
+	}
+	var rec recordeval.Record
+	cur := <-free
+	errStop := fmt.Errorf("stop")
+	max := cl.MaxPollRecords()
+	if n, err := strconv.Atoi(r.Spec.Properties["batch_size_per_kafka_partition"]); err == nil && n > 0 {
+		max = n * len(end)
+	}
+	next, err := cl.Read(ctx, from, end, max, func(kr *kgo.Record) error {
+		res.Records++
+		rec = recordeval.Record{Key: kr.Key, Value: kr.Value, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp, Headers: rec.Headers[:0]}
+		for _, h := range kr.Headers {
+			rec.Headers = append(rec.Headers, recordeval.Header{Key: h.Key, Value: h.Value})
+		}
+		kept, err := r.prog.Append(cur.b, &rec)
+		if err != nil {
+			mu.Lock()
+			bad = append(bad, badRecord{partition: kr.Partition, offset: kr.Offset, msg: err.Error()})
+			mu.Unlock()
+			if over() {
+				return errStop
+			}
+			return nil
+		}
+		if !kept {
+			res.Filtered++
+			return nil
+		}
+		// Line numbers the rows of this batch, so that a conversion error
+		// names its record.
+		cur.b.Line[cur.b.Rows-1] = int64(len(cur.where) + 1)
+		cur.where = append(cur.where, [2]int64{int64(kr.Partition), kr.Offset})
+		if cur.b.Rows >= batchRows {
+			full <- cur
+			cur = <-free
+			if over() {
+				return errStop
+			}
+		}
+		return nil
+	})
+	if cur.b.Rows > 0 && err == nil {
+		full <- cur
+	}
+	close(full)
+	if cerr := <-convDone; err == nil {
+		err = cerr
+	}
+	if err != nil && err != errStop {
+		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if over() {
+		ins.Abort()
+		// Blocks already sent are taken back: the batch is all or nothing.
+		if err := r.e.dropCommit(ctx, target, commit); err != nil {
+			return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		// The group keeps the position before the batch, so that a pipe
+		// re-created on it with a higher max_errors goes on from there.
+		_ = cl.CommitGroup(ctx, from)
+		f := bad[len(bad)-1]
+		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer, or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
+			r.rk.src.Topic, f.partition, f.offset, f.msg, r.rk.maxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.src.Group)
+		return workflows.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
+	}
+	rows, err := ins.Close()
+	if err != nil {
+		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	res.Rows = rows
+	res.Rejected = int64(len(bad))
+	if len(bad) > 0 {
+		f := bad[0]
+		res.FirstError = fmt.Sprintf("topic %s partition %d offset %d: %s", r.rk.src.Topic, f.partition, f.offset, f.msg)
+	}
+	for p, e := range end {
+		if e > next[p] {
+			res.Lag += e - next[p]
+		}
+	}
+	res.More = res.Records >= int64(max) && res.Lag > 0
+	res.Offsets = toPartitionOffsets(next)
+	if err := cl.CommitGroup(ctx, next); err != nil {
+		// Only monitoring depends on it; the next batch commits again.
+		if r.Warn != nil {
+			r.Warn(err.Error())
+		}
+	}
+	return res, nil
+}
+
+// KafkaLag is what DESC PIPE shows of a Kafka pipe's position: per
+// partition its offset, the end of the partition and the lag.
+func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []workflows.PartitionOffset) (string, int64, error) {
+	run, err := e.OpenKafkaPipe(ctx, e.pipeParams(name, catalog.PipeSpec{Kind: workflows.KindKafka}))
+	if err != nil {
+		return "", 0, err
+	}
+	cl, err := kafka.Open(run.rk.src)
+	if err != nil {
+		return "", 0, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	end, err := cl.EndOffsets(cctx)
+	if err != nil {
+		return "", 0, err
+	}
+	at := map[int32]int64{}
+	for _, o := range offsets {
+		at[o.Partition] = o.Offset
+	}
+	var parts []string
+	var total int64
+	for _, p := range end.Sorted() {
+		lag := end[p] - at[p]
+		if lag < 0 {
+			lag = 0
+		}
+		total += lag
+		parts = append(parts, fmt.Sprintf("%d: offset %d, end %d, lag %d", p, at[p], end[p], lag))
+	}
+	return strings.Join(parts, "; "), total, nil
+}
+
+// dropCommit deletes the rows of an unrecorded attempt, if there are any.
+func (e *Engine) dropCommit(ctx context.Context, t loadTarget, commit uint64) error {
+	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
+		chsql.Table(t.db, t.table), chsql.QuoteIdent(CommitColumn), commit))
+	if err != nil {
+		return err
+	}
+	if len(n) == 1 && n[0] != "0" {
+		if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(CommitColumn), commit)); err != nil {
+			return fmt.Errorf("remove an unfinished load: %w", err)
+		}
+	}
+	return nil
+}

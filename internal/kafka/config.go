@@ -1,0 +1,231 @@
+// Package kafka reads one topic for a Kafka pipe with franz-go: offsets are
+// given and returned explicitly (the pipe's workflow keeps them), the
+// consumer group only mirrors them so that standard tools show the lag.
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Source is what READ_KAFKA names: brokers, one topic, the group whose
+// offsets mirror the pipe's, and client settings from its map(…).
+type Source struct {
+	Bootstrap []string
+	Topic     string
+	Group     string
+	Config    map[string]string
+}
+
+// Settings derived from Config; see Known for the keys.
+type settings struct {
+	opts []kgo.Opt
+	// resetLatest starts a new pipe at the end of the topic instead of its
+	// beginning (auto.offset.reset = latest).
+	resetLatest    bool
+	readCommitted  bool
+	maxPollRecords int
+}
+
+// Known lists the READ_KAFKA map keys lakepipe understands, with what they
+// do. A "kafka." prefix is accepted on every key.
+var Known = map[string]string{
+	"auto.offset.reset":                     "earliest (default) or latest: where a new pipe starts when its group has no committed offsets",
+	"security.protocol":                     "PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL",
+	"sasl.mechanism":                        "PLAIN (default), SCRAM-SHA-256 or SCRAM-SHA-512",
+	"sasl.username":                         "SASL user",
+	"sasl.password":                         "SASL password (kept secret)",
+	"ssl.ca.location":                       "PEM file of the CA that signed the brokers' certificates",
+	"ssl.certificate.location":              "PEM client certificate (mutual TLS)",
+	"ssl.key.location":                      "PEM client key (mutual TLS)",
+	"ssl.endpoint.identification.algorithm": "https (default) checks the broker host name; none does not",
+	"isolation.level":                       "read_uncommitted (default) or read_committed",
+	"fetch.max.bytes":                       "upper bound of one fetch response (bytes)",
+	"max.partition.fetch.bytes":             "upper bound per partition of one fetch (bytes)",
+	"fetch.max.wait.ms":                     "how long a fetch waits for data (default 500)",
+	"max.poll.records":                      "most records one pipe turn loads (default 500000); a backlog continues in the next turn at once",
+	"client.id":                             "client id the brokers log",
+	"request.timeout.ms":                    "extra time allowed for a request beyond its own timeout",
+}
+
+// SecretKey reports whether a map key holds a secret: its value is kept out
+// of every output and log.
+func SecretKey(k string) bool {
+	k = strings.ToLower(strings.TrimPrefix(strings.ToLower(k), "kafka."))
+	return strings.Contains(k, "password") || strings.Contains(k, "secret") || k == "sasl.jaas.config"
+}
+
+// KnownKeys lists the known keys, sorted, for error messages.
+func KnownKeys() string {
+	keys := make([]string, 0, len(Known))
+	for k := range Known {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// Validate checks a source without connecting.
+func (s Source) Validate() error {
+	_, err := s.settings()
+	return err
+}
+
+func (s Source) settings() (*settings, error) {
+	if len(s.Bootstrap) == 0 {
+		return nil, fmt.Errorf("READ_KAFKA: the bootstrap servers (first argument) are empty")
+	}
+	if s.Topic == "" {
+		return nil, fmt.Errorf("READ_KAFKA: the topic (second argument) is empty")
+	}
+	st := &settings{maxPollRecords: 500000}
+	st.opts = append(st.opts, kgo.SeedBrokers(s.Bootstrap...))
+	cfg := map[string]string{}
+	for k, v := range s.Config {
+		k = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(k)), "kafka.")
+		if _, ok := Known[k]; !ok {
+			return nil, fmt.Errorf("READ_KAFKA: unknown setting %q in map(…) (known: %s)", k, KnownKeys())
+		}
+		cfg[k] = strings.TrimSpace(v)
+	}
+	num := func(k string, min int) (int, bool, error) {
+		v, ok := cfg[k]
+		if !ok || v == "" {
+			return 0, false, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min {
+			return 0, false, fmt.Errorf("READ_KAFKA: %s = %q: expected a whole number ≥ %d", k, v, min)
+		}
+		return n, true, nil
+	}
+	switch strings.ToLower(cfg["auto.offset.reset"]) {
+	case "", "earliest", "smallest", "beginning":
+	case "latest", "largest", "end":
+		st.resetLatest = true
+	default:
+		return nil, fmt.Errorf("READ_KAFKA: auto.offset.reset = %q: expected earliest or latest", cfg["auto.offset.reset"])
+	}
+	switch strings.ToLower(cfg["isolation.level"]) {
+	case "", "read_uncommitted":
+	case "read_committed":
+		st.readCommitted = true
+		st.opts = append(st.opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	default:
+		return nil, fmt.Errorf("READ_KAFKA: isolation.level = %q: expected read_uncommitted or read_committed", cfg["isolation.level"])
+	}
+	if n, ok, err := num("fetch.max.bytes", 1); err != nil {
+		return nil, err
+	} else if ok {
+		st.opts = append(st.opts, kgo.FetchMaxBytes(int32(n)))
+	}
+	if n, ok, err := num("max.partition.fetch.bytes", 1); err != nil {
+		return nil, err
+	} else if ok {
+		st.opts = append(st.opts, kgo.FetchMaxPartitionBytes(int32(n)))
+	}
+	wait := 500
+	if n, ok, err := num("fetch.max.wait.ms", 1); err != nil {
+		return nil, err
+	} else if ok {
+		wait = n
+	}
+	st.opts = append(st.opts, kgo.FetchMaxWait(time.Duration(wait)*time.Millisecond))
+	if n, ok, err := num("max.poll.records", 1); err != nil {
+		return nil, err
+	} else if ok {
+		st.maxPollRecords = n
+	}
+	if n, ok, err := num("request.timeout.ms", 1); err != nil {
+		return nil, err
+	} else if ok {
+		st.opts = append(st.opts, kgo.RequestTimeoutOverhead(time.Duration(n)*time.Millisecond))
+	}
+	if id := cfg["client.id"]; id != "" {
+		st.opts = append(st.opts, kgo.ClientID(id))
+	} else {
+		st.opts = append(st.opts, kgo.ClientID("lakepipe"))
+	}
+
+	proto := strings.ToUpper(cfg["security.protocol"])
+	useTLS, useSASL := false, false
+	switch proto {
+	case "", "PLAINTEXT":
+	case "SSL":
+		useTLS = true
+	case "SASL_PLAINTEXT":
+		useSASL = true
+	case "SASL_SSL":
+		useTLS, useSASL = true, true
+	default:
+		return nil, fmt.Errorf("READ_KAFKA: security.protocol = %q: expected PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", cfg["security.protocol"])
+	}
+	if useTLS {
+		tc, err := tlsConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		st.opts = append(st.opts, kgo.DialTLSConfig(tc))
+	}
+	if useSASL {
+		user, pass := cfg["sasl.username"], cfg["sasl.password"]
+		if user == "" {
+			return nil, fmt.Errorf("READ_KAFKA: security.protocol %s needs sasl.username and sasl.password", proto)
+		}
+		switch strings.ToUpper(cfg["sasl.mechanism"]) {
+		case "", "PLAIN":
+			st.opts = append(st.opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+		case "SCRAM-SHA-256":
+			st.opts = append(st.opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+		case "SCRAM-SHA-512":
+			st.opts = append(st.opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+		default:
+			return nil, fmt.Errorf("READ_KAFKA: sasl.mechanism = %q: expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", cfg["sasl.mechanism"])
+		}
+	}
+	return st, nil
+}
+
+func tlsConfig(cfg map[string]string) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	switch strings.ToLower(cfg["ssl.endpoint.identification.algorithm"]) {
+	case "", "https":
+	case "none":
+		tc.InsecureSkipVerify = true
+	default:
+		return nil, fmt.Errorf("READ_KAFKA: ssl.endpoint.identification.algorithm = %q: expected https or none", cfg["ssl.endpoint.identification.algorithm"])
+	}
+	if f := cfg["ssl.ca.location"]; f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("READ_KAFKA: ssl.ca.location: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("READ_KAFKA: ssl.ca.location %s holds no PEM certificate", f)
+		}
+		tc.RootCAs = pool
+	}
+	cert, key := cfg["ssl.certificate.location"], cfg["ssl.key.location"]
+	if (cert == "") != (key == "") {
+		return nil, fmt.Errorf("READ_KAFKA: ssl.certificate.location and ssl.key.location go together")
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("READ_KAFKA: client certificate: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}

@@ -1,0 +1,628 @@
+package recordeval
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// JSON values are kept as their text, validated once (validJSON) and then
+// navigated lazily: a lookup skips over what it does not need instead of
+// decoding the document. The grammar accepted is exactly encoding/json's
+// (RFC 8259; strings may hold invalid UTF-8, which decodes to U+FFFD).
+
+// maxJSONDepth bounds nesting, as encoding/json does.
+const maxJSONDepth = 10000
+
+// jsonError is a JSON syntax error at a byte offset.
+type jsonError struct {
+	msg string
+	off int
+}
+
+func (e *jsonError) Error() string { return fmt.Sprintf("%s at offset %d", e.msg, e.off) }
+
+func jsonErrAt(b []byte, i int, what string) error {
+	if i >= len(b) {
+		return &jsonError{"unexpected end of JSON input", i}
+	}
+	return &jsonError{fmt.Sprintf("invalid character %s %s", quoteChar(b[i]), what), i}
+}
+
+func quoteChar(c byte) string {
+	switch {
+	case c == '\'':
+		return `'\''`
+	case c >= utf8.RuneSelf:
+		return fmt.Sprintf(`'\x%02x'`, c)
+	}
+	s := strconv.Quote(string(rune(c)))
+	return "'" + s[1:len(s)-1] + "'"
+}
+
+// validJSON checks that b holds exactly one JSON value, possibly surrounded by
+// white space, and returns the value without the white space.
+func validJSON(b []byte) ([]byte, error) {
+	i := skipWS(b, 0)
+	end, err := checkValue(b, i, 0)
+	if err != nil {
+		return nil, err
+	}
+	if j := skipWS(b, end); j < len(b) {
+		return nil, jsonErrAt(b, j, "after top-level value")
+	}
+	return b[i:end:end], nil
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+// checkValue validates the value starting at b[i] and returns its end.
+func checkValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, jsonErrAt(b, i, "")
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return checkObject(b, i, depth+1)
+	case c == '[':
+		return checkArray(b, i, depth+1)
+	case c == '"':
+		return checkString(b, i)
+	case c == 't':
+		return checkLiteral(b, i, "true")
+	case c == 'f':
+		return checkLiteral(b, i, "false")
+	case c == 'n':
+		return checkLiteral(b, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return checkNumber(b, i)
+	}
+	return i, jsonErrAt(b, i, "looking for beginning of value")
+}
+
+func checkLiteral(b []byte, i int, lit string) (int, error) {
+	for k := 1; k < len(lit); k++ {
+		if i+k >= len(b) || b[i+k] != lit[k] {
+			return i + k, jsonErrAt(b, i+k, "in literal "+lit)
+		}
+	}
+	return i + len(lit), nil
+}
+
+func checkObject(b []byte, i, depth int) (int, error) {
+	if depth > maxJSONDepth {
+		return i, &jsonError{"exceeded max depth", i}
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, jsonErrAt(b, i, "looking for beginning of object key string")
+		}
+		var err error
+		if i, err = checkString(b, i); err != nil {
+			return i, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] != ':' {
+			return i, jsonErrAt(b, i, "after object key")
+		}
+		if i, err = checkValue(b, skipWS(b, i+1), depth); err != nil {
+			return i, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return i, jsonErrAt(b, i, "")
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return i, jsonErrAt(b, i, "after object key:value pair")
+		}
+	}
+}
+
+func checkArray(b []byte, i, depth int) (int, error) {
+	if depth > maxJSONDepth {
+		return i, &jsonError{"exceeded max depth", i}
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = checkValue(b, i, depth); err != nil {
+			return i, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return i, jsonErrAt(b, i, "")
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return i, jsonErrAt(b, i, "after array element")
+		}
+	}
+}
+
+func checkString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, nil
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return j, jsonErrAt(b, j, "")
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				for k := 1; k <= 4; k++ {
+					if j+k >= len(b) || !isHex(b[j+k]) {
+						return j + k, jsonErrAt(b, j+k, "in \\u hexadecimal character escape")
+					}
+				}
+				j += 4
+			default:
+				return j, jsonErrAt(b, j, "in string escape code")
+			}
+		case c < 0x20:
+			return j, jsonErrAt(b, j, "in string literal")
+		}
+	}
+	return len(b), jsonErrAt(b, len(b), "")
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func checkNumber(b []byte, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i++; i < len(b) && isDigit(b[i]); i++ {
+		}
+	default:
+		return i, jsonErrAt(b, i, "in numeric literal")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, jsonErrAt(b, i, "after decimal point in numeric literal")
+		}
+		for ; i < len(b) && isDigit(b[i]); i++ {
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return i, jsonErrAt(b, i, "in exponent of numeric literal")
+		}
+		for ; i < len(b) && isDigit(b[i]); i++ {
+		}
+	}
+	return i, nil
+}
+
+// ---- navigation of validated JSON ----
+//
+// The functions below assume their input passed validJSON; they never panic
+// on other input but may then return nonsense.
+
+// skipString returns the end of the string starting at b[i].
+func skipString(b []byte, i int) int {
+	end, _ := scanString(b, i)
+	return end
+}
+
+// scanString returns the end of the string starting at b[i], and whether
+// its content is plain: ASCII without escapes, so equal to its text.
+func scanString(b []byte, i int) (end int, plain bool) {
+	plain = true
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, plain
+		case c == '\\':
+			plain = false
+			j++
+		case c >= utf8.RuneSelf:
+			plain = false
+		}
+	}
+	return len(b), false
+}
+
+// skipValue returns the end of the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b)
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = skipString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i + 1
+	for j < len(b) && !isWS(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	return j
+}
+
+// objectGet returns the value of key in the object obj, or nil when obj is
+// not an object or has no such key. The last of duplicate keys wins. tmp is
+// scratch space for keys with escapes.
+func objectGet(obj, key []byte, tmp *[]byte) []byte {
+	var found []byte
+	eachMember(obj, func(k []byte, plain bool, v []byte) {
+		if keyEqual(k, plain, key, tmp) {
+			found = v
+		}
+	})
+	return found
+}
+
+// eachMember calls f with the raw key (without quotes), whether it is plain
+// (see scanString) and the raw value of each member of the object obj, in
+// order. It does nothing when obj is not an object.
+func eachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return
+	}
+	i := 1
+	for {
+		i = skipWS(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return
+		}
+		ke, plain := scanString(obj, i)
+		k := obj[i+1 : max(i+1, ke-1)]
+		i = skipWS(obj, ke) + 1 // ':'
+		i = skipWS(obj, i)
+		ve := skipValue(obj, i)
+		f(k, plain, obj[i:ve:ve])
+		i = skipWS(obj, ve)
+		if i >= len(obj) || obj[i] != ',' {
+			return
+		}
+		i++
+	}
+}
+
+// keyEqual reports whether the raw key k (without quotes) decodes to key.
+func keyEqual(k []byte, plain bool, key []byte, tmp *[]byte) bool {
+	if plain {
+		return bytes.Equal(k, key)
+	}
+	if bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
+		return bytes.Equal(k, key)
+	}
+	*tmp = appendUnescaped((*tmp)[:0], k)
+	return bytes.Equal(*tmp, key)
+}
+
+// arrayGet returns element n (0-based) of the array arr, or nil.
+func arrayGet(arr []byte, n int64) []byte {
+	if len(arr) == 0 || arr[0] != '[' || n < 0 {
+		return nil
+	}
+	i := 1
+	for k := int64(0); ; k++ {
+		i = skipWS(arr, i)
+		if i >= len(arr) || arr[i] == ']' {
+			return nil
+		}
+		ve := skipValue(arr, i)
+		if k == n {
+			return arr[i:ve:ve]
+		}
+		i = skipWS(arr, ve)
+		if i >= len(arr) || arr[i] != ',' {
+			return nil
+		}
+		i++
+	}
+}
+
+// stringContent returns the text of the JSON string q (with its quotes)
+// without copying when it has no escapes and is valid UTF-8.
+func stringContent(q []byte) ([]byte, bool) {
+	if len(q) < 2 {
+		return nil, true
+	}
+	c := q[1 : len(q)-1]
+	if bytes.IndexByte(c, '\\') < 0 && utf8.Valid(c) {
+		return c, true
+	}
+	return nil, false
+}
+
+// appendUnquoted appends the text of the JSON string q (with its quotes),
+// decoding exactly as encoding/json does: invalid UTF-8 and unpaired
+// surrogates become U+FFFD.
+func appendUnquoted(dst, q []byte) []byte {
+	if len(q) < 2 {
+		return dst
+	}
+	return appendUnescaped(dst, q[1:len(q)-1])
+}
+
+// appendUnescaped appends the text of a JSON string's content s (without
+// its quotes).
+func appendUnescaped(dst, s []byte) []byte {
+	for r := 0; r < len(s); {
+		c := s[r]
+		switch {
+		case c == '\\':
+			if r+1 >= len(s) {
+				return dst
+			}
+			e := s[r+1]
+			r += 2
+			switch e {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				rr := getu4(s, r)
+				if rr < 0 {
+					return dst
+				}
+				r += 4
+				if utf16.IsSurrogate(rr) {
+					if r+1 < len(s) && s[r] == '\\' && s[r+1] == 'u' {
+						if dec := utf16.DecodeRune(rr, getu4(s, r+2)); dec != unicode.ReplacementChar {
+							r += 6
+							dst = utf8.AppendRune(dst, dec)
+							break
+						}
+					}
+					rr = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, rr)
+			default: // " \ /
+				dst = append(dst, e)
+			}
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			dst = utf8.AppendRune(dst, rr)
+			r += size
+		}
+	}
+	return dst
+}
+
+func getu4(s []byte, i int) rune {
+	if i+4 > len(s) {
+		return -1
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// compactJSON returns raw without insignificant white space: raw itself when
+// it has none, else a copy appended to *dst.
+func compactJSON(raw []byte, dst *[]byte) []byte {
+	i := 0
+	for i < len(raw) {
+		c := raw[i]
+		if c == '"' {
+			i = skipString(raw, i)
+			continue
+		}
+		if isWS(c) {
+			break
+		}
+		i++
+	}
+	if i >= len(raw) {
+		return raw
+	}
+	start := len(*dst)
+	out := append(*dst, raw[:i]...)
+	for i < len(raw) {
+		c := raw[i]
+		switch {
+		case c == '"':
+			e := skipString(raw, i)
+			out = append(out, raw[i:e]...)
+			i = e
+		case isWS(c):
+			i++
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	*dst = out
+	return out[start:len(out):len(out)]
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it
+// without HTML escaping: invalid UTF-8 becomes \ufffd.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				dst = append(dst, '\\', c)
+			case c >= 0x20:
+				dst = append(dst, c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c == '\b':
+				dst = append(dst, '\\', 'b')
+			case c == '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(dst, '"')
+}
+
+// ---- JSON paths of GET_JSON_OBJECT ----
+
+// pathStep is one step of a JSON path: .key / ['key'] or [n].
+type pathStep struct {
+	key   []byte
+	index int64
+	isIdx bool
+}
+
+// parsePath parses a Hive/Spark JSON path: $ followed by .name, ['name'],
+// ["name"] or [n] steps. Wildcards are not supported.
+func parsePath(p string) ([]pathStep, error) {
+	if p == "" || p[0] != '$' {
+		return nil, fmt.Errorf("JSON path %q must start with $", p)
+	}
+	var steps []pathStep
+	i := 1
+	for i < len(p) {
+		switch p[i] {
+		case '.':
+			j := i + 1
+			for j < len(p) && p[j] != '.' && p[j] != '[' {
+				j++
+			}
+			name := p[i+1 : j]
+			if name == "" || name == "*" {
+				return nil, fmt.Errorf("JSON path %q: expected a name after '.' at offset %d", p, i)
+			}
+			steps = append(steps, pathStep{key: []byte(name)})
+			i = j
+		case '[':
+			j := i + 1
+			if j < len(p) && (p[j] == '\'' || p[j] == '"') {
+				q := p[j]
+				k := j + 1
+				for k < len(p) && p[k] != q {
+					k++
+				}
+				if k+1 >= len(p) || p[k+1] != ']' {
+					return nil, fmt.Errorf("JSON path %q: unterminated [%c…%c] at offset %d", p, q, q, i)
+				}
+				steps = append(steps, pathStep{key: []byte(p[j+1 : k])})
+				i = k + 2
+				continue
+			}
+			k := j
+			for k < len(p) && isDigit(p[k]) {
+				k++
+			}
+			if k == j || k >= len(p) || p[k] != ']' || k-j > 18 {
+				return nil, fmt.Errorf("JSON path %q: expected [n], ['name'] or [\"name\"] at offset %d (wildcards are not supported)", p, i)
+			}
+			n, _ := strconv.ParseInt(p[j:k], 10, 64)
+			steps = append(steps, pathStep{index: n, isIdx: true})
+			i = k + 1
+		default:
+			return nil, fmt.Errorf("JSON path %q: unexpected %q at offset %d", p, p[i], i)
+		}
+	}
+	return steps, nil
+}
+
+// walkPath follows steps from the validated JSON raw; nil when absent.
+func walkPath(raw []byte, steps []pathStep, tmp *[]byte) []byte {
+	for _, s := range steps {
+		if s.isIdx {
+			raw = arrayGet(raw, s.index)
+		} else {
+			raw = objectGet(raw, s.key, tmp)
+		}
+		if raw == nil {
+			return nil
+		}
+	}
+	return raw
+}

@@ -1,0 +1,161 @@
+package recordeval
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+var jsonSamples = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `1.5e-3`, `true`, `false`, `null`, ` {"a" : [ 1 , 2 ] } `,
+	`{"a":1,"a":2}`, `{"a\u0062":"x","ab":"y"}`, `{"k":"\ud83d\ude00 \ud800 \udc00x \u00e9"}`,
+	`"\"\\\/\b\f\n\r\t"`, "\"\xff\xfe\"", `{"a":{"b":{"c":[1,{"d":"e"}]}}}`, `[1,"2",[3],{"4":5}]`,
+	`{"a":"}","b":"]","c":"\\","d":"\"}"}`, `123456789012345678901234567890`,
+	// invalid
+	``, ` `, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `01`, `1.`, `.5`, `-`, `1e`, `+1`, `tru`, `nul`,
+	`"abc`, `"\x"`, `"\u12"`, "\"a\x01\"", `{} {}`, `{'a':1}`, `[1 2]`, `NaN`, `{"a":1 "b":2}`,
+}
+
+func TestValidJSONMatchesEncodingJSON(t *testing.T) {
+	for _, s := range jsonSamples {
+		checkJSON(t, []byte(s))
+	}
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	if _, err := validJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Errorf("deep nesting: %v", err)
+	}
+}
+
+// checkJSON compares validJSON, compactJSON, the text of JSON strings and
+// objectGet with encoding/json.
+func checkJSON(t *testing.T, b []byte) {
+	t.Helper()
+	raw, err := validJSON(b)
+	if (err == nil) != json.Valid(b) {
+		t.Fatalf("%q: validJSON err=%v, json.Valid=%v", b, err, json.Valid(b))
+	}
+	if err != nil {
+		return
+	}
+	if !bytes.Equal(raw, bytes.TrimSpace(b)) {
+		t.Fatalf("%q: raw = %q", b, raw)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, b); err != nil {
+		t.Fatal(err)
+	}
+	var scratch []byte
+	if got := compactJSON(raw, &scratch); !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("%q: compact = %q, want %q", b, got, want.Bytes())
+	}
+	if end := skipValue(raw, 0); end != len(raw) {
+		t.Fatalf("%q: skipValue = %d, want %d", b, end, len(raw))
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	switch v := v.(type) {
+	case string:
+		got := string(appendUnquoted(nil, raw))
+		if c, ok := stringContent(raw); ok && string(c) != got {
+			t.Fatalf("%q: stringContent = %q, unquoted %q", b, c, got)
+		}
+		if got != v {
+			t.Fatalf("%q: unquoted = %q, want %q", b, got, v)
+		}
+	case map[string]any:
+		for k, want := range v {
+			got := objectGet(raw, []byte(k), &scratch)
+			var g any
+			d := json.NewDecoder(bytes.NewReader(got))
+			d.UseNumber()
+			if err := d.Decode(&g); err != nil {
+				t.Fatalf("%q: objectGet(%q) = %q: %v", b, k, got, err)
+			}
+			gj, _ := json.Marshal(g)
+			wj, _ := json.Marshal(want)
+			if !bytes.Equal(gj, wj) {
+				t.Fatalf("%q: objectGet(%q) = %s, want %s", b, k, gj, wj)
+			}
+		}
+		if got := objectGet(raw, []byte("\x00no such key"), &scratch); got != nil {
+			t.Fatalf("%q: missing key gave %q", b, got)
+		}
+	case []any:
+		for i, want := range v {
+			got := arrayGet(raw, int64(i))
+			wj, _ := json.Marshal(want)
+			var gc bytes.Buffer
+			if err := json.Compact(&gc, got); err != nil {
+				t.Fatalf("%q: arrayGet(%d) = %q: %v", b, i, got, err)
+			}
+			var g any
+			d := json.NewDecoder(&gc)
+			d.UseNumber()
+			_ = d.Decode(&g)
+			gj, _ := json.Marshal(g)
+			if !bytes.Equal(gj, wj) {
+				t.Fatalf("%q: arrayGet(%d) = %s, want %s", b, i, gj, wj)
+			}
+		}
+		if got := arrayGet(raw, int64(len(v))); got != nil {
+			t.Fatalf("%q: element past the end: %q", b, got)
+		}
+	}
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"b\\s", "\x00\x1f\n\t\r\b\f", "é\U0001F600", "\xff\xfe", "\u2028\u2029", "<&>"} {
+		got := appendJSONString(nil, []byte(s))
+		want, _ := json.Marshal(s)
+		want = bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(want, []byte(`\u003c`), []byte("<")), []byte(`\u003e`), []byte(">")), []byte(`\u0026`), []byte("&"))
+		if !bytes.Equal(got, want) {
+			t.Errorf("%q: got %s, want %s", s, got, want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("%q: invalid JSON %s", s, got)
+		}
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	raw := []byte(`{"a":{"b":[10,{"c d":"x"}]},"$":1}`)
+	var tmp []byte
+	for path, want := range map[string]string{
+		"$":               string(raw),
+		"$.a.b[0]":        "10",
+		"$.a.b[1]['c d']": `"x"`,
+		`$.a.b[1]["c d"]`: `"x"`,
+		"$.a.b[2]":        "",
+		"$.z":             "",
+		"$['$']":          "1",
+	} {
+		steps, err := parsePath(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if got := string(walkPath(raw, steps, &tmp)); got != want {
+			t.Errorf("%s: got %q, want %q", path, got, want)
+		}
+	}
+	for _, bad := range []string{"", "a", "$.", "$..a", "$[", "$[x]", "$['a'", "$.a[*]", "$.*", "$a"} {
+		if _, err := parsePath(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// FuzzJSON checks the lazy JSON scanner against encoding/json.
+func FuzzJSON(f *testing.F) {
+	for _, s := range jsonSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkJSON(t, b)
+	})
+}

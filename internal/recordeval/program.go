@@ -1,0 +1,278 @@
+package recordeval
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/formats"
+)
+
+// Record is one Kafka record as the SELECT list sees it. Append reads it
+// only while it runs: the row it appends holds copies, not references.
+type Record struct {
+	Key, Value []byte
+	Topic      string
+	Partition  int32
+	Offset     int64
+	Timestamp  time.Time
+	Headers    []Header
+}
+
+// Header is one Kafka record header.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// recordColumns are the columns of a record, in SELECT * order.
+var recordColumns = []string{"key", "value", "topic", "partition", "offset", "timestamp", "headers"}
+
+const (
+	colKey = iota
+	colValue
+	colTopic
+	colPartition
+	colOffset
+	colTimestamp
+	colHeaders
+)
+
+// Program is a compiled SELECT list (and WHERE) over records. It is
+// immutable after Compile and safe for concurrent use.
+type Program struct {
+	// Columns are the output column names, in order: the alias, else the
+	// column name (looking through casts), else the last ['key'] of an
+	// index, else col<N> with N the item's 1-based position.
+	Columns []string
+
+	cols      []node
+	where     node
+	keyJSON   bool
+	valueJSON bool
+	nslots    int // memoized JSON parses
+	keySlot   int // memo slots of the 'json' key and value, or -1
+	valSlot   int
+	pool      sync.Pool
+}
+
+// NewBatch returns an empty batch with one vector per output column, with
+// room for capacity rows.
+func (p *Program) NewBatch(capacity int) *formats.Batch {
+	b := &formats.Batch{
+		Cols: make([]formats.Vector, len(p.Columns)),
+		Line: make([]int64, 0, capacity),
+	}
+	for i := range b.Cols {
+		b.Cols[i].Text = make([][]byte, 0, capacity)
+		b.Cols[i].Null = make([]bool, 0, capacity)
+	}
+	return b
+}
+
+// ResetBatch empties b for reuse, keeping its capacity. The Text cells that
+// Append stored are never overwritten, so cells read before the reset stay
+// valid for as long as they are referenced.
+func ResetBatch(b *formats.Batch) {
+	for i := range b.Cols {
+		v := &b.Cols[i]
+		clear(v.Text)
+		v.Text = v.Text[:0]
+		v.Null = v.Null[:0]
+	}
+	b.Rows = 0
+	b.Line = b.Line[:0]
+	b.Errors = b.Errors[:0]
+}
+
+// Append evaluates r and appends one row to b: a Text or Null cell per
+// column, r.Offset to b.Line, and Rows++. b must have len(p.Columns) vectors
+// (see NewBatch). kept is false, and nothing is appended, when WHERE is not
+// TRUE for r. On error nothing is appended either; the error names the
+// column (or WHERE) and what failed, e.g. `column log_time: cannot cast
+// "yesterday" to TIMESTAMP`. Such errors are about the record's data: the
+// same record always fails the same way. Append never panics on any record.
+func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
+	if len(b.Cols) != len(p.cols) {
+		return false, fmt.Errorf("recordeval: batch has %d columns, the SELECT list has %d", len(b.Cols), len(p.cols))
+	}
+	st := p.getState()
+	defer p.putState(st)
+	if err := st.begin(r); err != nil {
+		return false, err
+	}
+	if p.where != nil {
+		v, err := p.where.eval(st)
+		if err == nil {
+			var t tri
+			t, err = st.truth(v)
+			if err == nil && t != triTrue {
+				return false, nil
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("WHERE: %w", err)
+		}
+	}
+	outs := st.outs[:0]
+	for i, n := range p.cols {
+		v, err := n.eval(st)
+		if err != nil {
+			return false, fmt.Errorf("column %s: %w", p.Columns[i], err)
+		}
+		outs = append(outs, v)
+	}
+	st.outs = outs
+	for i := range outs {
+		vec := &b.Cols[i]
+		s, null := st.text(outs[i])
+		var cell []byte
+		if !null {
+			cell = st.out.put(s)
+		}
+		vec.Text = append(vec.Text, cell)
+		vec.Null = append(vec.Null, null)
+	}
+	b.Line = append(b.Line, r.Offset)
+	b.Rows++
+	return true, nil
+}
+
+func (p *Program) getState() *state {
+	if st, ok := p.pool.Get().(*state); ok {
+		return st
+	}
+	return &state{p: p, memo: make([]memo, p.nslots), outs: make([]value, 0, len(p.cols))}
+}
+
+func (p *Program) putState(st *state) {
+	clear(st.outs[:cap(st.outs)]) // drop references to the record
+	st.r = nil
+	p.pool.Put(st)
+}
+
+// state is the scratch memory of one Append. Values point into the record,
+// into scratch or into memoized JSON; all of it is valid until the next
+// begin.
+type state struct {
+	p       *Program
+	r       *Record
+	gen     uint64 // record generation, for memo
+	memo    []memo
+	scratch []byte  // bytes of intermediate values of this record
+	tmp     []byte  // short-lived: JSON keys being compared
+	stack   []value // function arguments
+	outs    []value
+	now     time.Time
+	haveNow bool
+	keyRaw  []byte // validated JSON of the key and value ('json' formats)
+	valRaw  []byte
+	headers []byte // JSON of the headers, built on first use
+	hdrGen  uint64
+	out     arena
+}
+
+// memo is one memoized JSON parse.
+type memo struct {
+	gen uint64
+	raw []byte // nil: NULL
+	err error
+	// members index raw's members when it is an object, built by the first
+	// lookup of the record, so that further lookups do not rescan raw.
+	members []member
+	indexed bool
+}
+
+type member struct {
+	k, v  []byte
+	plain bool
+}
+
+// set records the parse of this record.
+func (m *memo) set(gen uint64, raw []byte, err error) {
+	m.gen, m.raw, m.err, m.indexed = gen, raw, err, false
+}
+
+// get returns the value of key in the memoized object raw (which must be
+// m.raw), or nil; the last of duplicate keys wins, as in objectGet.
+func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
+	if len(raw) == 0 || len(raw) != len(m.raw) || &raw[0] != &m.raw[0] {
+		return objectGet(raw, key, tmp)
+	}
+	if !m.indexed {
+		m.members = m.members[:0]
+		eachMember(m.raw, func(k []byte, plain bool, v []byte) {
+			m.members = append(m.members, member{k: k, v: v, plain: plain})
+		})
+		m.indexed = true
+	}
+	for i := len(m.members) - 1; i >= 0; i-- {
+		if e := &m.members[i]; keyEqual(e.k, e.plain, key, tmp) {
+			return e.v
+		}
+	}
+	return nil
+}
+
+func (st *state) begin(r *Record) error {
+	st.r = r
+	st.gen++
+	st.scratch = st.scratch[:0]
+	st.stack = st.stack[:0]
+	st.haveNow = false
+	st.keyRaw, st.valRaw = nil, nil
+	if st.p.keyJSON && len(r.Key) > 0 {
+		raw, err := validJSON(r.Key)
+		if err != nil {
+			return fmt.Errorf("key is not valid JSON (key format 'json'): %w", err)
+		}
+		st.keyRaw = raw
+		st.memo[st.p.keySlot].set(st.gen, raw, nil)
+	}
+	if st.p.valueJSON && len(r.Value) > 0 {
+		raw, err := validJSON(r.Value)
+		if err != nil {
+			return fmt.Errorf("value is not valid JSON (value format 'json'): %w", err)
+		}
+		st.valRaw = raw
+		st.memo[st.p.valSlot].set(st.gen, raw, nil)
+	}
+	return nil
+}
+
+// carve returns the scratch bytes appended since start, capped so that a
+// later append cannot overwrite them.
+func (st *state) carve(start int) []byte {
+	n := len(st.scratch)
+	return st.scratch[start:n:n]
+}
+
+// nowTime is current_timestamp(): fixed for the whole record.
+func (st *state) nowTime() time.Time {
+	if !st.haveNow {
+		st.now = time.Now().UTC()
+		st.haveNow = true
+	}
+	return st.now
+}
+
+// arena hands out output cells carved from large chunks. Chunks are never
+// written again once a cell lies in them, so cells stay valid for as long as
+// they are referenced, whatever happens to the batch.
+type arena struct {
+	buf []byte
+}
+
+const arenaChunk = 64 << 10
+
+func (a *arena) put(s []byte) []byte {
+	if len(s) == 0 {
+		return []byte{}
+	}
+	if cap(a.buf)-len(a.buf) < len(s) {
+		a.buf = make([]byte, 0, max(arenaChunk, len(s)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, s...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}

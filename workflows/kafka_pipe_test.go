@@ -1,0 +1,226 @@
+package workflows_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// topic stands in for a Kafka topic and the pipe's activities: records per
+// partition, a batch bound, and a record of the batches asked for.
+type topic struct {
+	env *testsuite.TestWorkflowEnvironment
+
+	mu       sync.Mutex
+	ends     []int64 // records per partition
+	max      int64   // records per batch (0: all)
+	starts   int     // KafkaOffsets calls
+	batches  []batchCall
+	batchErr func(n int, attempt int32) error
+	// poison pauses the pipe on the n-th batch call.
+	poison map[int]string
+}
+
+type batchCall struct {
+	at       time.Duration
+	offsets  []workflows.PartitionOffset
+	rejected int64
+	retry    bool
+	attempt  int32
+}
+
+func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironment, *topic) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetWorkflowRunTimeout(2 * time.Hour)
+	tp := &topic{env: env, ends: ends, poison: map[int]string{}}
+	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
+	env.RegisterActivityWithOptions(tp.offsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
+	env.RegisterActivityWithOptions(tp.batch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
+	return env, tp
+}
+
+func (tp *topic) offsets(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.starts++
+	var out []workflows.PartitionOffset
+	for p := range tp.ends {
+		out = append(out, workflows.PartitionOffset{Partition: int32(p)})
+	}
+	return workflows.KafkaOffsetsResult{Offsets: out}, nil
+}
+
+func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workflows.KafkaBatchResult, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	n := len(tp.batches)
+	attempt := activity.GetInfo(ctx).Attempt
+	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt})
+	if tp.batchErr != nil {
+		if err := tp.batchErr(n, attempt); err != nil {
+			return workflows.KafkaBatchResult{}, err
+		}
+	}
+	if reason, ok := tp.poison[n]; ok {
+		return workflows.KafkaBatchResult{Offsets: in.Offsets, Paused: true, Reason: reason}, nil
+	}
+	res := workflows.KafkaBatchResult{}
+	budget := tp.max
+	if budget == 0 {
+		budget = 1 << 62
+	}
+	for _, o := range in.Offsets {
+		next := min(tp.ends[o.Partition], o.Offset+budget)
+		budget -= next - o.Offset
+		res.Records += next - o.Offset
+		res.Lag += tp.ends[o.Partition] - next
+		res.Offsets = append(res.Offsets, workflows.PartitionOffset{Partition: o.Partition, Offset: next})
+	}
+	res.Rows = res.Records
+	res.More = res.Lag > 0
+	return res, nil
+}
+
+func (tp *topic) produce(p int, n int64) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.ends[p] += n
+}
+
+func (tp *topic) calls() []batchCall {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return slices.Clone(tp.batches)
+}
+
+func kafkaParams(poll int) workflows.PipeParams {
+	return workflows.PipeParams{Workspace: "default", Schema: "public", Name: "k", Kind: workflows.KindKafka, PollSeconds: poll}
+}
+
+func offs(o ...int64) []workflows.PartitionOffset {
+	var out []workflows.PartitionOffset
+	for p, v := range o {
+		out = append(out, workflows.PartitionOffset{Partition: int32(p), Offset: v})
+	}
+	return out
+}
+
+func batchTimes(calls []batchCall) []int {
+	var out []int
+	for _, c := range calls {
+		out = append(out, int(c.at/time.Second))
+	}
+	return out
+}
+
+// The pipe asks where to start once, then hands every batch the offsets
+// the previous one returned, one batch per interval.
+func TestKafkaPipeKeepsOffsets(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5, 3)
+	at(env, 30*time.Second, func() { tp.produce(1, 4) })
+	st := statusAt(t, env, 65*time.Second)
+	signal(env, 125*time.Second, workflows.SignalDrop, nil)
+	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+
+	calls := tp.calls()
+	eq(t, "KafkaOffsets calls", tp.starts, 1)
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60, 120})
+	eq(t, "offsets of batch 1", calls[0].offsets, offs(0, 0))
+	eq(t, "offsets of batch 2", calls[1].offsets, offs(5, 3))
+	eq(t, "offsets of batch 3", calls[2].offsets, offs(5, 7))
+	eq(t, "status offsets", st.Kafka.Offsets, offs(5, 7))
+	eq(t, "rows loaded", st.Counters.RowsLoaded, int64(12))
+	eq(t, "last load", st.Counters.LastLoadTime, t0.Add(60*time.Second))
+}
+
+// A batch cut short by max.poll.records is followed by the next at once.
+func TestKafkaPipeBacklogRunsAtOnce(t *testing.T) {
+	env, tp := newKafkaEnv(t, 10, 10)
+	tp.max = 8
+	signal(env, 30*time.Second, workflows.SignalDrop, nil)
+	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	calls := tp.calls()
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 0, 0})
+	eq(t, "offsets", []any{calls[1].offsets, calls[2].offsets}, []any{offs(8, 0), offs(10, 6)})
+}
+
+// Too many bad records pause the pipe with the reason; resume clears it
+// and tries again from the same offsets; the rejected count travels.
+func TestKafkaPipePausesOverMaxErrors(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5)
+	tp.poison[1] = "topic t partition 0 offset 7: bad"
+	at(env, 10*time.Second, func() { tp.produce(0, 5) })
+	paused := statusAt(t, env, 100*time.Second)
+	signal(env, 200*time.Second, workflows.SignalResume, nil)
+	resumed := statusAt(t, env, 201*time.Second)
+	signal(env, 230*time.Second, workflows.SignalDrop, nil)
+	run(env, workflows.PipeInput{Params: kafkaParams(60), Counters: workflows.PipeCounters{RowsRejected: 2}})
+	requireClean(t, env)
+
+	calls := tp.calls()
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60, 200})
+	eq(t, "paused", paused.Paused, true)
+	eq(t, "invalid reason", paused.Kafka.InvalidReason, "topic t partition 0 offset 7: bad")
+	eq(t, "offsets kept", paused.Kafka.Offsets, offs(5))
+	eq(t, "offsets after resume", calls[2].offsets, offs(5))
+	eq(t, "rejected handed on", calls[2].rejected, int64(2))
+	eq(t, "reason cleared", resumed.Kafka.InvalidReason, "")
+	eq(t, "running again", resumed.Paused, false)
+}
+
+// A batch that failed for good is retried from the same offsets with
+// Retry set, so that the activity removes what the failed one left.
+func TestKafkaPipeFailedBatchRetriesClean(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5)
+	tp.batchErr = func(n int, _ int32) error {
+		if n == 0 {
+			return temporal.NewNonRetryableApplicationError("insert failed", "Test", nil)
+		}
+		return nil
+	}
+	st := statusAt(t, env, 30*time.Second)
+	signal(env, 90*time.Second, workflows.SignalDrop, nil)
+	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	calls := tp.calls()
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60})
+	eq(t, "retry flags", []bool{calls[0].retry, calls[1].retry}, []bool{false, true})
+	eq(t, "same offsets", calls[1].offsets, calls[0].offsets)
+	if st.Counters.LastError == "" || !st.Kafka.Unfinished {
+		t.Errorf("status after the failure: %+v", st)
+	}
+}
+
+// Continue-as-new carries the offsets, lag and pause reason.
+func TestKafkaPipeContinueAsNewCarriesOffsets(t *testing.T) {
+	env, _ := newKafkaEnv(t, 4, 2)
+	env.SetContinueAsNewSuggested(true)
+	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	in := continuedInput(t, env)
+	eq(t, "kafka state", *in.Kafka, workflows.KafkaState{Offsets: offs(4, 2)})
+	eq(t, "rows", in.Counters.RowsLoaded, int64(6))
+
+	env2, tp2 := newKafkaEnv(t, 4, 2)
+	signal(env2, 10*time.Second, workflows.SignalDrop, nil)
+	run(env2, in)
+	requireClean(t, env2)
+	eq(t, "no new start", tp2.starts, 0)
+	eq(t, "continued from", tp2.calls()[0].offsets, offs(4, 2))
+}
