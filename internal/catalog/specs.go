@@ -67,10 +67,10 @@ type PipeSpec struct {
 	Output        string            `json:"output_name"` // workspace.schema.table
 	// KafkaGroup and KafkaBootstrap are a Kafka pipe's group id and
 	// brokers (its Input is the topic).
-	KafkaGroup     string `json:"kafka_group_id,omitempty"`
-	KafkaBootstrap string `json:"kafka_bootstrap,omitempty"`
-	Comment       string            `json:"comment,omitempty"`
-	CreatedAt     time.Time         `json:"created_at"`
+	KafkaGroup     string    `json:"kafka_group_id,omitempty"`
+	KafkaBootstrap string    `json:"kafka_bootstrap,omitempty"`
+	Comment        string    `json:"comment,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 // DynamicTableSpec is a dynamic table; its rows live in the ClickHouse
