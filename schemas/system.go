@@ -9,8 +9,12 @@ const TrashDB = "lakepipe_trash"
 // TempDB holds short-lived tables (files read by SELECT … FROM VOLUME).
 const TempDB = "lakepipe_tmp"
 
+// ChangesDB holds, per change-tracked table, the rows its DELETEs and
+// UPDATEs removed (see package engine, changes.go).
+const ChangesDB = "lakepipe_changes"
+
 // Version is the catalog schema version this release writes.
-const Version = 2
+const Version = 3
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -87,5 +91,23 @@ var Migrations = []Migration{{
 			rows_deleted UInt64,
 			error_message String
 		) ENGINE = MergeTree ORDER BY (schema, name, start_time)`,
+	},
+}, {
+	Version: 3,
+	Statements: []string{
+		"CREATE DATABASE IF NOT EXISTS lakepipe_changes",
+		// The change log of change-tracked tables: one row per committed
+		// write, in commit-version order. The rows a write added carry its
+		// commit_id in the table's _lp_commit column; the rows a DELETE or
+		// UPDATE removed are kept in lakepipe_changes.
+		`CREATE TABLE IF NOT EXISTS lakepipe.table_commits (
+			db String,
+			table String,
+			version UInt64,
+			commit_id UInt64,
+			kind String,
+			rows UInt64,
+			committed_at DateTime
+		) ENGINE = MergeTree ORDER BY (db, table, version)`,
 	},
 }}

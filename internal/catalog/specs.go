@@ -84,3 +84,14 @@ type DynamicTableSpec struct {
 	Comment         string    `json:"comment,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 }
+
+// StreamSpec is a table stream: the changes of a table since its offset.
+type StreamSpec struct {
+	Table           string    `json:"table"` // schema.table
+	Mode            string    `json:"mode"`  // STANDARD, APPEND_ONLY
+	ShowInitialRows bool      `json:"show_initial_rows,omitempty"`
+	Offset          uint64    `json:"offset"` // commit version consumed up to
+	Comment         string    `json:"comment,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	ConsumedAt      time.Time `json:"consumed_at,omitempty"`
+}

@@ -277,7 +277,13 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 			return err
 		}
 		b.WriteString(s)
-		alias(b, r.Alias)
+		if r.Alias == "" && strings.HasPrefix(s, "(") {
+			// A name that resolves to a subquery (a table stream) keeps
+			// its name, so that s.col still works.
+			alias(b, r.Name.Parts[len(r.Name.Parts)-1])
+		} else {
+			alias(b, r.Alias)
+		}
 	case *sqlparse.SubqueryRef:
 		b.WriteString("(")
 		if err := t.query(b, r.Query); err != nil {

@@ -35,7 +35,7 @@ func TestTranslateQuery(t *testing.T) {
 		{"SELECT category, SUM(amount) FROM t GROUP BY category HAVING SUM(amount) > 1", "SELECT `category`, sum(`amount`) FROM `public`.`t` GROUP BY `category` HAVING (sum(`amount`) > 1)"},
 		{"SELECT a FROM t WHERE b IS NULL AND c NOT IN (1, 2)", "SELECT `a` FROM `public`.`t` WHERE (isNull(`b`) AND `c` NOT IN (1, 2))"},
 		{"SELECT COUNT(DISTINCT a), TRUE FROM t", "SELECT count(DISTINCT `a`), 1 FROM `public`.`t`"},
-		{"WITH x AS (SELECT a FROM t) SELECT a FROM x", "SELECT `a` FROM (SELECT `a` FROM `public`.`t`)"},
+		{"WITH x AS (SELECT a FROM t) SELECT a FROM x", "SELECT `a` FROM (SELECT `a` FROM `public`.`t`) AS `x`"},
 		{"SELECT 'it''s' AS s", `SELECT 'it\'s' AS ` + "`s`"},
 		{"SELECT a FROM t JOIN u ON t.k = u.k", "SELECT `a` FROM `public`.`t` ALL INNER JOIN `public`.`u` ON (`t`.`k` = `u`.`k`)"},
 	}

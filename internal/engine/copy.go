@@ -335,6 +335,12 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	target.commit = randomCommit()
 	res := &Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := newLoadID()
+	var loaded int64
+	defer func() {
+		// Registered even when a later file fails: the rows of the files
+		// before it stay in the table.
+		_ = e.trackLoad(context.Background(), schema, name, target.commit, loaded)
+	}()
 	for _, f := range files {
 		fl, err := e.loadFile(ctx, vol, f, s.Volume, opts, target, onError)
 		if err != nil {
@@ -352,6 +358,9 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 			if err := vol.Remove(ctx, f.Path); err != nil {
 				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
 			}
+		}
+		if fl.Status != StatusFailed {
+			loaded += fl.Rows
 		}
 		res.Rows = append(res.Rows, []any{f.Path, fl.Status, fl.Rows, fl.Rejected, fl.FirstError})
 	}

@@ -143,6 +143,14 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, er
 		return e.dropDynamicTable(ctx, s)
 	case *sqlparse.AlterDynamicTable:
 		return e.alterDynamicTable(ctx, s)
+	case *sqlparse.CreateTableStream:
+		return e.createTableStream(ctx, s)
+	case *sqlparse.DropTableStream:
+		return e.dropTableStream(ctx, s)
+	case *sqlparse.ShowTableStreams:
+		return e.showTableStreams(ctx, s)
+	case *sqlparse.DescTableStream:
+		return e.descTableStream(ctx, s)
 	}
 	_, text := stmt.Span()
 	return nil, fmt.Errorf("%s: %w", firstWords(text, 3), ErrNotSupportedYet)

@@ -538,6 +538,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rows = rows
+	if err := r.e.trackLoad(ctx, target.db, target.table, commit, rows); err != nil {
+		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
 	res.Rejected = int64(len(bad))
 	if len(bad) > 0 {
 		f := bad[0]

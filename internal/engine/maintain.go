@@ -17,6 +17,8 @@ import (
 //     records: they are its ledger of loaded paths, without which a LIST pipe
 //     would load its kept files again once they age out.
 //   - refresh history is kept for the same period.
+//   - the change logs of change-tracked tables keep data_retention_days
+//     (default 7) of changes; table streams older than that become stale.
 //   - dropped tables past their retention are purged.
 func (e *Engine) Maintain(ctx context.Context) error {
 	days := e.cfg.LoadHistoryDays
@@ -38,6 +40,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := e.expire(ctx, "refresh_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
+		return err
+	}
+	if err := e.trimChangeLogs(ctx); err != nil {
 		return err
 	}
 	e.purgeTrash(ctx)

@@ -197,6 +197,13 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	}
 	if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
 		res.Status = "SKIPPED"
+		if h.status != StatusFailed && h.etag == f.ETag {
+			// A crash may have come between the load record and the change
+			// log: registering again is a no-op otherwise.
+			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.commitID(f), -1); err != nil {
+				return res, err
+			}
+		}
 		if r.purge && h.status == StatusLoaded {
 			return res, r.vol.Remove(ctx, f.Path)
 		}
@@ -233,6 +240,11 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	}
 	if err := r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
 		return res, err
+	}
+	if fl.Status != StatusFailed {
+		if err := r.e.trackLoad(ctx, r.target.db, r.target.table, commit, fl.Rows); err != nil {
+			return res, err
+		}
 	}
 	if r.purge && fl.Status == StatusLoaded {
 		if err := r.vol.Remove(ctx, f.Path); err != nil {

@@ -20,14 +20,28 @@ type session struct {
 	ctx  context.Context
 	tr   *chsql.Translator
 	temp []string
+	// streams are the table streams the statement reads (see streamSource).
+	streams map[string]streamRead
 }
 
 func (e *Engine) session(ctx context.Context) *session {
 	s := &session{e: e, ctx: ctx}
 	s.tr = &chsql.Translator{
-		Table:  func(n sqlparse.ObjectName) (string, error) { return e.tableRef(ctx, n) },
+		Table: func(n sqlparse.ObjectName) (string, error) {
+			if schema, name, spec, ok, err := e.streamSpec(ctx, n); err != nil {
+				return "", err
+			} else if ok {
+				return s.streamSource(schema, name, spec)
+			}
+			return e.tableRef(ctx, n)
+		},
 		Source: s.source,
 		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+			var extra []string
+			if _, _, st, ok, err := e.streamSpec(ctx, n); err == nil && ok {
+				n = nameFromString(st.Table)
+				extra = streamColumns
+			}
 			_, _, spec, err := e.table(ctx, n)
 			if err != nil {
 				return nil, false
@@ -36,7 +50,7 @@ func (e *Engine) session(ctx context.Context) *session {
 			for i, c := range spec.Columns {
 				cols[i] = c.Name
 			}
-			return cols, true
+			return append(cols, extra...), true
 		},
 	}
 	return s

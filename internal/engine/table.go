@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"fmt"
 	"sort"
 	"strings"
@@ -123,7 +124,9 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 		}
 		ddl += " PARTITION BY (" + strings.Join(parts, ", ") + ")"
 	}
-	ddl += " ORDER BY tuple()"
+	// Ordered by commit id: the rows of one load (or one write of a
+	// change-tracked table) sit together, so a table stream reads only them.
+	ddl += " ORDER BY " + chsql.QuoteIdent(CommitColumn)
 	if err := e.st.Exec(ctx, ddl); err != nil {
 		return fmt.Errorf("create table %s: %w", display(schema, name), err)
 	}
@@ -238,6 +241,11 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 					return nil, err
 				}
 				v = fmt.Sprint(b)
+				if b {
+					if err := e.enableTracking(ctx, schema, name, spec); err != nil {
+						return nil, err
+					}
+				}
 			}
 			if k == "comment" {
 				spec.Comment = v
@@ -262,6 +270,11 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		}
 		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" ADD COLUMN "+columnDDL(cs)); err != nil {
 			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
+		}
+		if tracked(spec) {
+			if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN IF NOT EXISTS "+columnDDL(cs)); err != nil {
+				return nil, fmt.Errorf("alter table %s: its change log: %w", display(schema, name), err)
+			}
 		}
 		spec.Columns = append(spec.Columns, cs)
 		spec.SchemaVersion++
@@ -415,22 +428,39 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", display(schema, name), err)
 		}
 	}
+	// Every INSERT tags its rows with a commit id of its own: a
+	// change-tracked table's change log finds them by it.
+	commit := randomCommit()
 	before, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
-	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(cols)+") "+body); err != nil {
+	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(cols)+", "+chsql.QuoteIdent(CommitColumn)+") SELECT *, toUInt64("+strconv.FormatUint(commit, 10)+") FROM ("+body+")"); err != nil {
 		return nil, fmt.Errorf("INSERT INTO %s: %w", display(schema, name), err)
 	}
 	after, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	var n int64 = -1
 	if len(before) == 1 && len(after) == 1 {
 		var b, a int64
 		fmt.Sscan(before[0], &b)
 		fmt.Sscan(after[0], &a)
-		return message("%d rows inserted into %s", a-b, display(schema, name)), nil
+		n = a - b
+	}
+	if tracked(spec) {
+		if err := e.registerCommit(ctx, schema, name, commit, commitInsert, n); err != nil {
+			return nil, err
+		}
+	}
+	// The streams this statement read are consumed: their offsets move to
+	// what it read, now that its write is done.
+	if err := sess.consumeStreams(); err != nil {
+		return nil, fmt.Errorf("INSERT INTO %s: rows inserted, but %w", display(schema, name), err)
+	}
+	if n >= 0 {
+		return message("%d rows inserted into %s", n, display(schema, name)), nil
 	}
 	return message("rows inserted into %s", display(schema, name)), nil
 }
 
 func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error) {
-	schema, name, _, err := e.table(ctx, s.Table)
+	schema, name, spec, err := e.table(ctx, s.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -442,7 +472,28 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 			return nil, err
 		}
 	}
-	return e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
+	if !tracked(spec) {
+		return e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
+	}
+	// The rows go to the change log first; the commit is registered last,
+	// so a statement that fails midway leaves no change behind.
+	commit := randomCommit()
+	if err := e.saveRemoved(ctx, schema, name, spec, commitDelete, commit, cond); err != nil {
+		return nil, err
+	}
+	res, err := e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
+	if err != nil {
+		return nil, err
+	}
+	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(CommitColumn), commit))
+	rows := int64(0)
+	if len(n) == 1 {
+		rows, _ = strconv.ParseInt(n[0], 10, 64)
+	}
+	if err := e.registerCommit(ctx, schema, name, commit, commitDelete, rows); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error) {
@@ -453,6 +504,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 	sess := e.session(ctx)
 	defer sess.close()
 	sets := make([]string, len(s.Set))
+	setOf := map[string]string{} // column → new value, for change-tracked tables
 	for i, a := range s.Set {
 		cols, err := targetColumns(display(schema, name), spec, []string{a.Column})
 		if err != nil {
@@ -466,6 +518,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 		// for ever on ClickHouse 18.16 ("Illegal columns Const(Nullable(String))
 		// and String … of function if"), and mutate would wait for ever.
 		sets[i] = chsql.QuoteIdent(cols[0].Name) + " = materialize(CAST(" + v + " AS " + cols[0].CHType + "))"
+		setOf[cols[0].Name] = "CAST(" + v + " AS " + cols[0].CHType + ")"
 	}
 	cond := "1"
 	if s.Where != nil {
@@ -473,7 +526,42 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 			return nil, err
 		}
 	}
-	return e.mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
+	if !tracked(spec) {
+		return e.mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
+	}
+	// On a change-tracked table an UPDATE writes the new rows under a
+	// commit of its own and removes the old ones (kept in the change log as
+	// UPDATE_BEFORE): the change log sees both sides.
+	commit := randomCommit()
+	if err := e.saveRemoved(ctx, schema, name, spec, "UPDATE_BEFORE", commit, cond); err != nil {
+		return nil, err
+	}
+	exprs := make([]string, len(spec.Columns))
+	for i, c := range spec.Columns {
+		if v, ok := setOf[c.Name]; ok {
+			exprs[i] = v
+		} else {
+			exprs[i] = chsql.QuoteIdent(c.Name)
+		}
+	}
+	commitCol := chsql.QuoteIdent(CommitColumn)
+	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(spec.Columns)+", "+commitCol+") SELECT "+
+		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
+		return nil, fmt.Errorf("UPDATE %s: %w", display(schema, name), err)
+	}
+	res, err := e.mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit))
+	if err != nil {
+		return nil, err
+	}
+	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(schema, name), commitCol, commit))
+	rows := int64(0)
+	if len(n) == 1 {
+		rows, _ = strconv.ParseInt(n[0], 10, 64)
+	}
+	if err := e.registerCommit(ctx, schema, name, commit, commitUpdate, rows); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations

@@ -1,0 +1,194 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// streamRows reads a stream (or any query) as sorted "a|b|…" lines.
+func (s *Stack) streamRows(q string) []string {
+	s.T.Helper()
+	rows := table(s.run(q))
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = strings.Join(r, "|")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// waitStream polls a query until it returns want (sorted lines); changes
+// become readable about 2 s after their commit.
+func (s *Stack) waitStream(q string, want ...string) {
+	s.T.Helper()
+	sort.Strings(want)
+	var got []string
+	pipeWait(s.T, 20*time.Second, fmt.Sprintf("%s returns %q (last: %q)", q, want, &got), func() bool {
+		got = s.streamRows(q)
+		return strings.Join(got, "\n") == strings.Join(want, "\n")
+	})
+}
+
+// TestStreamAppendOnlyFromPipe: rows a pipe loads appear in an APPEND_ONLY
+// stream; INSERT … SELECT … FROM the stream consumes it (a second consume
+// reads nothing); a consume that fails leaves the offset where it was.
+func TestStreamAppendOnlyFromPipe(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.run(`CREATE TABLE orders (id INT, amount DECIMAL(10,2), status STRING)`)
+	s.run(`ALTER TABLE orders SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE order_sink (id INT, amount DECIMAL(10,2), change_type STRING)`)
+	s.run(`CREATE TABLE STREAM orders_stream ON TABLE orders WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY') COMMENT 'new orders'`)
+
+	vol := s.volume("orders_vol", "incoming", false)
+	s.run(`CREATE PIPE orders_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO orders FROM VOLUME ` + vol +
+		` (id INT, amount DECIMAL(10,2), status STRING) USING CSV OPTIONS('header' = 'true') PURGE = TRUE`)
+	s.dropAtEnd("PIPE", "orders_pipe")
+	s.put("incoming/a.csv", []byte("id,amount,status\n1,10.50,NEW\n2,20.00,NEW\n"))
+	s.waitStream(`SELECT id, amount, status, __change_type FROM orders_stream`, "1|10.50|NEW|INSERT", "2|20.00|NEW|INSERT")
+	// Reading does not move the offset.
+	s.waitStream(`SELECT id FROM orders_stream`, "1", "2")
+	if v := s.pipeScalar(`SELECT COUNT(*) FROM orders_stream WHERE __commit_version > 0 AND __commit_timestamp > '2026-01-01 00:00:00'`); v != "2" {
+		t.Fatalf("metadata columns: %s rows with a commit version and time, want 2", v)
+	}
+
+	// A consume that fails (a value that does not convert) leaves it.
+	s.mustFail(`INSERT INTO order_sink SELECT id, amount / (id - id), __change_type FROM orders_stream`)
+	s.waitStream(`SELECT id FROM orders_stream`, "1", "2")
+
+	s.run(`INSERT INTO order_sink SELECT id, amount, __change_type FROM orders_stream`)
+	wantRows(t, "sink", s.run(`SELECT id, amount, change_type FROM order_sink ORDER BY id`), "1|10.50|INSERT", "2|20.00|INSERT")
+	if got := s.streamRows(`SELECT id FROM orders_stream`); len(got) != 0 {
+		t.Fatalf("stream after consume: %v, want nothing", got)
+	}
+	s.run(`INSERT INTO order_sink SELECT id, amount, __change_type FROM orders_stream`)
+	if n := s.pipeCount("order_sink"); n != 2 {
+		t.Fatalf("a second consume wrote rows: %d in the sink, want 2", n)
+	}
+
+	// New files: only they show.
+	s.put("incoming/b.csv", []byte("id,amount,status\n3,30.00,NEW\n"))
+	s.waitStream(`SELECT id, __change_type FROM orders_stream`, "3|INSERT")
+	// APPEND_ONLY ignores deletes and updates.
+	s.run(`DELETE FROM orders WHERE id = 1`)
+	s.run(`UPDATE orders SET status = 'PAID' WHERE id = 2`)
+	time.Sleep(2500 * time.Millisecond)
+	if got := s.streamRows(`SELECT id, __change_type FROM orders_stream`); strings.Join(got, ",") != "3|INSERT" {
+		t.Fatalf("APPEND_ONLY stream after DELETE and UPDATE: %v, want only 3|INSERT", got)
+	}
+
+	d := map[string]string{}
+	for _, r := range table(s.run(`DESC TABLE STREAM orders_stream`)) {
+		d[r[0]] = r[1]
+	}
+	if d["mode"] != "APPEND_ONLY" || !strings.HasSuffix(d["table_name"], ".orders") || d["stale"] != "false" || d["comment"] != "new orders" || d["last_consumed_time"] == "" {
+		t.Fatalf("DESC TABLE STREAM: %v", d)
+	}
+	sh := s.run(`SHOW TABLE STREAMS LIKE 'orders%'`)
+	if rows := table(sh); len(rows) != 1 || rows[0][column(t, sh, "mode")] != "APPEND_ONLY" {
+		t.Fatalf("SHOW TABLE STREAMS:\n%s", rowsText(sh))
+	}
+	s.run(`DROP TABLE STREAM orders_stream`)
+	s.mustFail(`SELECT * FROM orders_stream`, "orders_stream", "does not exist")
+	s.run(`DROP TABLE STREAM IF EXISTS orders_stream`)
+}
+
+// TestStreamStandard: UPDATE shows UPDATE_BEFORE/UPDATE_AFTER pairs, DELETE
+// shows DELETE; a row added and removed since the offset shows nothing;
+// two streams on one table keep independent offsets.
+func TestStreamStandard(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE acct (id INT, balance BIGINT, owner STRING)`)
+	s.run(`INSERT INTO acct VALUES (1, 100, 'ann'), (2, 200, 'bob'), (3, 300, 'cid')`)
+	// Creating a stream turns change tracking on.
+	s.run(`CREATE TABLE STREAM acct_changes ON TABLE acct`)
+	s.run(`CREATE TABLE STREAM acct_audit ON TABLE acct WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')`)
+	if d := s.run(`DESC TABLE EXTENDED acct`); !strings.Contains(rowsText(d), "change_tracking") {
+		t.Fatalf("DESC TABLE EXTENDED acct does not show change_tracking:\n%s", rowsText(d))
+	}
+	// Rows from before the stream are not changes.
+	time.Sleep(2500 * time.Millisecond)
+	if got := s.streamRows(`SELECT * FROM acct_changes`); len(got) != 0 {
+		t.Fatalf("new stream shows %v, want nothing", got)
+	}
+
+	s.run(`UPDATE acct SET balance = 150 WHERE id = 1`)
+	s.run(`DELETE FROM acct WHERE id = 2`)
+	s.run(`INSERT INTO acct VALUES (4, 400, 'dan'), (5, 500, 'eve')`)
+	s.run(`DELETE FROM acct WHERE id = 5`) // added and removed: no change
+	want := []string{"1|100|ann|UPDATE_BEFORE", "1|150|ann|UPDATE_AFTER", "2|200|bob|DELETE", "4|400|dan|INSERT"}
+	q := `SELECT id, balance, owner, __change_type FROM acct_changes`
+	s.waitStream(q, want...)
+	wantRows(t, "table", s.run(`SELECT id, balance FROM acct ORDER BY id`), "1|150", "3|300", "4|400")
+
+	// Commit versions order the changes.
+	res := table(s.run(`SELECT __change_type, __commit_version FROM acct_changes ORDER BY __commit_version, __change_type`))
+	if len(res) != 4 || res[0][0] != "UPDATE_AFTER" || res[1][0] != "UPDATE_BEFORE" || res[2][0] != "DELETE" || res[3][0] != "INSERT" {
+		t.Fatalf("changes in commit order: %v", res)
+	}
+
+	// Consuming one stream leaves the other.
+	s.run(`CREATE TABLE acct_log (id INT, balance BIGINT, change_type STRING)`)
+	s.run(`INSERT INTO acct_log SELECT id, balance, __change_type FROM acct_changes`)
+	if n := s.pipeCount("acct_log"); n != 4 {
+		t.Fatalf("consumed %d changes, want 4", n)
+	}
+	if got := s.streamRows(q); len(got) != 0 {
+		t.Fatalf("acct_changes after consume: %v", got)
+	}
+	s.waitStream(`SELECT id, balance, owner, __change_type FROM acct_audit`, want...)
+
+	s.run(`UPDATE acct SET owner = 'CID' WHERE id = 3`)
+	s.waitStream(q, "3|300|cid|UPDATE_BEFORE", "3|300|CID|UPDATE_AFTER")
+	s.waitStream(`SELECT id, __change_type FROM acct_audit`, append([]string{"1|UPDATE_BEFORE", "1|UPDATE_AFTER", "2|DELETE", "4|INSERT"}, "3|UPDATE_BEFORE", "3|UPDATE_AFTER")...)
+
+	// A row added before a consume's horizon and removed just after it:
+	// the consume gets its INSERT, the next read its DELETE.
+	s.run(`CREATE TABLE STREAM acct_race ON TABLE acct`)
+	s.run(`INSERT INTO acct VALUES (6, 600, 'fay')`)
+	time.Sleep(2500 * time.Millisecond)
+	s.run(`DELETE FROM acct WHERE id = 6`)
+	s.run(`INSERT INTO acct_log SELECT id, balance, __change_type FROM acct_race`)
+	wantRows(t, "consumed around a delete", s.run(`SELECT id, balance, change_type FROM acct_log WHERE id = 6`), "6|600|INSERT")
+	s.waitStream(`SELECT id, __change_type FROM acct_race`, "6|DELETE")
+	s.run(`INSERT INTO acct VALUES (6, 600, 'fay')`) // as it was, for the checks below
+	s.run(`DELETE FROM acct WHERE id = 6`)
+
+	// SHOW_INITIAL_ROWS: the first read shows the rows already there.
+	s.run(`CREATE TABLE STREAM acct_all ON TABLE acct WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE')`)
+	s.waitStream(`SELECT id, __change_type FROM acct_all`, "1|INSERT", "3|INSERT", "4|INSERT")
+
+	// Errors name the object and the fix.
+	s.mustFail(`CREATE TABLE STREAM acct_changes ON TABLE acct`, "already exists")
+	s.mustFail(`CREATE TABLE STREAM x ON TABLE nope`, "nope", "does not exist")
+	s.mustFail(`CREATE TABLE STREAM x ON TABLE acct WITH PROPERTIES ('TABLE_STREAM_MODE' = 'INSERT_ONLY')`, "APPEND_ONLY")
+	s.mustFail(`CREATE TABLE STREAM x ON TABLE acct WITH PROPERTIES ('COLOR' = 'red')`, "unknown property", "TABLE_STREAM_MODE")
+	s.run(`CREATE OR REPLACE TABLE STREAM acct_changes ON TABLE acct`)
+}
+
+// TestStreamStale: a stream whose offset is older than what the change log
+// keeps fails with how to recreate it.
+func TestStreamStale(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE ev (id INT)`)
+	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
+	s.run(`INSERT INTO ev VALUES (1)`)
+	// Trim the change log as maintenance does past data_retention_days:
+	// everything before now.
+	if err := s.Eng.TrimChangeLog(s.Ctx, s.Schema, "ev", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.mustFail(`SELECT * FROM ev_s`, "ev_s", "stale", "CREATE OR REPLACE TABLE STREAM ev_s")
+	sh := s.run(`SHOW TABLE STREAMS`)
+	if rows := table(sh); len(rows) != 1 || rows[0][column(t, sh, "stale")] != "true" {
+		t.Fatalf("SHOW TABLE STREAMS:\n%s", rowsText(sh))
+	}
+	s.run(`CREATE OR REPLACE TABLE STREAM ev_s ON TABLE ev`)
+	s.run(`INSERT INTO ev VALUES (2)`)
+	s.waitStream(`SELECT id, __change_type FROM ev_s`, "2|INSERT")
+}

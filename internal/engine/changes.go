@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// The change log of change-tracked tables ('change_tracking' = 'true').
+//
+// Every committed write of such a table is a row of lakepipe.table_commits:
+// a commit version (increasing), the write's commit id and its kind. The
+// rows a write added carry its commit id in the table's _lp_commit column
+// (tables are ordered by it, so finding one commit's rows reads only their
+// granules); the rows a DELETE or UPDATE removed are copied, before they go,
+// into lakepipe_changes.<schema>__<table> with the commit id of that write.
+// An UPDATE is an INSERT of the new rows under its commit id followed by the
+// removal of the old ones. So the changes between two versions are found
+// from the commits between them alone, whatever the size of the table.
+//
+// Commit versions are registration times in nanoseconds. A reader takes
+// only commits older than changeFence, so that a write registered a moment
+// later (or by a worker whose clock is a little behind) cannot slip in
+// below a version a reader has already passed.
+
+// Commit kinds.
+const (
+	commitInsert = "INSERT"
+	commitDelete = "DELETE"
+	commitUpdate = "UPDATE"
+)
+
+// changesRetainedSince is the table property holding the oldest commit
+// version its change log still has (set when maintenance trims it).
+const changesRetainedSince = "changes_retained_since"
+
+// changeFence is how old a commit must be before readers take it.
+const changeFence = 2 * time.Second
+
+// Columns of a change table besides the table's own.
+const (
+	changeTypeColumn = "_lp_change_type"
+	origCommitColumn = "_lp_orig_commit"
+)
+
+func tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
+
+// changesTable names the change table of schema.name in schemas.ChangesDB.
+func changesTable(schema, name string) string { return schema + "__" + name }
+
+var lastCommitVersion atomic.Uint64
+
+// nextCommitVersion is the current time in nanoseconds, strictly
+// increasing within the process.
+func nextCommitVersion() uint64 {
+	for {
+		now := uint64(time.Now().UnixNano())
+		last := lastCommitVersion.Load()
+		if now <= last {
+			now = last + 1
+		}
+		if lastCommitVersion.CompareAndSwap(last, now) {
+			return now
+		}
+	}
+}
+
+// enableTracking creates the change table of a table (idempotent).
+func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
+	cols := make([]string, 0, len(spec.Columns)+3)
+	for _, c := range spec.Columns {
+		cols = append(cols, columnDDL(c))
+	}
+	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(CommitColumn)+" UInt64",
+		chsql.QuoteIdent(origCommitColumn)+" UInt64")
+	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
+		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(CommitColumn)
+	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
+		return err
+	}
+	if err := e.st.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("table %s: create its change log: %w", display(schema, name), err)
+	}
+	return nil
+}
+
+// registerCommit records a committed write of a change-tracked table. A
+// commit id is registered once: a retried load registers nothing new.
+func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit uint64, kind string, rows int64) error {
+	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id = %d",
+		chsql.QuoteString(schema), chsql.QuoteString(name), commit))
+	if err != nil {
+		return fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+	}
+	if len(n) == 1 && n[0] != "0" {
+		return nil
+	}
+	if rows < 0 {
+		rows = 0
+	}
+	err = e.st.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"},
+		[][]any{{schema, name, nextCommitVersion(), commit, kind, uint64(rows), time.Now().UTC()}})
+	if err != nil {
+		return fmt.Errorf("table %s: record a commit in its change log: %w", display(schema, name), err)
+	}
+	return nil
+}
+
+// trackLoad registers the rows a load added, when the table tracks changes
+// (rows < 0: a load whose row count is not known here).
+func (e *Engine) trackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {
+	var spec catalog.TableSpec
+	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	if err != nil || !ok || !tracked(spec) || rows == 0 {
+		return err
+	}
+	return e.registerCommit(ctx, schema, name, commit, commitInsert, rows)
+}
+
+// commitRef is one commit of the change log.
+type commitRef struct {
+	version uint64
+	id      uint64
+	kind    string
+	at      time.Time
+}
+
+// commitsBetween lists the commits of a table with lo < version <= hi.
+func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi uint64) ([]commitRef, error) {
+	res, err := e.st.Query(ctx, fmt.Sprintf("SELECT version, commit_id, kind, committed_at FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %d AND version <= %d ORDER BY version",
+		chsql.QuoteString(schema), chsql.QuoteString(name), lo, hi))
+	if err != nil {
+		return nil, fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+	}
+	out := make([]commitRef, 0, len(res.Rows))
+	for _, r := range res.Rows {
+		out = append(out, commitRef{version: r[0].(uint64), id: r[1].(uint64), kind: r[2].(string), at: r[3].(time.Time)})
+	}
+	return out, nil
+}
+
+// changeReadHorizon is the highest version a reader may take now.
+func changeReadHorizon() uint64 { return uint64(time.Now().Add(-changeFence).UnixNano()) }
+
+func idList(ids []uint64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// changeQuery renders, as one ClickHouse query, the changes of a table
+// between two versions: its columns plus __change_type, __commit_version and
+// __commit_timestamp. appendOnly keeps inserts only; initial (from version
+// 0) shows every row present at hi as an INSERT.
+func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool) (string, error) {
+	cols := make([]string, len(spec.Columns))
+	for i, c := range spec.Columns {
+		cols[i] = chsql.QuoteIdent(c.Name)
+	}
+	colList := strings.Join(cols, ", ")
+	table := chsql.Table(schema, name)
+	commitCol := chsql.QuoteIdent(CommitColumn)
+	if initial && lo == 0 {
+		// Every row present, less what was written after hi.
+		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0))
+		if err != nil {
+			return "", err
+		}
+		q := "SELECT " + colList + ", 'INSERT' AS __change_type, toUInt64(0) AS __commit_version, toDateTime(0) AS __commit_timestamp FROM " + table
+		var ids []uint64
+		for _, c := range later {
+			if c.kind != commitDelete {
+				ids = append(ids, c.id)
+			}
+		}
+		if len(ids) > 0 {
+			q += " WHERE " + commitCol + " NOT IN (" + idList(ids) + ")"
+		}
+		return q, nil
+	}
+	commits, err := e.commitsBetween(ctx, schema, name, lo, hi)
+	if err != nil {
+		return "", err
+	}
+	var all, ins, upd, del, versions, stamps []uint64
+	for _, c := range commits {
+		all = append(all, c.id)
+		versions = append(versions, c.version)
+		stamps = append(stamps, uint64(c.at.Unix()))
+		switch c.kind {
+		case commitInsert:
+			ins = append(ins, c.id)
+		case commitUpdate:
+			upd = append(upd, c.id)
+		case commitDelete:
+			del = append(del, c.id)
+		}
+	}
+	meta := func(kind string) string {
+		return kind + " AS __change_type, transform(" + commitCol + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
+			"toDateTime(transform(" + commitCol + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp"
+	}
+	var parts []string
+	if len(ins) > 0 {
+		parts = append(parts, "SELECT "+colList+", "+meta("'INSERT'")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(ins)+")")
+		// Rows added up to hi but removed since (by a commit after hi) were
+		// there at hi: they are read from the change log, as inserts, so
+		// that a later read's DELETE has its INSERT.
+		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0))
+		if err != nil {
+			return "", err
+		}
+		var removedLater []uint64
+		for _, c := range later {
+			if c.kind != commitInsert {
+				removedLater = append(removedLater, c.id)
+			}
+		}
+		if len(removedLater) > 0 {
+			origMeta := "'INSERT' AS __change_type, transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
+				"toDateTime(transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp"
+			parts = append(parts, "SELECT "+colList+", "+origMeta+" FROM "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+
+				" WHERE "+commitCol+" IN ("+idList(removedLater)+") AND "+chsql.QuoteIdent(origCommitColumn)+" IN ("+idList(ins)+")")
+		}
+	}
+	if !appendOnly {
+		if len(upd) > 0 {
+			parts = append(parts, "SELECT "+colList+", "+meta("'UPDATE_AFTER'")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(upd)+")")
+		}
+		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
+			// A row both added and removed since lo is no change at all.
+			q := "SELECT " + colList + ", " + meta(chsql.QuoteIdent(changeTypeColumn)) + " FROM " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
+				" WHERE " + commitCol + " IN (" + idList(gone) + ")"
+			if added := append(append([]uint64(nil), ins...), upd...); len(added) > 0 {
+				q += " AND " + chsql.QuoteIdent(origCommitColumn) + " NOT IN (" + idList(added) + ")"
+			}
+			parts = append(parts, q)
+		}
+	}
+	if len(parts) == 0 {
+		return "SELECT " + colList + ", 'INSERT' AS __change_type, toUInt64(0) AS __commit_version, toDateTime(0) AS __commit_timestamp FROM " + table + " WHERE 0", nil
+	}
+	return strings.Join(parts, " UNION ALL "), nil
+}
+
+// saveRemoved copies the rows a DELETE or UPDATE is about to remove into the
+// change table, tagged with the statement's commit id.
+func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {
+	cols := make([]string, len(spec.Columns))
+	for i, c := range spec.Columns {
+		cols[i] = chsql.QuoteIdent(c.Name)
+	}
+	colList := strings.Join(cols, ", ")
+	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " (" + colList + ", " +
+		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(CommitColumn) + ", " + chsql.QuoteIdent(origCommitColumn) + ") SELECT " +
+		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(CommitColumn) +
+		" FROM " + chsql.Table(schema, name) + " WHERE " + cond
+	if err := e.st.Exec(ctx, q); err != nil {
+		return fmt.Errorf("table %s: keep the removed rows in its change log: %w", display(schema, name), err)
+	}
+	return nil
+}
+
+// TrimChangeLog forgets the changes of schema.name committed before a
+// moment: their commits and the removed rows kept for them. Streams whose
+// offset is older become stale. Maintenance calls it with each tracked
+// table's data_retention_days (default 7).
+func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before time.Time) error {
+	cut := uint64(before.UnixNano())
+	old, err := e.commitsBetween(ctx, schema, name, 0, cut-1)
+	if err != nil {
+		return err
+	}
+	var spec catalog.TableSpec
+	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
+		return err
+	}
+	if len(old) > 0 {
+		ids := make([]uint64, len(old))
+		for i, c := range old {
+			ids[i] = c.id
+		}
+		if _, err := e.mutate(ctx, schemas.ChangesDB, changesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
+			return err
+		}
+		if err := e.st.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d",
+			chsql.QuoteString(schema), chsql.QuoteString(name), cut)); err != nil {
+			return fmt.Errorf("table %s: trim its change log: %w", display(schema, name), err)
+		}
+	}
+	if prev, _ := strconv.ParseUint(spec.Properties[changesRetainedSince], 10, 64); prev >= cut {
+		return nil
+	}
+	if spec.Properties == nil {
+		spec.Properties = map[string]string{}
+	}
+	spec.Properties[changesRetainedSince] = strconv.FormatUint(cut, 10)
+	return e.cat.Put(ctx, catalog.KindTable, schema, name, spec, "")
+}
+
+// trimChangeLogs applies every tracked table's retention.
+func (e *Engine) trimChangeLogs(ctx context.Context) error {
+	tables, err := e.cat.ListAll(ctx, catalog.KindTable)
+	if err != nil {
+		return err
+	}
+	for _, o := range tables {
+		var spec catalog.TableSpec
+		if o.Decode(&spec) != nil || !tracked(spec) {
+			continue
+		}
+		days := 7
+		if d, err := strconv.Atoi(spec.Properties["data_retention_days"]); err == nil && d > 0 {
+			days = d
+		}
+		if err := e.TrimChangeLog(ctx, o.Schema, o.Name, time.Now().Add(-time.Duration(days)*24*time.Hour)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
