@@ -2,9 +2,9 @@ package engine
 
 import (
 	"context"
-	"strconv"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
