@@ -187,9 +187,17 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		}
 		return q, nil
 	}
-	commits, err := e.commitsBetween(ctx, schema, name, lo, hi)
+	// One read of the change log: the commits in (lo, hi] and those after.
+	commits, err := e.commitsBetween(ctx, schema, name, lo, ^uint64(0))
 	if err != nil {
 		return "", err
+	}
+	var later []commitRef
+	for i, c := range commits {
+		if c.version > hi {
+			commits, later = commits[:i], commits[i:]
+			break
+		}
 	}
 	var all, ins, upd, del, versions, stamps []uint64
 	for _, c := range commits {
@@ -215,10 +223,6 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		// Rows added up to hi but removed since (by a commit after hi) were
 		// there at hi: they are read from the change log, as inserts, so
 		// that a later read's DELETE has its INSERT.
-		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0))
-		if err != nil {
-			return "", err
-		}
 		var removedLater []uint64
 		for _, c := range later {
 			if c.kind != commitInsert {

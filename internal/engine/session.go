@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -22,24 +23,51 @@ type session struct {
 	temp []string
 	// streams are the table streams the statement reads (see streamSource).
 	streams map[string]streamRead
+	// specs caches what names the statement uses turned out to be.
+	specs map[string]streamLookup
+}
+
+// streamLookup is a name looked up as a table stream.
+type streamLookup struct {
+	schema, name string
+	spec         catalog.StreamSpec
+	ok           bool
+}
+
+// stream looks a name up as a table stream, once per statement.
+func (s *session) stream(n sqlparse.ObjectName) (streamLookup, error) {
+	key := strings.Join(n.Parts, ".")
+	if l, ok := s.specs[key]; ok {
+		return l, nil
+	}
+	var l streamLookup
+	var err error
+	if l.schema, l.name, l.spec, l.ok, err = s.e.streamSpec(s.ctx, n); err != nil {
+		return l, err
+	}
+	if s.specs == nil {
+		s.specs = map[string]streamLookup{}
+	}
+	s.specs[key] = l
+	return l, nil
 }
 
 func (e *Engine) session(ctx context.Context) *session {
 	s := &session{e: e, ctx: ctx}
 	s.tr = &chsql.Translator{
 		Table: func(n sqlparse.ObjectName) (string, error) {
-			if schema, name, spec, ok, err := e.streamSpec(ctx, n); err != nil {
+			if l, err := s.stream(n); err != nil {
 				return "", err
-			} else if ok {
-				return s.streamSource(schema, name, spec)
+			} else if l.ok {
+				return s.streamSource(l.schema, l.name, l.spec)
 			}
 			return e.tableRef(ctx, n)
 		},
 		Source: s.source,
 		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
 			var extra []string
-			if _, _, st, ok, err := e.streamSpec(ctx, n); err == nil && ok {
-				n = nameFromString(st.Table)
+			if l, err := s.stream(n); err == nil && l.ok {
+				n = nameFromString(l.spec.Table)
 				extra = streamColumns
 			}
 			_, _, spec, err := e.table(ctx, n)
