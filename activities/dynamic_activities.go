@@ -21,3 +21,13 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.Refre
 	}
 	return res, err
 }
+
+// PlanRefresh lists a dynamic table's upstream dynamic tables in
+// dependency order. It only reads the catalog.
+func (a *Activities) PlanRefresh(ctx context.Context, in workflows.PlanInput) (workflows.PlanResult, error) {
+	up, err := a.Engine.WithSchema(in.Params.Schema).PlanRefresh(ctx, in.Params.Name)
+	if errors.Is(err, engine.ErrDynamicTableGone) {
+		return workflows.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)
+	}
+	return workflows.PlanResult{Upstream: up}, err
+}

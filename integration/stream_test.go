@@ -163,6 +163,12 @@ func TestStreamStandard(t *testing.T) {
 	s.run(`CREATE TABLE STREAM acct_all ON TABLE acct WITH PROPERTIES ('SHOW_INITIAL_ROWS' = 'TRUE')`)
 	s.waitStream(`SELECT id, __change_type FROM acct_all`, "1|INSERT", "3|INSERT", "4|INSERT")
 
+	// A column added to a tracked table reaches its change log too.
+	s.run(`ALTER TABLE acct ADD COLUMN note STRING`)
+	s.run(`INSERT INTO acct_log SELECT id, balance, __change_type FROM acct_changes`)
+	s.run(`UPDATE acct SET note = 'vip' WHERE id = 4`)
+	s.waitStream(`SELECT id, note, __change_type FROM acct_changes`, "4|NULL|UPDATE_BEFORE", "4|vip|UPDATE_AFTER")
+
 	// Errors name the object and the fix.
 	s.mustFail(`CREATE TABLE STREAM acct_changes ON TABLE acct`, "already exists")
 	s.mustFail(`CREATE TABLE STREAM x ON TABLE nope`, "nope", "does not exist")

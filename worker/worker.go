@@ -46,8 +46,10 @@ type Config struct {
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: workflows.DynamicTableWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: workflows.RefreshChainWorkflowName})
 	if acts != nil {
 		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: workflows.ActivityRefreshDynamicTable})
+		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: workflows.ActivityPlanRefresh})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})

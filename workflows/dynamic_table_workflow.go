@@ -78,6 +78,9 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 	suspended, counters := in.Suspended, in.Counters
 	refreshing, dropped, now, restart := false, false, false, false
 	next := workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+	// From version 1 on, a scheduled refresh refreshes the table's upstream
+	// dynamic tables first (child workflows, dependency order).
+	chain := workflow.GetVersion(ctx, "refresh-chain", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DynamicTableStatus, error) {
 		return DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
@@ -130,7 +133,18 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		now = false
 		refreshing = true
 		var res RefreshResult
-		err := workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+		var err error
+		if chain {
+			var out RefreshChainResult
+			out, err = refreshChain(ctx, p, "SCHEDULED")
+			if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == p.Name {
+				res = out.Refreshes[n-1].Result
+			} else if err == nil {
+				err = errors.New("the refresh chain did not reach " + p.Name)
+			}
+		} else {
+			err = workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+		}
 		refreshing = false
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == ErrTypeDynamicTableGone {

@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 )
 
 // dtEnv runs the dynamic-table workflow with a refresh activity that
@@ -20,7 +22,89 @@ func dtEnv(t *testing.T, res RefreshResult, err error) (*testsuite.TestWorkflowE
 		calls++
 		return res, err
 	}, activity.RegisterOptions{Name: ActivityRefreshDynamicTable})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanResult, error) {
+		return PlanResult{}, nil
+	}, activity.RegisterOptions{Name: ActivityPlanRefresh})
+	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
 	return env, &calls
+}
+
+// chainEnv runs refreshes of a chain a → b → sales_summary: the plan
+// activity answers with the upstream of each table, the refresh activity
+// records the order of refreshes and fails the tables in failing.
+func chainEnv(t *testing.T, failing ...string) (*testsuite.TestWorkflowEnvironment, *[]string) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	var order []string
+	upstream := map[string][]string{"sales_summary": {"a", "b"}, "b": {"a"}}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanResult, error) {
+		var out PlanResult
+		for _, u := range upstream[in.Params.Name] {
+			p := in.Params
+			p.Name = u
+			out.Upstream = append(out.Upstream, p)
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: ActivityPlanRefresh})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in RefreshInput) (RefreshResult, error) {
+		order = append(order, in.Params.Name+":"+in.Trigger)
+		for _, f := range failing {
+			if f == in.Params.Name {
+				return RefreshResult{State: "FAILED", Mode: "FULL", Error: "boom"}, nil
+			}
+		}
+		return RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil
+	}, activity.RegisterOptions{Name: ActivityRefreshDynamicTable})
+	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
+	return env, &order
+}
+
+// One refresh of the last table of a chain refreshes the others first, in
+// dependency order, each once, as children.
+func TestRefreshChainRunsUpstreamFirst(t *testing.T) {
+	env, order := chainEnv(t)
+	env.ExecuteWorkflow(RefreshChainWorkflow, RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res RefreshChainResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:CHAIN", "b:CHAIN", "sales_summary:MANUAL"}
+	if strings.Join(*order, ",") != strings.Join(want, ",") {
+		t.Fatalf("refresh order %v, want %v", *order, want)
+	}
+	if len(res.Refreshes) != 3 || res.Refreshes[2].Name != "sales_summary" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// A failed upstream refresh stops the chain before the table itself.
+func TestRefreshChainStopsAtFailedUpstream(t *testing.T) {
+	env, order := chainEnv(t, "a")
+	env.ExecuteWorkflow(RefreshChainWorkflow, RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
+	err := env.GetWorkflowError()
+	if err == nil || !strings.Contains(err.Error(), "upstream dynamic table a failed") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Join(*order, ",") != "a:CHAIN" {
+		t.Fatalf("refresh order %v, want only a", *order)
+	}
+}
+
+// The scheduled refresh of the long-running workflow runs the chain too.
+func TestDynamicTableScheduledRefreshRunsChain(t *testing.T) {
+	env, order := chainEnv(t)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 90*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:CHAIN", "b:CHAIN", "sales_summary:SCHEDULED"}
+	if strings.Join(*order, ",") != strings.Join(want, ",") {
+		t.Fatalf("refresh order %v, want %v", *order, want)
+	}
 }
 
 func dtInput(interval int) DynamicTableInput {

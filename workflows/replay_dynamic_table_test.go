@@ -1,19 +1,58 @@
 package workflows
 
 import (
+	"os"
 	"testing"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
-// TestReplayDynamicTable replays a history recorded from a real run
-// (create, scheduled refreshes, suspend, resume, manual refresh, drop): a
-// change to the workflow that breaks running histories fails here.
+// TestReplayDynamicTable replays histories recorded from real runs: a
+// change to the workflows that breaks running histories fails here.
+//
+//   - dynamic_table.json: create, scheduled refreshes, suspend, resume,
+//     manual refresh, drop (before the "refresh-chain" version);
+//   - dynamic_table_chain.json: the "refresh-chain" version: a scheduled
+//     refresh running two upstream refreshes as child workflows, suspend;
+//   - refresh_chain_manual.json: REFRESH DYNAMIC TABLE on the last of a
+//     chain of three (plan, two children, its own refresh);
+//   - refresh_chain_child.json: one child of that chain.
 func TestReplayDynamicTable(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: DynamicTableWorkflowName})
-	if err := r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/dynamic_table.json"); err != nil {
+	// Child workflow ids derive from the parent's id and run id, so those
+	// histories replay under their original execution.
+	for _, h := range []struct{ file, id, run string }{
+		{"dynamic_table.json", "", ""},
+		{"dynamic_table_chain.json", "dt.default.it_eb79927566.fast", "01a237f4-27d2-73da-8c60-4e1a9bd0984e"},
+		{"refresh_chain_manual.json", "dt.default.it_eb79927566.grand.manual.d8176ed27f59e728", "01a237f4-2430-78c0-810c-f4b783f01674"},
+		{"refresh_chain_child.json", "", ""},
+	} {
+		t.Run(h.file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: DynamicTableWorkflowName})
+			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
+			hist, err := client.HistoryFromJSON(mustOpen(t, "testdata/"+h.file), client.HistoryJSONOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := worker.ReplayWorkflowHistoryOptions{}
+			if h.id != "" {
+				opts.OriginalExecution = workflow.Execution{ID: h.id, RunID: h.run}
+			}
+			if err := r.ReplayWorkflowHistoryWithOptions(nil, hist, opts); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -147,12 +147,19 @@ func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) 
 	end := time.Now().UTC()
 	herr := e.st.InsertRows(ctx, schemas.SystemDB, "refresh_history",
 		[]string{"schema", "name", "refresh_id", "trigger", "state", "refresh_mode", "mode_reason", "start_time", "end_time", "duration_ms", "source_tables", "rows_inserted", "rows_deleted", "error_message"},
-		[][]any{{schema, name, newLoadID(), trigger, res.State, mode, reason, start, end, uint64(end.Sub(start).Milliseconds()),
+		[][]any{{schema, name, refreshID(start), trigger, res.State, mode, reason, start, end, uint64(end.Sub(start).Milliseconds()),
 			strings.Join(spec.Sources, ","), uint64(rows), uint64(deleted), res.Error}})
 	if herr != nil {
 		return res, fmt.Errorf("record refresh of %s: %w", display(schema, name), herr)
 	}
 	return res, nil
+}
+
+// refreshID names a refresh; its first 16 hex digits are its start in
+// nanoseconds, so that it orders refreshes that started within a second
+// (start_time has whole seconds).
+func refreshID(start time.Time) string {
+	return fmt.Sprintf("%016x", start.UnixNano()) + newLoadID()[:4]
 }
 
 // fullReason says why a refresh recomputes everything.
@@ -215,22 +222,86 @@ func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec cata
 }
 
 func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*Result, error) {
-	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
+	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "MANUAL")
+	orch, err := e.orchestrator()
 	if err != nil {
 		return nil, err
 	}
+	// The refresh chain: upstream dynamic tables first, as child workflows.
+	id := e.WithSchema(schema).DynamicTableWorkflowID(name) + ".manual." + newLoadID()
+	in := workflows.RefreshChainInput{Trigger: "MANUAL",
+		Params: workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	var out workflows.RefreshChainResult
+	if err := orch.Run(ctx, id, workflows.RefreshChainWorkflowName, in, &out); err != nil {
+		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", display(schema, name), err)
+	}
+	n := len(out.Refreshes)
+	if n == 0 || out.Refreshes[n-1].Name != name {
+		return nil, fmt.Errorf("refresh of dynamic table %s did not run", display(schema, name))
+	}
+	res := out.Refreshes[n-1].Result
 	if res.State != "SUCCEED" {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
 	}
 	// The interval counts from this refresh, as the seeds say.
-	if orch, err := e.orchestrator(); err == nil {
-		_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
+	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
+	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
+	if n > 1 {
+		up := make([]string, n-1)
+		for i, st := range out.Refreshes[:n-1] {
+			up[i] = st.Name
+		}
+		msg += " after its upstream " + strings.Join(up, ", ")
 	}
-	return message("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows), nil
+	return message("%s", msg), nil
+}
+
+// PlanRefresh lists the upstream dynamic tables of a dynamic table, every
+// one after those it reads; the table itself is not in the list.
+func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]workflows.DynamicTableParams, error) {
+	var order []workflows.DynamicTableParams
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(schema, name string, root bool) error
+	visit = func(schema, name string, root bool) error {
+		key := display(schema, name)
+		switch state[key] {
+		case 1:
+			return fmt.Errorf("dynamic table %s depends on itself through its sources", key)
+		case 2:
+			return nil
+		}
+		var spec catalog.DynamicTableSpec
+		ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if root {
+				return fmt.Errorf("%s: %w", key, ErrDynamicTableGone)
+			}
+			return nil // a plain table
+		}
+		state[key] = 1
+		for _, src := range spec.Sources {
+			if parts := strings.SplitN(src, ".", 2); len(parts) == 2 {
+				if err := visit(parts[0], parts[1], false); err != nil {
+					return err
+				}
+			}
+		}
+		state[key] = 2
+		if !root {
+			order = append(order, workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds})
+		}
+		return nil
+	}
+	if err := visit(e.cfg.Schema, name, true); err != nil {
+		return nil, err
+	}
+	return order, nil
 }
 
 func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*Result, error) {
@@ -248,7 +319,7 @@ func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefresh
 		limit = fmt.Sprintf(" LIMIT %d", *s.Limit)
 	}
 	r, err := e.st.Query(ctx, "SELECT name, state, refresh_mode, mode_reason, trigger, start_time, end_time, duration_ms / 1000 AS duration, "+
-		"source_tables, rows_inserted, rows_deleted, error_message FROM lakepipe.refresh_history WHERE "+where+" ORDER BY start_time DESC, end_time DESC"+limit)
+		"source_tables, rows_inserted, rows_deleted, error_message FROM lakepipe.refresh_history WHERE "+where+" ORDER BY start_time DESC, refresh_id DESC"+limit)
 	if err != nil {
 		return nil, fmt.Errorf("SHOW DYNAMIC TABLE REFRESH HISTORY: %w (columns: name, state, refresh_mode, start_time, end_time, duration, source_tables, rows_inserted, rows_deleted, error_message)", err)
 	}

@@ -31,6 +31,8 @@ type Orchestrator interface {
 	Start(ctx context.Context, id, workflow string, input any) error
 	// Query runs a workflow's query; state is its execution status.
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
+	// Run starts a workflow and waits for its result.
+	Run(ctx context.Context, id, workflow string, input, out any) error
 }
 
 // WithOrchestrator returns a copy of the engine that runs pipes through o.

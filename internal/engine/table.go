@@ -272,8 +272,17 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
 		}
 		if tracked(spec) {
-			if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN IF NOT EXISTS "+columnDDL(cs)); err != nil {
-				return nil, fmt.Errorf("alter table %s: its change log: %w", display(schema, name), err)
+			// Its change log gets the column too (18.16 has no ADD COLUMN
+			// IF NOT EXISTS: a column already there is left).
+			n, err := e.st.Strings(ctx, "SELECT count() FROM system.columns WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+
+				" AND table = "+chsql.QuoteString(changesTable(schema, name))+" AND name = "+chsql.QuoteString(cs.Name))
+			if err != nil {
+				return nil, err
+			}
+			if len(n) == 1 && n[0] == "0" {
+				if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN "+columnDDL(cs)); err != nil {
+					return nil, fmt.Errorf("alter table %s: its change log: %w", display(schema, name), err)
+				}
 			}
 		}
 		spec.Columns = append(spec.Columns, cs)

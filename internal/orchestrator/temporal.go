@@ -187,6 +187,23 @@ func (t *Temporal) Start(ctx context.Context, id, workflow string, input any) er
 	return err
 }
 
+// Run starts a workflow and waits for its result (into out).
+func (t *Temporal) Run(ctx context.Context, id, workflow string, input, out any) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             t.cfg.TaskQueue,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, workflow, input)
+	if err != nil {
+		return err
+	}
+	return run.Get(ctx, out)
+}
+
 // Query runs a workflow's status query into out and returns the
 // execution state (RUNNING, COMPLETED, FAILED, NOT_FOUND, …); out is only
 // filled for a running workflow.
