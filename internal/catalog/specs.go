@@ -81,6 +81,9 @@ type DynamicTableSpec struct {
 	IntervalSeconds int       `json:"interval_seconds"`
 	VCluster        string    `json:"vcluster,omitempty"`
 	Sources         []string  `json:"source_tables"`
+	// ChangeVersion is the change-log version of its source an
+	// incrementally refreshed summary reflects (0: not built yet).
+	ChangeVersion uint64 `json:"change_version,omitempty"`
 	Comment         string    `json:"comment,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 }

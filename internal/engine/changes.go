@@ -30,9 +30,12 @@ import (
 // later (or by a worker whose clock is a little behind) cannot slip in
 // below a version a reader has already passed.
 
-// Commit kinds.
+// Commit kinds. BASELINE commits are the rows a table had when change
+// tracking was turned on: not changes, but part of what incremental
+// refreshes start from.
 const (
-	commitInsert = "INSERT"
+	commitBaseline = "BASELINE"
+	commitInsert   = "INSERT"
 	commitDelete = "DELETE"
 	commitUpdate = "UPDATE"
 )
@@ -87,6 +90,14 @@ func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec c
 	}
 	if err := e.st.Exec(ctx, ddl); err != nil {
 		return fmt.Errorf("table %s: create its change log: %w", display(schema, name), err)
+	}
+	// The rows already there form the BASELINE: commits that are not
+	// changes (version 0, below every reader's range), but that
+	// incremental refreshes count as the table's start.
+	q := fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) SELECT %s, %s, toUInt64(0), %s, 'BASELINE', count(), now() FROM %s GROUP BY %s",
+		chsql.QuoteString(schema), chsql.QuoteString(name), chsql.QuoteIdent(CommitColumn), chsql.Table(schema, name), chsql.QuoteIdent(CommitColumn))
+	if err := e.st.Exec(ctx, q); err != nil {
+		return fmt.Errorf("table %s: record its baseline in its change log: %w", display(schema, name), err)
 	}
 	return nil
 }

@@ -135,10 +135,32 @@ func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) 
 		}
 		return workflows.RefreshResult{}, err
 	}
+	return e.refreshDynamicTable(ctx, name, spec, trigger, false)
+}
+
+// refreshDynamicTable refreshes incrementally when it can (forceFull: it
+// rebuilds even so) and records the refresh.
+func (e *Engine) refreshDynamicTable(ctx context.Context, name string, spec catalog.DynamicTableSpec, trigger string, forceFull bool) (workflows.RefreshResult, error) {
+	schema := e.cfg.Schema
 	start := time.Now().UTC()
-	mode, reason := "FULL", e.fullReason(ctx, spec)
+	var (
+		rows, deleted int64
+		mode, reason  string
+		err           error
+	)
+	plan, why := e.incrementalPlan(ctx, spec)
+	if plan != nil {
+		var version uint64
+		rows, deleted, mode, reason, version, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
+		if err == nil {
+			spec.ChangeVersion = version
+			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+		}
+	} else {
+		mode, reason = "FULL", why
+		rows, deleted, err = e.fullRefresh(ctx, schema, name, spec)
+	}
 	res := workflows.RefreshResult{Mode: mode}
-	rows, deleted, err := e.fullRefresh(ctx, schema, name, spec)
 	if err != nil {
 		res.State, res.Error = "FAILED", err.Error()
 	} else {
@@ -162,16 +184,32 @@ func refreshID(start time.Time) string {
 	return fmt.Sprintf("%016x", start.UnixNano()) + newLoadID()[:4]
 }
 
-// fullReason says why a refresh recomputes everything.
-func (e *Engine) fullReason(ctx context.Context, spec catalog.DynamicTableSpec) string {
+// incrementalPlan is the plan of an incrementally refreshable dynamic
+// table, or nil and why its refreshes are FULL.
+func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableSpec) (*incPlan, string) {
 	for _, src := range spec.Sources {
 		var t catalog.TableSpec
 		parts := strings.SplitN(src, ".", 2)
-		if ok, _ := e.cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && t.Properties["change_tracking"] != "true" {
-			return "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
+		if ok, _ := e.cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && !tracked(t) {
+			return nil, "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 	}
-	return "incremental maintenance is not available in this release"
+	q, err := sqlparse.ParseQuery(spec.Query)
+	if err != nil {
+		return nil, err.Error()
+	}
+	return e.planIncremental(ctx, q)
+}
+
+// refreshModeOf says which mode the next refresh will use and why.
+func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (string, string) {
+	if plan, why := e.incrementalPlan(ctx, spec); plan == nil {
+		return "FULL", why
+	}
+	if spec.ChangeVersion == 0 {
+		return "FULL", "first refresh: the state of the summary is built"
+	}
+	return "INCREMENTAL", "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
 }
 
 func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
@@ -375,8 +413,9 @@ func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTa
 	}
 	eng := e.WithSchema(schema)
 	st, state := eng.dynamicStatus(ctx, name)
+	mode, why := eng.refreshModeOf(ctx, spec)
 	kv := [][2]any{{"name", name}, {"schema", schema}, {"state", state}, {"refresh_interval", spec.Interval},
-		{"refresh_mode", "FULL"}, {"refresh_mode_reason", eng.fullReason(ctx, spec)}, {"source_tables", strings.Join(spec.Sources, ", ")},
+		{"refresh_mode", mode}, {"refresh_mode_reason", why}, {"source_tables", strings.Join(spec.Sources, ", ")},
 		{"query", spec.Query}, {"vcluster", spec.VCluster}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
 		{"workflow_id", eng.DynamicTableWorkflowID(name)}}
 	if st != nil {
@@ -404,6 +443,7 @@ func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTa
 	if orch, err := e.orchestrator(); err == nil {
 		_ = orch.Stop(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name))
 	}
+	_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
 	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, name)); err != nil {
 		return nil, err
 	}

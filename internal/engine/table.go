@@ -241,7 +241,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 					return nil, err
 				}
 				v = fmt.Sprint(b)
-				if b {
+				if b && !tracked(spec) {
 					if err := e.enableTracking(ctx, schema, name, spec); err != nil {
 						return nil, err
 					}
