@@ -76,16 +76,16 @@ type PipeSpec struct {
 // DynamicTableSpec is a dynamic table; its rows live in the ClickHouse
 // table of the same name, replaced whole by each refresh.
 type DynamicTableSpec struct {
-	Query           string    `json:"query"` // canonical SELECT text
-	Interval        string    `json:"interval"`
-	IntervalSeconds int       `json:"interval_seconds"`
-	VCluster        string    `json:"vcluster,omitempty"`
-	Sources         []string  `json:"source_tables"`
+	Query           string   `json:"query"` // canonical SELECT text
+	Interval        string   `json:"interval"`
+	IntervalSeconds int      `json:"interval_seconds"`
+	VCluster        string   `json:"vcluster,omitempty"`
+	Sources         []string `json:"source_tables"`
 	// ChangeVersion is the change-log version of its source an
 	// incrementally refreshed summary reflects (0: not built yet).
-	ChangeVersion uint64 `json:"change_version,omitempty"`
-	Comment         string    `json:"comment,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
+	ChangeVersion uint64    `json:"change_version,omitempty"`
+	Comment       string    `json:"comment,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
 }
 
 // StreamSpec is a table stream: the changes of a table since its offset.

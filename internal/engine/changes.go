@@ -36,8 +36,8 @@ import (
 const (
 	commitBaseline = "BASELINE"
 	commitInsert   = "INSERT"
-	commitDelete = "DELETE"
-	commitUpdate = "UPDATE"
+	commitDelete   = "DELETE"
+	commitUpdate   = "UPDATE"
 )
 
 // changesRetainedSince is the table property holding the oldest commit
