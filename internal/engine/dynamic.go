@@ -138,6 +138,16 @@ func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) 
 	return e.refreshDynamicTable(ctx, name, spec, trigger, false)
 }
 
+// RefreshDynamicTableFull recomputes a dynamic table from all of its
+// source, even where an incremental refresh would do (state included).
+func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
+	_, _, spec, err := e.dynamicSpec(ctx, sqlparse.ObjectName{Parts: []string{e.cfg.Schema, name}})
+	if err != nil {
+		return workflows.RefreshResult{}, err
+	}
+	return e.refreshDynamicTable(ctx, name, spec, trigger, true)
+}
+
 // refreshDynamicTable refreshes incrementally when it can (forceFull: it
 // rebuilds even so) and records the refresh.
 func (e *Engine) refreshDynamicTable(ctx context.Context, name string, spec catalog.DynamicTableSpec, trigger string, forceFull bool) (workflows.RefreshResult, error) {
