@@ -124,6 +124,17 @@ func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit
 	return nil
 }
 
+// commitRows counts the rows of db.table tagged with a commit id (0 when
+// the count fails: it only informs the change log).
+func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64) int64 {
+	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(CommitColumn), commit))
+	rows := int64(0)
+	if len(n) == 1 {
+		rows, _ = strconv.ParseInt(n[0], 10, 64)
+	}
+	return rows
+}
+
 // trackLoad registers the rows a load added, when the table tracks changes
 // (rows < 0: a load whose row count is not known here).
 func (e *Engine) trackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {

@@ -236,37 +236,7 @@ func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec cata
 	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
 		return 0, 0, err
 	}
-	suffix := newLoadID()
-	fresh, old := name+"__new_"+suffix, name+"__old_"+suffix
-	if err := e.st.Exec(ctx, "CREATE TABLE "+chsql.Table(schema, fresh)+" ENGINE = MergeTree ORDER BY tuple() AS "+text); err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
-		return 0, 0, queryError(err)
-	}
-	n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, fresh))
-	if err != nil {
-		return 0, 0, err
-	}
-	fmt.Sscan(n[0], &rows)
-	exists, err := e.st.Strings(ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
-	if err != nil {
-		return 0, 0, err
-	}
-	if exists[0] != "0" {
-		if n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name)); err == nil {
-			fmt.Sscan(n[0], &deleted)
-		}
-		// One RENAME statement swaps both names, so readers never find
-		// the table missing.
-		if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, name)+" TO "+chsql.Table(schema, old)+", "+
-			chsql.Table(schema, fresh)+" TO "+chsql.Table(schema, name)); err != nil {
-			_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
-			return 0, 0, err
-		}
-		_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, old))
-	} else if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, fresh)+" TO "+chsql.Table(schema, name)); err != nil {
-		return 0, 0, err
-	}
-	return rows, deleted, nil
+	return e.swapIn(ctx, schema, name, text)
 }
 
 func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*Result, error) {

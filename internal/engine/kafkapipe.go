@@ -281,13 +281,9 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 // ErrPipeGone.
 func (e *Engine) OpenKafkaPipe(ctx context.Context, p workflows.PipeParams) (*KafkaPipeRun, error) {
 	e = e.WithSchema(p.Schema)
-	var spec catalog.PipeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
+	spec, err := e.activePipe(ctx, p)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
 	}
 	text := spec.CopyStatement
 	if sec, err := e.cat.Secret(ctx, catalog.KindPipe, p.Schema, p.Name); err != nil {

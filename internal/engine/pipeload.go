@@ -36,16 +36,26 @@ type PipeRun struct {
 	tableCreated time.Time
 }
 
-// OpenPipe loads a pipe for its activities. A missing pipe is ErrPipeGone.
-func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
-	e = e.WithSchema(p.Schema)
+// activePipe loads a pipe's spec for its activities; a missing pipe is
+// ErrPipeGone.
+func (e *Engine) activePipe(ctx context.Context, p workflows.PipeParams) (catalog.PipeSpec, error) {
 	var spec catalog.PipeSpec
 	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
 	if err != nil {
-		return nil, err
+		return spec, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
+		return spec, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
+	}
+	return spec, nil
+}
+
+// OpenPipe loads a pipe for its activities. A missing pipe is ErrPipeGone.
+func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
+	e = e.WithSchema(p.Schema)
+	spec, err := e.activePipe(ctx, p)
+	if err != nil {
+		return nil, err
 	}
 	stmt, err := sqlparse.Parse(spec.CopyStatement)
 	if err != nil {

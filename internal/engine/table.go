@@ -494,11 +494,7 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(CommitColumn), commit))
-	rows := int64(0)
-	if len(n) == 1 {
-		rows, _ = strconv.ParseInt(n[0], 10, 64)
-	}
+	rows := e.commitRows(ctx, schemas.ChangesDB, changesTable(schema, name), commit)
 	if err := e.registerCommit(ctx, schema, name, commit, commitDelete, rows); err != nil {
 		return nil, err
 	}
@@ -562,11 +558,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(schema, name), commitCol, commit))
-	rows := int64(0)
-	if len(n) == 1 {
-		rows, _ = strconv.ParseInt(n[0], 10, 64)
-	}
+	rows := e.commitRows(ctx, schema, name, commit)
 	if err := e.registerCommit(ctx, schema, name, commit, commitUpdate, rows); err != nil {
 		return nil, err
 	}
