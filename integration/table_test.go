@@ -145,3 +145,15 @@ func TestDeleteUpdate(t *testing.T) {
 	s.mustFail(`UPDATE sales_source SET nope = 1`, "sales_source", "nope")
 	s.mustFail(`DELETE FROM nowhere WHERE id = 1`, "nowhere", "does not exist")
 }
+
+// TestInsertRepeatedValues: equal values in a row and a SELECT naming one
+// column twice fill every column (rows are wrapped to add their commit
+// id, which must not merge same-named columns).
+func TestInsertRepeatedValues(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE pairs (a INT, b INT, c STRING)`)
+	s.run(`INSERT INTO pairs VALUES (1, 1, 'x'), (2, 2, 'y')`)
+	s.run(`INSERT INTO pairs SELECT a, a, c FROM pairs WHERE a = 1`)
+	s.run(`INSERT INTO pairs (a, b, c) SELECT a + 10 AS a10, a + 10, c FROM pairs WHERE a = 2 UNION ALL SELECT 7, 7, 'z'`)
+	wantRows(t, "pairs", s.run(`SELECT a, b, c FROM pairs ORDER BY a, c`), "1|1|x", "1|1|x", "2|2|y", "7|7|z", "12|12|y")
+}

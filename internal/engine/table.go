@@ -404,6 +404,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 	defer sess.close()
 	var body string
 	if s.Query != nil {
+		uniqueOutputNames(s.Query)
 		if body, err = sess.translate(s.Query); err != nil {
 			return nil, err
 		}
@@ -426,7 +427,9 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 					// Through text, so that 8999.00 reaches a DECIMAL exactly.
 					x = chsql.QuoteString(lit.Value)
 				}
-				vals[j] = "CAST(" + x + " AS " + cols[j].CHType + ")"
+				// Named by position: two equal values would otherwise be
+				// one column of the subquery the commit id is added to.
+				vals[j] = "CAST(" + x + " AS " + cols[j].CHType + ") AS " + chsql.QuoteIdent(fmt.Sprintf("__lp_v%d", j))
 			}
 			parts[i] = "SELECT " + strings.Join(vals, ", ")
 		}
@@ -618,4 +621,45 @@ func queryError(err error) error {
 		return fmt.Errorf("%v (SHOW TABLES lists the tables)", err)
 	}
 	return err
+}
+
+// uniqueOutputNames renames the SELECT items of an INSERT's query whose
+// output names repeat (SELECT a, a …): the rows are wrapped in a subquery
+// to add the commit id, and a subquery keeps one column per name.
+func uniqueOutputNames(q *sqlparse.Query) {
+	var walk func(b sqlparse.SetExpr)
+	walk = func(b sqlparse.SetExpr) {
+		switch x := b.(type) {
+		case *sqlparse.Query:
+			walk(x.Body)
+		case *sqlparse.SetOp:
+			walk(x.Left)
+			walk(x.Right)
+		case *sqlparse.Select:
+			seen := map[string]int{}
+			name := func(it sqlparse.SelectItem) string {
+				switch {
+				case it.Alias != "":
+					return strings.ToLower(it.Alias)
+				case it.Star:
+					return ""
+				}
+				if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
+					return strings.ToLower(c.Parts[len(c.Parts)-1])
+				}
+				return strings.ToLower(sqlparse.FormatExpr(it.Expr))
+			}
+			for _, it := range x.Items {
+				if n := name(it); n != "" {
+					seen[n]++
+				}
+			}
+			for i, it := range x.Items {
+				if n := name(it); n != "" && seen[n] > 1 {
+					x.Items[i].Alias = fmt.Sprintf("__lp_c%d", i)
+				}
+			}
+		}
+	}
+	walk(q.Body)
 }
