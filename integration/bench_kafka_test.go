@@ -68,6 +68,9 @@ func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration 
 //	    a random moment, the table polled until its row is visible, 40 times
 //	    (LAKEPIPE_BENCH_KAFKA_LATENCY); target p50 < 1.5 s.
 //
+// LAKEPIPE_BENCH_KAFKA_RAW=1 measures the lightest pipe instead (the value
+// as one string, no JSON), to tell evaluation cost from the rest.
+//
 // Run: ./task bench:kafka
 func BenchmarkKafkaPipe(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_KAFKA_RECORDS", 1_000_000)
@@ -99,7 +102,12 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	b.ResetTimer()
 	base1 := kafkaBaseline(b, topic, 6, n)
 	start := time.Now()
-	p.run(kafkaPipeSQL("bench_pipe", "logs", topic, "bench_"+p.id, 0, ""))
+	pipeSQL := kafkaPipeSQL("bench_pipe", "logs", topic, "bench_"+p.id, 0, "")
+	if os.Getenv("LAKEPIPE_BENCH_KAFKA_RAW") != "" {
+		// The lightest pipe: the value as one string, no JSON.
+		pipeSQL = fmt.Sprintf(`CREATE PIPE bench_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO logs (message) FROM (SELECT CAST(VALUE AS STRING) AS message FROM READ_KAFKA('%s', '%s', '', 'bench_%s', '', '', '', '', 'raw', 'raw', 0, map()))`, kafkaAddr, topic, p.id)
+	}
+	p.run(pipeSQL)
 	for p.count("logs") < int64(n) {
 		if time.Since(start) > 20*time.Minute {
 			b.Fatalf("pipe: %d of %d rows after 20 minutes", p.count("logs"), n)
