@@ -40,16 +40,9 @@ func baseType(t sqlparse.TypeName) (string, error) {
 	case "DOUBLE", "FLOAT64":
 		return "Float64", nil
 	case "DECIMAL", "NUMERIC", "NUMBER":
-		p, s := 10, 0
-		switch len(t.Params) {
-		case 0:
-		case 1:
-			p = t.Params[0]
-		default:
-			p, s = t.Params[0], t.Params[1]
-		}
-		if p < 1 || p > 38 || s < 0 || s > p {
-			return "", fmt.Errorf("DECIMAL(%d,%d): precision must be 1..38 and scale 0..precision", p, s)
+		p, s, err := DecimalParams(t)
+		if err != nil {
+			return "", err
 		}
 		return fmt.Sprintf("Decimal(%d, %d)", p, s), nil
 	case "STRING", "VARCHAR", "CHAR", "TEXT", "BINARY", "JSON", "VARIANT":
@@ -118,4 +111,21 @@ func SQLTypeOf(chType string) string {
 		return "ARRAY<" + SQLTypeOf(base[len("Array("):len(base)-1]) + ">"
 	}
 	return "STRING"
+}
+
+// DecimalParams reads DECIMAL[(p[,s])]: precision 10 and scale 0 by
+// default, precision 1..38, scale 0..precision.
+func DecimalParams(t sqlparse.TypeName) (p, s int, err error) {
+	p, s = 10, 0
+	switch len(t.Params) {
+	case 0:
+	case 1:
+		p = t.Params[0]
+	default:
+		p, s = t.Params[0], t.Params[1]
+	}
+	if p < 1 || p > 38 || s < 0 || s > p {
+		return 0, 0, fmt.Errorf("DECIMAL(%d,%d): precision must be 1..38 and scale 0..precision", p, s)
+	}
+	return p, s, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
 )
 
 // target is the type of a cast.
@@ -44,15 +45,8 @@ func targetOf(t sqlparse.TypeName) (target, error) {
 	case "FLOAT", "REAL", "DOUBLE", "FLOAT64":
 		return target{k: kFloat, name: name}, nil
 	case "DECIMAL", "NUMERIC", "NUMBER":
-		p, s := 10, 0
-		switch len(t.Params) {
-		case 0:
-		case 1:
-			p = t.Params[0]
-		default:
-			p, s = t.Params[0], t.Params[1]
-		}
-		if p < 1 || p > 38 || s < 0 || s > p {
+		p, s, err := schemas.DecimalParams(t)
+		if err != nil {
 			return target{}, fmt.Errorf("%s: precision must be 1..38 and scale 0..precision", name)
 		}
 		return target{k: kDecimal, name: name, p: p, s: s}, nil
