@@ -1,6 +1,7 @@
 // Command lakepipe is the command-line program of lakepipe: it runs SQL
 // statements (`lakepipe sql`), lints pipeline scripts (`lakepipe sql
-// --check`) and runs the end-to-end demo (`lakepipe demo`).
+// --check`), runs workers (`lakepipe worker`), the write service for
+// streaming writes (`lakepipe serve`) and the end-to-end demo (`lakepipe demo`).
 package main
 
 import (
@@ -19,6 +20,7 @@ Usage:
   lakepipe sql [flags] [-e 'STMT; STMT' | -f FILE]   run SQL (stdin when neither is given)
   lakepipe sql --check -f FILE                      parse and validate only; needs no server
   lakepipe worker [flags]                           run a worker (pipes); several share the work
+  lakepipe serve [flags]                            run the write service (streaming writes, HTTP API)
   lakepipe demo                                     run the end-to-end demo on the local stack
   lakepipe version
 
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runSQL(ctx, args[1:], stdin, stdout, stderr)
 	case "worker":
 		return runWorker(ctx, args[1:], stderr)
+	case "serve":
+		return runServe(ctx, args[1:], stderr)
 	case "demo":
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

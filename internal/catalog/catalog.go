@@ -30,6 +30,8 @@ const (
 	KindPipe         Kind = "pipe"
 	KindDynamicTable Kind = "dynamic_table"
 	KindStream       Kind = "table_stream"
+	// KindStreamSession is an open streaming-write (Tunnel Stream) session.
+	KindStreamSession Kind = "stream_session"
 )
 
 // Catalog reads and writes catalog objects; safe for concurrent use.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,7 +81,10 @@ func newColumn(chType string) (column, error) {
 func text(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // cell yields row r of src as text, or null. Arrow cells are rendered with
-// ValueStr unless the column has a typed fast path.
+// ValueStr unless the column has a typed fast path; every array type the
+// format readers yield has one for the targets it maps to (see
+// formats.ClickHouseType), so ValueStr is left for mismatches such as a
+// Float64 array loaded into an Int32 column.
 func cell(src *formats.Vector, r int) (string, bool) {
 	if src.Arrow != nil {
 		if src.Arrow.IsNull(r) {
@@ -122,18 +126,7 @@ func (c *intCol[T]) addNull(n int) {
 }
 
 func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
-	if a, ok := src.Arrow.(*array.Int64); ok {
-		for r := 0; r < rows; r++ {
-			if a.IsNull(r) {
-				c.put(0, true)
-				continue
-			}
-			v := a.Value(r)
-			if v < c.min || v > c.max {
-				bad(r, fmt.Sprintf("%d is out of range", v))
-			}
-			c.put(T(v), false)
-		}
+	if c.addArrow(src.Arrow, rows, bad) {
 		return
 	}
 	for r := 0; r < rows; r++ {
@@ -159,6 +152,88 @@ func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
 		}
 		c.put(T(v), false)
 	}
+}
+
+// addArrow converts the Arrow arrays that hold integers (and Boolean, as
+// 1 and 0) without going through text; it reports false for any other
+// array, or none.
+func (c *intCol[T]) addArrow(a arrow.Array, rows int, bad func(int, string)) bool {
+	switch a := a.(type) {
+	case *array.Int8:
+		addSigned(c, a, a.Int8Values(), rows, bad)
+	case *array.Int16:
+		addSigned(c, a, a.Int16Values(), rows, bad)
+	case *array.Int32:
+		addSigned(c, a, a.Int32Values(), rows, bad)
+	case *array.Int64:
+		addSigned(c, a, a.Int64Values(), rows, bad)
+	case *array.Uint8:
+		addUnsigned(c, a, a.Uint8Values(), rows, bad)
+	case *array.Uint16:
+		addUnsigned(c, a, a.Uint16Values(), rows, bad)
+	case *array.Uint32:
+		addUnsigned(c, a, a.Uint32Values(), rows, bad)
+	case *array.Uint64:
+		addUnsigned(c, a, a.Uint64Values(), rows, bad)
+	case *array.Boolean:
+		for r := 0; r < rows; r++ {
+			switch {
+			case a.IsNull(r):
+				c.put(0, true)
+			case a.Value(r):
+				c.put(1, false)
+			default:
+				c.put(0, false)
+			}
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func addSigned[T integer, V int8 | int16 | int32 | int64](c *intCol[T], a arrow.Array, vals []V, rows int, bad func(int, string)) {
+	// IsNull only where there are NULLs: the common all-valid array
+	// converts in a tight loop.
+	hasNull := a.NullN() > 0
+	for r, x := range vals[:rows] {
+		if hasNull && a.IsNull(r) {
+			c.put(0, true)
+			continue
+		}
+		v := int64(x)
+		if v < c.min || v > c.max {
+			bad(r, fmt.Sprintf("%d is out of range", v))
+		}
+		c.put(T(v), false)
+	}
+}
+
+func addUnsigned[T integer, V uint8 | uint16 | uint32 | uint64](c *intCol[T], a arrow.Array, vals []V, rows int, bad func(int, string)) {
+	limit := c.unsignedMax()
+	hasNull := a.NullN() > 0
+	for r, x := range vals[:rows] {
+		if hasNull && a.IsNull(r) {
+			c.put(0, true)
+			continue
+		}
+		v := uint64(x)
+		if v > limit {
+			bad(r, fmt.Sprintf("%d is out of range", v))
+		}
+		c.put(T(v), false)
+	}
+}
+
+// unsignedMax is the largest unsigned value the column takes. For UInt64
+// that is the type's whole range, which max (an int64, as text is parsed
+// into int64) cannot state.
+func (c *intCol[T]) unsignedMax() uint64 {
+	var zero T
+	if all := ^zero; all > 0 { // an unsigned T
+		return uint64(all)
+	}
+	return uint64(c.max)
 }
 
 // parseInt parses a decimal integer, allowing surrounding spaces and a
@@ -211,6 +286,17 @@ func (c *intCol[T]) values() any {
 	if !c.nullable {
 		return vals
 	}
+	return nullableValues(vals, nulls)
+}
+
+// nullableValues is what a Nullable column takes: the plain []T when the
+// block holds no NULL (clickhouse-go's Nullable columns take it and mark
+// every row present), which spares building a slice of pointers and
+// clickhouse-go following one per value; []*T otherwise.
+func nullableValues[T any](vals []T, nulls []bool) any {
+	if !slices.Contains(nulls, true) {
+		return vals
+	}
 	return pointers(vals, nulls)
 }
 
@@ -259,10 +345,36 @@ func (c *floatCol[T]) addNull(n int) {
 	}
 }
 func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
-	if a, ok := src.Arrow.(*array.Float64); ok {
-		for r := 0; r < rows; r++ {
-			c.put(T(a.Value(r)), a.IsNull(r))
-		}
+	switch a := src.Arrow.(type) {
+	case *array.Float64:
+		addFloats(c, a, a.Float64Values(), rows, bad)
+		return
+	case *array.Float32:
+		addFloats(c, a, a.Float32Values(), rows, bad)
+		return
+	case *array.Int8:
+		addFloats(c, a, a.Int8Values(), rows, bad)
+		return
+	case *array.Int16:
+		addFloats(c, a, a.Int16Values(), rows, bad)
+		return
+	case *array.Int32:
+		addFloats(c, a, a.Int32Values(), rows, bad)
+		return
+	case *array.Int64:
+		addFloats(c, a, a.Int64Values(), rows, bad)
+		return
+	case *array.Uint8:
+		addFloats(c, a, a.Uint8Values(), rows, bad)
+		return
+	case *array.Uint16:
+		addFloats(c, a, a.Uint16Values(), rows, bad)
+		return
+	case *array.Uint32:
+		addFloats(c, a, a.Uint32Values(), rows, bad)
+		return
+	case *array.Uint64:
+		addFloats(c, a, a.Uint64Values(), rows, bad)
 		return
 	}
 	for r := 0; r < rows; r++ {
@@ -278,6 +390,25 @@ func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) 
 		c.put(T(v), false)
 	}
 }
+
+// addFloats converts numbers of any Arrow width. A finite value beyond
+// Float32's range is out of range for a Float32 column, as it is for the
+// text path (strconv reports it); infinities and NaN pass.
+func addFloats[T float, V integer | float](c *floatCol[T], a arrow.Array, vals []V, rows int, bad func(int, string)) {
+	hasNull := a.NullN() > 0
+	for r, x := range vals[:rows] {
+		if hasNull && a.IsNull(r) {
+			c.put(0, true)
+			continue
+		}
+		v := float64(x)
+		if c.bits == 32 && math.Abs(v) > math.MaxFloat32 && !math.IsInf(v, 0) {
+			bad(r, fmt.Sprintf("%g is out of range", v))
+		}
+		c.put(T(v), false)
+	}
+}
+
 func (c *floatCol[T]) keep(keep []bool) {
 	c.vals = filter(c.vals, keep)
 	if c.nullable {
@@ -292,7 +423,7 @@ func (c *floatCol[T]) values() any {
 	if !c.nullable {
 		return vals
 	}
-	return pointers(vals, nulls)
+	return nullableValues(vals, nulls)
 }
 
 type stringCol struct {
@@ -315,13 +446,62 @@ func (c *stringCol) addNull(n int) {
 	}
 }
 func (c *stringCol) add(src *formats.Vector, rows int, bad func(int, string)) {
-	if src.Arrow != nil {
-		if a, ok := src.Arrow.(*array.String); ok {
-			for r := 0; r < rows; r++ {
-				c.put(a.Value(r), a.IsNull(r))
+	// Arrow strings are kept without copying: Value points into the
+	// array's buffers, which the reader releases at its next batch while
+	// these strings wait for the block to be sent. That is safe because
+	// the readers allocate those buffers with memory.GoAllocator (the IPC
+	// reader explicitly, Parquet and the text renderings through
+	// memory.DefaultAllocator, which is one unless built with the
+	// mallocator tag): its memory is Go heap that a live string keeps
+	// alive, and its Free is a no-op, so nothing is ever reused under
+	// them. TestArrowStringsOutliveRelease checks both. An allocator that
+	// recycles memory would need a copy here, as the Text path makes.
+	//
+	// One loop per type: through a func value or a generic method call
+	// the accessor is not inlined, which costs a third of the time.
+	switch a := src.Arrow.(type) {
+	case nil: // text cells, below
+	case *array.String:
+		hasNull := a.NullN() > 0
+		for r := range rows {
+			if hasNull && a.IsNull(r) {
+				c.put("", true)
+			} else {
+				c.put(a.Value(r), false)
 			}
-			return
 		}
+		return
+	case *array.LargeString:
+		hasNull := a.NullN() > 0
+		for r := range rows {
+			if hasNull && a.IsNull(r) {
+				c.put("", true)
+			} else {
+				c.put(a.Value(r), false)
+			}
+		}
+		return
+	case *array.Binary:
+		hasNull := a.NullN() > 0
+		for r := range rows {
+			if hasNull && a.IsNull(r) {
+				c.put("", true)
+			} else {
+				c.put(a.ValueString(r), false)
+			}
+		}
+		return
+	case *array.LargeBinary:
+		hasNull := a.NullN() > 0
+		for r := range rows {
+			if hasNull && a.IsNull(r) {
+				c.put("", true)
+			} else {
+				c.put(a.ValueString(r), false)
+			}
+		}
+		return
+	default:
 		for r := 0; r < rows; r++ {
 			s, null := cell(src, r)
 			c.put(s, null)
@@ -359,7 +539,7 @@ func (c *stringCol) values() any {
 	if !c.nullable {
 		return vals
 	}
-	return pointers(vals, nulls)
+	return nullableValues(vals, nulls)
 }
 
 type decimalCol struct {
@@ -383,7 +563,8 @@ func (c *decimalCol) addNull(n int) {
 	}
 }
 func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
-	if a, ok := src.Arrow.(*array.Decimal128); ok {
+	switch a := src.Arrow.(type) {
+	case *array.Decimal128:
 		scale := a.DataType().(*arrow.Decimal128Type).Scale
 		for r := 0; r < rows; r++ {
 			if a.IsNull(r) {
@@ -392,6 +573,30 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 			}
 			c.put(decimal.NewFromBigInt(a.Value(r).BigInt(), -scale), false)
 		}
+		return
+	case *array.Int8:
+		addDecimalInts(c, a, a.Int8Values(), rows, bad)
+		return
+	case *array.Int16:
+		addDecimalInts(c, a, a.Int16Values(), rows, bad)
+		return
+	case *array.Int32:
+		addDecimalInts(c, a, a.Int32Values(), rows, bad)
+		return
+	case *array.Int64:
+		addDecimalInts(c, a, a.Int64Values(), rows, bad)
+		return
+	case *array.Uint8:
+		addDecimalInts(c, a, a.Uint8Values(), rows, bad)
+		return
+	case *array.Uint16:
+		addDecimalInts(c, a, a.Uint16Values(), rows, bad)
+		return
+	case *array.Uint32:
+		addDecimalInts(c, a, a.Uint32Values(), rows, bad)
+		return
+	case *array.Uint64:
+		addDecimalInts(c, a, a.Uint64Values(), rows, bad)
 		return
 	}
 	for r := 0; r < rows; r++ {
@@ -409,6 +614,40 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 		}
 		c.put(d, false)
 	}
+}
+
+// addDecimalInts converts integers; one with more digits than the column
+// has before its point does not fit.
+func addDecimalInts[V integer](c *decimalCol, a arrow.Array, vals []V, rows int, bad func(int, string)) {
+	hasNull := a.NullN() > 0
+	room := c.prec - int(c.scale) // digits before the point
+	for r, x := range vals[:rows] {
+		if hasNull && a.IsNull(r) {
+			c.put(decimal.Decimal{}, true)
+			continue
+		}
+		var d decimal.Decimal
+		mag := uint64(x)
+		if x < 0 {
+			d = decimal.New(int64(x), 0)
+			mag = -uint64(int64(x)) // also right for math.MinInt64
+		} else {
+			d = decimal.NewFromUint64(mag)
+		}
+		if digits(mag) > room {
+			bad(r, fmt.Sprintf("%d does not fit DECIMAL(%d,%d)", x, c.prec, c.scale))
+		}
+		c.put(d, false)
+	}
+}
+
+// digits counts the decimal digits of v; 0 has none before the point.
+func digits(v uint64) int {
+	n := 0
+	for ; v > 0; v /= 10 {
+		n++
+	}
+	return n
 }
 
 // parseDecimal reads plain decimal text quickly (the common case of CSV
@@ -475,7 +714,7 @@ func (c *decimalCol) values() any {
 	if !c.nullable {
 		return vals
 	}
-	return pointers(vals, nulls)
+	return nullableValues(vals, nulls)
 }
 
 type timeCol struct {
@@ -500,15 +739,16 @@ func (c *timeCol) addNull(n int) {
 func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 	switch a := src.Arrow.(type) {
 	case *array.Timestamp:
+		// Arrow timestamps count from the Unix epoch in UTC whatever the
+		// zone they name; the zone only says how to show them.
 		unit := a.DataType().(*arrow.TimestampType).Unit
-		for r := 0; r < rows; r++ {
-			c.put(a.Value(r).ToTime(unit).UTC(), a.IsNull(r))
-		}
+		addTimes(c, a, a.TimestampValues(), rows, func(v arrow.Timestamp) time.Time { return v.ToTime(unit) })
 		return
 	case *array.Date32:
-		for r := 0; r < rows; r++ {
-			c.put(a.Value(r).ToTime().UTC(), a.IsNull(r))
-		}
+		addTimes(c, a, a.Date32Values(), rows, arrow.Date32.ToTime)
+		return
+	case *array.Date64:
+		addTimes(c, a, a.Date64Values(), rows, arrow.Date64.ToTime)
 		return
 	}
 	for r := 0; r < rows; r++ {
@@ -524,6 +764,19 @@ func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 		c.put(t, false)
 	}
 }
+
+// addTimes converts Arrow times; toTime reads one value.
+func addTimes[V any](c *timeCol, a arrow.Array, vals []V, rows int, toTime func(V) time.Time) {
+	hasNull := a.NullN() > 0
+	for r, x := range vals[:rows] {
+		if hasNull && a.IsNull(r) {
+			c.put(time.Unix(0, 0).UTC(), true)
+			continue
+		}
+		c.put(toTime(x).UTC(), false)
+	}
+}
+
 func (c *timeCol) keep(keep []bool) {
 	c.vals = filter(c.vals, keep)
 	if c.nullable {
@@ -538,7 +791,13 @@ func (c *timeCol) values() any {
 	if !c.nullable {
 		return vals
 	}
-	return pointers(vals, nulls)
+	if c.date {
+		// clickhouse-go's Date takes a []time.Time without reporting a
+		// null flag per row, so a Nullable(Date) column would get its
+		// values and no flags: only []*time.Time works there.
+		return pointers(vals, nulls)
+	}
+	return nullableValues(vals, nulls)
 }
 
 var timeLayouts = []string{

@@ -7,8 +7,13 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // fuzzRead reads data through tiny reads and tiny batches, checking the
@@ -236,4 +241,125 @@ func FuzzJSON(f *testing.F) {
 			t.Fatalf("%d rows and %d errors, want %d and %d", len(got.rows), len(got.errs), k, nerr)
 		}
 	})
+}
+
+// FuzzArrowReader feeds arbitrary bytes (seeded with valid streams and a
+// file) to the ARROW reader. Malformed input must be an error naming the
+// source, never a panic, and every value of every batch it yields must be
+// readable the way chstore reads it.
+func FuzzArrowReader(f *testing.F) {
+	ts := &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	wide := arrow.NewSchema([]arrow.Field{
+		field("i8", arrow.PrimitiveTypes.Int8, true), field("u64", arrow.PrimitiveTypes.Uint64, false),
+		field("f32", arrow.PrimitiveTypes.Float32, true), field("b", arrow.FixedWidthTypes.Boolean, true),
+		field("s", arrow.BinaryTypes.String, true), field("ls", arrow.BinaryTypes.LargeString, true),
+		field("bin", arrow.BinaryTypes.Binary, true), field("d", &arrow.Decimal128Type{Precision: 9, Scale: 3}, true),
+		field("day", arrow.FixedWidthTypes.Date32, true), field("ts", ts, true),
+	}, nil)
+	wideRows := []string{
+		`[{"i8":1,"u64":2,"f32":1.5,"b":true,"s":"x","ls":"yy","bin":"AA==","d":"1.250","day":"2026-06-01","ts":1780317296789},
+		  {"i8":null,"u64":0,"f32":null,"b":null,"s":null,"ls":null,"bin":null,"d":null,"day":null,"ts":null}]`,
+		`[{"i8":-1,"u64":18446744073709551615,"f32":-0.5,"b":false,"s":"","ls":"","bin":"","d":"-0.001","day":"1970-01-01","ts":0}]`,
+	}
+	nested := arrow.NewSchema([]arrow.Field{
+		field("l", arrow.ListOf(arrow.PrimitiveTypes.Int16), true),
+		field("st", arrow.StructOf(field("a", arrow.BinaryTypes.String, true), field("b", arrow.PrimitiveTypes.Int64, true)), true),
+		field("dict", &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}, true),
+		field("d64", arrow.FixedWidthTypes.Date64, true),
+	}, nil)
+	nestedRows := `[{"l":[1,null,2],"st":{"a":"x","b":3},"dict":"red","d64":"2026-06-01"},{"l":null,"st":null,"dict":null,"d64":null},{"l":[],"st":{"a":null,"b":null},"dict":"blue","d64":"1970-01-01"}]`
+	for _, seed := range [][]byte{
+		arrowStream(f, wide, wideRows...),
+		arrowStream(f, nested, nestedRows),
+		arrowFile(f, wide, wideRows[1]),
+		arrowStream(f, arrow.NewSchema([]arrow.Field{field("n", arrow.PrimitiveTypes.Int64, false)}, nil)),
+		arrowStreamWith(f, wide, []ipc.Option{ipc.WithZstd()}, wideRows...),
+		arrowStreamWith(f, wide, []ipc.Option{ipc.WithLZ4()}, wideRows[0]),
+		arrowStream(f, arrow.NewSchema([]arrow.Field{field("z", arrow.Null, true), field("lz", arrow.ListOf(arrow.Null), true)}, nil), `[{"z":null,"lz":[]},{"z":null,"lz":[null,null]}]`),
+	} {
+		for _, mode := range []uint8{0, 1, 6} {
+			f.Add(seed, mode)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		opts := Options{BatchRows: 1 + int(mode%3)*2, Compression: CompressionNone}
+		if mode&4 != 0 {
+			opts.Schema = []Column{{Name: "S"}, {Name: "i8"}}
+		}
+		src := &choppyReader{data: data, rng: rand.New(rand.NewPCG(uint64(mode), 1)), max: 1 + int(mode>>3)*64}
+		r, err := Open(Source{R: src, Name: "fuzz"}, "ARROW", opts)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz: ") || errors.Is(err, io.EOF) {
+				t.Fatalf("Open error %q does not name the source or wraps io.EOF", err)
+			}
+			return
+		}
+		defer r.Close()
+		cols := r.Columns()
+		var row int64
+		// A record batch may declare 65536 rows with next to no data
+		// (arrowFreeRows); reading all of them in batches of one row
+		// would only slow the fuzzer down.
+		for row < 4096 {
+			b, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "fuzz: ") {
+					t.Fatalf("Next error %q does not name the source", err)
+				}
+				return
+			}
+			if err := checkBatch(b, len(cols)); err != nil {
+				t.Fatal(err)
+			}
+			if b.Rows == 0 || b.Rows > opts.BatchRows {
+				t.Fatalf("batch of %d rows (batch_rows %d)", b.Rows, opts.BatchRows)
+			}
+			for i, l := range b.Line {
+				if l != row+int64(i)+1 {
+					t.Fatalf("line numbers %v after row %d", b.Line, row)
+				}
+			}
+			row += int64(b.Rows)
+			for c := range b.Cols {
+				readAll(t, b.Cols[c].Arrow, b.Rows)
+			}
+		}
+		if r.BytesRead() > int64(len(data)) {
+			t.Fatalf("BytesRead %d of %d", r.BytesRead(), len(data))
+		}
+	})
+}
+
+// readAll reads every value of a as chstore does: typed Value for the
+// types it converts directly, ValueStr for the rest.
+func readAll(t *testing.T, a arrow.Array, rows int) {
+	if !nativeArrow(a.DataType()) {
+		t.Fatalf("column of %s handed out", a.DataType())
+	}
+	for i := range rows {
+		if a.IsNull(i) {
+			continue
+		}
+		switch a := a.(type) {
+		case *array.String:
+			_ = a.Value(i)
+		case *array.LargeString:
+			_ = a.Value(i)
+		case *array.Binary:
+			_ = a.ValueString(i)
+		case *array.LargeBinary:
+			_ = a.ValueString(i)
+		case *array.Decimal128:
+			_ = a.Value(i).BigInt()
+		case *array.Timestamp:
+			_ = a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit)
+		case *array.Date32:
+			_ = a.Value(i).ToTime()
+		default:
+			_ = a.ValueStr(i)
+		}
+	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Source is one file to read. CSV and JSON read R; Parquet needs random
-// access and reads At, of Size bytes. Name is the file's path: its
+// Source is one file to read. CSV, JSON and ARROW read R; Parquet needs
+// random access and reads At, of Size bytes. Name is the file's path: its
 // extension selects the decompressor when Options.Compression is auto, and
 // errors name it.
 type Source struct {
@@ -18,12 +18,12 @@ type Source struct {
 }
 
 // Formats lists the format names Open accepts.
-var Formats = []string{"CSV", "JSON", "PARQUET"}
+var Formats = []string{"CSV", "JSON", "PARQUET", "ARROW"}
 
-// Open returns a reader of src in format ("CSV", "JSON" or "PARQUET", any
-// case). Open reads ahead as far as it needs to know the columns, so
-// Columns is valid as soon as it returns. Closing the reader does not close
-// src.
+// Open returns a reader of src in format ("CSV", "JSON", "PARQUET" or
+// "ARROW", any case; ARROW is an Arrow IPC stream, see arrowReader). Open
+// reads ahead as far as it needs to know the columns, so Columns is valid
+// as soon as it returns. Closing the reader does not close src.
 func Open(src Source, format string, opts Options) (Reader, error) {
 	if err := opts.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
@@ -55,6 +55,8 @@ func Open(src Source, format string, opts Options) (Reader, error) {
 		return r, nil
 	case "PARQUET":
 		return newParquetReader(src, opts)
+	case "ARROW":
+		return newArrowReader(src, opts)
 	}
 	return nil, fmt.Errorf("%s: unknown format %q (supported: %s)", src.Name, format, strings.Join(Formats, ", "))
 }

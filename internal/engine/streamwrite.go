@@ -1,0 +1,660 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// Streaming writes (Tunnel Stream): a session names a table and how rows
+// go into it; each flush of a record pack is one load with its own commit
+// id, visible when the flush returns. The HTTP layer is package
+// tunnelserver; this file holds what a session means.
+
+// StreamErrorCode classifies a streaming-write error for the caller; the
+// values are the wire codes of package tunnel.
+type StreamErrorCode string
+
+const (
+	StreamBadRequest      StreamErrorCode = "BadRequest"
+	StreamBadPayload      StreamErrorCode = "BadPayload"
+	StreamNoSuchSession   StreamErrorCode = "NoSuchSession"
+	StreamNoSuchTable     StreamErrorCode = "NoSuchTable"
+	StreamNoSuchPartition StreamErrorCode = "NoSuchPartition"
+	StreamSchemaMismatch  StreamErrorCode = "SchemaMismatch"
+)
+
+// StreamError is an error the writer caused and can fix; its message
+// names the object and the fix.
+type StreamError struct {
+	Code StreamErrorCode
+	Msg  string
+	Err  error // the cause, when there is one
+}
+
+func (e *StreamError) Error() string { return e.Msg }
+func (e *StreamError) Unwrap() error { return e.Err }
+
+func streamErr(code StreamErrorCode, format string, args ...any) error {
+	return &StreamError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// StreamSessionRequest opens a session; see tunnel.CreateSessionRequest
+// for the meaning of each field.
+type StreamSessionRequest struct {
+	Schema, Table       string
+	PartitionSpec       string
+	CreatePartition     bool
+	SchemaVersion       string
+	AllowSchemaMismatch bool
+	SlotNum             int
+}
+
+// StreamSession is an open streaming-write session. It is kept in the
+// catalog, so any write-service process can serve it and it outlives
+// restarts ("long-lived", as the seed says); Close removes it.
+type StreamSession struct {
+	ID     string `json:"id"`
+	Schema string `json:"schema"`
+	Table  string `json:"table"`
+	// Version is the table's schema version the session was opened on;
+	// Columns its columns then.
+	Version int                  `json:"version"`
+	Columns []catalog.ColumnSpec `json:"columns"`
+	// PartitionBy are the table's partition columns; Partition holds the
+	// fixed value of each (normalised) when the session names a partition.
+	PartitionBy     []string  `json:"partition_by,omitempty"`
+	Partition       []string  `json:"partition,omitempty"`
+	PartitionSpec   string    `json:"partition_spec,omitempty"`
+	CreatePartition bool      `json:"create_partition,omitempty"`
+	AllowMismatch   bool      `json:"allow_schema_mismatch,omitempty"`
+	SlotNum         int       `json:"slot_num"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// OpenStreamSession checks the request against the table and records the
+// session.
+func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest) (StreamSession, error) {
+	if req.Schema == "" {
+		req.Schema = e.cfg.Schema
+	}
+	if req.Table == "" {
+		return StreamSession{}, streamErr(StreamBadRequest, "a stream upload session needs a table")
+	}
+	if req.SlotNum < 0 {
+		return StreamSession{}, streamErr(StreamBadRequest, "slot_num %d: expected 0 (automatic) or more", req.SlotNum)
+	}
+	spec, err := e.streamTable(ctx, req.Schema, req.Table)
+	if err != nil {
+		return StreamSession{}, err
+	}
+	s := StreamSession{
+		ID: newSessionID(), Schema: req.Schema, Table: req.Table,
+		Version: spec.SchemaVersion, Columns: spec.Columns, PartitionBy: spec.PartitionBy,
+		PartitionSpec: req.PartitionSpec, CreatePartition: req.CreatePartition,
+		AllowMismatch: req.AllowSchemaMismatch, SlotNum: req.SlotNum, CreatedAt: time.Now().UTC(),
+	}
+	if req.SchemaVersion != "" && req.SchemaVersion != strconv.Itoa(spec.SchemaVersion) {
+		// Only the latest schema is known: a session can pin the version
+		// it expects, and is refused when that is not the table's.
+		if _, err := strconv.Atoi(req.SchemaVersion); err != nil {
+			return StreamSession{}, streamErr(StreamBadRequest, "schema version %q: expected a number (the table's is %d)", req.SchemaVersion, spec.SchemaVersion)
+		}
+		return StreamSession{}, streamErr(StreamSchemaMismatch, "table %s is at schema version %d, not %s: open the session without a schema version to write with the current schema",
+			display(req.Schema, req.Table), spec.SchemaVersion, req.SchemaVersion)
+	}
+	if req.PartitionSpec != "" {
+		if s.Partition, err = parsePartitionSpec(req.PartitionSpec, spec, display(req.Schema, req.Table)); err != nil {
+			return StreamSession{}, err
+		}
+		if !req.CreatePartition {
+			missing, err := e.missingPartitions(ctx, &s, []string{strings.Join(s.Partition, "\x00")})
+			if err != nil {
+				return StreamSession{}, err
+			}
+			if len(missing) > 0 {
+				return StreamSession{}, streamErr(StreamNoSuchPartition, "table %s has no partition %s: open the session with create partition set to create it",
+					display(req.Schema, req.Table), req.PartitionSpec)
+			}
+		}
+	}
+	// Sessions are global objects (schema ""): a flush names only the id.
+	if err := e.cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
+		return StreamSession{}, err
+	}
+	return s, nil
+}
+
+// StreamSessionByID loads an open session.
+func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSession, error) {
+	var s StreamSession
+	ok, err := e.cat.Get(ctx, catalog.KindStreamSession, "", id, &s)
+	if err != nil || ok {
+		return s, err
+	}
+	return StreamSession{}, streamErr(StreamNoSuchSession, "stream upload session %s does not exist (closed, or never opened): open a new one", id)
+}
+
+// CloseStreamSession forgets a session; flushed rows stay.
+func (e *Engine) CloseStreamSession(ctx context.Context, s StreamSession) error {
+	knownPartitions.Delete(s.ID)
+	return e.cat.Delete(ctx, catalog.KindStreamSession, "", s.ID)
+}
+
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (e *Engine) streamTable(ctx context.Context, schema, name string) (catalog.TableSpec, error) {
+	var spec catalog.TableSpec
+	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	if err != nil {
+		return spec, err
+	}
+	if !ok {
+		return spec, streamErr(StreamNoSuchTable, "table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
+	}
+	return spec, nil
+}
+
+// parsePartitionSpec reads "dt=20231001,region=hz" (quotes around values
+// and '/' between pairs allowed) into one normalised value per partition
+// column of the table, in PARTITIONED BY order.
+func parsePartitionSpec(text string, spec catalog.TableSpec, table string) ([]string, error) {
+	if len(spec.PartitionBy) == 0 {
+		return nil, streamErr(StreamBadRequest, "table %s is not partitioned: open the session without a partition spec", table)
+	}
+	vals := make([]string, len(spec.PartitionBy))
+	set := make([]bool, len(spec.PartitionBy))
+	for _, pair := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '/' }) {
+		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `'"`)
+		if !ok || k == "" {
+			return nil, streamErr(StreamBadRequest, "partition spec %q: expected col=value[,col=value]", text)
+		}
+		i := indexFold(spec.PartitionBy, k)
+		if i < 0 {
+			return nil, streamErr(StreamBadRequest, "partition spec %q: %s is not a partition column of %s (partitioned by %s)", text, k, table, strings.Join(spec.PartitionBy, ", "))
+		}
+		n, err := normalizePartValue(columnType(spec.Columns, spec.PartitionBy[i]), v)
+		if err != nil {
+			return nil, streamErr(StreamBadRequest, "partition spec %q: %s: %v", text, k, err)
+		}
+		vals[i], set[i] = n, true
+	}
+	for i, ok := range set {
+		if !ok {
+			return nil, streamErr(StreamBadRequest, "partition spec %q does not give %s (table %s is partitioned by %s)", text, spec.PartitionBy[i], table, strings.Join(spec.PartitionBy, ", "))
+		}
+	}
+	return vals, nil
+}
+
+func indexFold(names []string, name string) int {
+	for i, n := range names {
+		if strings.EqualFold(n, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+func columnType(cols []catalog.ColumnSpec, name string) string {
+	for _, c := range cols {
+		if strings.EqualFold(c.Name, name) {
+			return c.CHType
+		}
+	}
+	return "String"
+}
+
+// normalizePartValue renders a partition value the way ClickHouse's
+// toString renders the stored value, so that values from specs, JSON text
+// and Arrow arrays compare equal.
+func normalizePartValue(chType, v string) (string, error) {
+	base, _ := schemas.BaseOf(chType)
+	switch {
+	case base == "Date":
+		t, err := chstore.ParseTime(v)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a DATE", v)
+		}
+		return t.Format("2006-01-02"), nil
+	case strings.HasPrefix(base, "DateTime"):
+		t, err := chstore.ParseTime(v)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a TIMESTAMP", v)
+		}
+		return t.Format("2006-01-02 15:04:05"), nil
+	case strings.HasPrefix(base, "Int"), strings.HasPrefix(base, "UInt"):
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%q is not an integer", v)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+	return v, nil
+}
+
+// knownPartitions remembers, per session, partitions seen to exist, so that
+// dynamic-partition flushes ask ClickHouse only about new ones.
+var knownPartitions sync.Map // session id → *sync.Map of key → struct{}
+
+// missingPartitions returns the partition keys (values joined by NUL)
+// that hold no rows yet.
+func (e *Engine) missingPartitions(ctx context.Context, s *StreamSession, keys []string) ([]string, error) {
+	v, _ := knownPartitions.LoadOrStore(s.ID, &sync.Map{})
+	known := v.(*sync.Map)
+	var ask []string
+	for _, k := range keys {
+		if _, ok := known.Load(k); !ok {
+			ask = append(ask, k)
+		}
+	}
+	if len(ask) == 0 {
+		return nil, nil
+	}
+	exprs := make([]string, len(s.PartitionBy))
+	for i, p := range s.PartitionBy {
+		exprs[i] = "toString(" + chsql.QuoteIdent(p) + ")"
+	}
+	tuples := make([]string, len(ask))
+	for i, k := range ask {
+		parts := strings.Split(k, "\x00")
+		for j := range parts {
+			parts[j] = chsql.QuoteString(parts[j])
+		}
+		tuples[i] = "(" + strings.Join(parts, ", ") + ")"
+	}
+	q := "SELECT DISTINCT " + strings.Join(exprs, ", ") + " FROM " + chsql.Table(s.Schema, s.Table) +
+		" WHERE (" + strings.Join(exprs, ", ") + ") IN (" + strings.Join(tuples, ", ") + ")"
+	if len(exprs) == 1 {
+		q = "SELECT DISTINCT " + exprs[0] + " FROM " + chsql.Table(s.Schema, s.Table) + " WHERE " + exprs[0] + " IN (" + strings.Join(tuples, ", ") + ")"
+	}
+	res, err := e.st.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: look up partitions: %w", display(s.Schema, s.Table), err)
+	}
+	for _, r := range res.Rows {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			parts[i] = fmt.Sprint(v)
+		}
+		known.Store(strings.Join(parts, "\x00"), struct{}{})
+	}
+	var missing []string
+	for _, k := range ask {
+		if _, ok := known.Load(k); !ok {
+			missing = append(missing, k)
+		}
+	}
+	return missing, nil
+}
+
+// StreamFlush is one record pack to write.
+type StreamFlush struct {
+	// ID names the flush (the client's pack id and sequence); the same ID
+	// never writes its rows twice. "" gets a random one.
+	ID string
+	// Reader yields the pack's rows (format ARROW or JSON).
+	Reader formats.Reader
+	// Typed says the payload carries types (Arrow), which strict sessions
+	// compare with the table's.
+	Typed bool
+	// Records is the pack's record count as the client counted it, or -1
+	// when unknown; it tells a complete earlier attempt from a partial one.
+	Records int64
+}
+
+// FlushStream writes one record pack of a session: all its rows or none.
+// It returns the rows written. A flush whose ID already committed returns
+// its row count again without writing.
+func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush) (int64, error) {
+	table := display(s.Schema, s.Table)
+	spec, err := e.streamTable(ctx, s.Schema, s.Table)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkSessionSchema(s, spec); err != nil {
+		return 0, err
+	}
+	src := f.Reader.Columns()
+	target := tableTarget(s.Schema, s.Table, spec.Columns)
+	target.commit = flushCommit(s.ID, f.ID)
+	mapping := make([]int, len(target.cols))
+	for i := range mapping {
+		mapping[i] = -1
+	}
+	for j, c := range src {
+		i := -1
+		for k, t := range target.cols {
+			if strings.EqualFold(t.Name, c.Name) {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			return 0, streamErr(StreamBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
+		}
+		if f.Typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.cols[i].Type) {
+			return 0, streamErr(StreamSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
+				c.Name, table, target.cols[i].Type, c.Type)
+		}
+		mapping[i] = j
+	}
+	// A repeated flush (a client retry after a lost answer) must not write
+	// twice: its commit id is derived from the flush id.
+	if f.ID != "" {
+		if n := e.commitRows(ctx, s.Schema, s.Table, target.commit); n > 0 {
+			if n == f.Records {
+				if tracked(spec) {
+					// The earlier attempt may have stopped before its
+					// change-log entry; registering is idempotent.
+					if err := e.registerCommit(ctx, s.Schema, s.Table, target.commit, commitInsert, n); err != nil {
+						return 0, err
+					}
+				}
+				return n, nil
+			}
+			// Part of an earlier attempt (or an attempt of unknown size)
+			// is there: remove it and write the pack whole.
+			if err := e.dropCommit(ctx, target, target.commit); err != nil {
+				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
+			}
+		}
+	}
+	parts, err := partitionSources(s, spec, target, mapping, len(src))
+	if err != nil {
+		return 0, err
+	}
+	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, target.commit)
+	if err != nil {
+		return 0, err
+	}
+	written, read := false, int64(0)
+	fail := func(err error) (int64, error) {
+		in.Abort()
+		if written {
+			// Blocks already sent are visible: take them back so that the
+			// flush leaves nothing. A fresh context, as ctx may be done.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if derr := e.dropCommit(cctx, target, target.commit); derr != nil {
+				return 0, fmt.Errorf("%w (and removing its rows already written failed: %v)", err, derr)
+			}
+		}
+		return 0, err
+	}
+	for {
+		b, err := f.Reader.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(&StreamError{Code: StreamBadPayload, Msg: fmt.Sprintf("record pack for %s: %v", table, err), Err: err})
+		}
+		if len(b.Errors) > 0 {
+			return fail(streamErr(StreamBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, b.Errors[0].Line, b.Errors[0].Msg))
+		}
+		read += int64(b.Rows)
+		if parts != nil {
+			if b, err = e.routePartitions(ctx, &s, parts, b, table); err != nil {
+				return fail(err)
+			}
+		}
+		errs, err := in.Add(b, mapping)
+		if err != nil {
+			return fail(err)
+		}
+		if len(errs) > 0 {
+			return fail(streamErr(StreamBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, errs[0].Line, errs[0].Msg))
+		}
+		written = written || in.Sent() > 0
+	}
+	if f.Records >= 0 && read != f.Records {
+		// A body cut short can still end on a message boundary.
+		return fail(streamErr(StreamBadPayload, "record pack for %s holds %d records but the client sent %d: it was cut short; nothing of this flush was written", table, read, f.Records))
+	}
+	written = true
+	n, err := in.Close()
+	if err != nil {
+		return fail(err)
+	}
+	if tracked(spec) && n > 0 {
+		if err := e.registerCommit(ctx, s.Schema, s.Table, target.commit, commitInsert, n); err != nil {
+			return fail(err)
+		}
+	}
+	return n, nil
+}
+
+// flushCommit derives a flush's commit id from its session and flush id.
+func flushCommit(session, flush string) uint64 {
+	if flush == "" {
+		return randomCommit()
+	}
+	h := fnv.New64a()
+	h.Write([]byte(session))
+	h.Write([]byte{0})
+	h.Write([]byte(flush))
+	return h.Sum64() | 1
+}
+
+// checkSessionSchema refuses a flush when the table changed since the
+// session opened, unless the session allows a compatible mismatch and each
+// of its columns is still there with the same type.
+func checkSessionSchema(s StreamSession, spec catalog.TableSpec) error {
+	if spec.SchemaVersion == s.Version {
+		return nil
+	}
+	table := display(s.Schema, s.Table)
+	why := fmt.Sprintf("table %s changed from schema version %d to %d since the session opened", table, s.Version, spec.SchemaVersion)
+	if !s.AllowMismatch {
+		return streamErr(StreamSchemaMismatch, "%s: open a new session to write with the new schema", why)
+	}
+	for _, c := range s.Columns {
+		found := false
+		for _, n := range spec.Columns {
+			if strings.EqualFold(n.Name, c.Name) {
+				found = n.CHType == c.CHType
+				if !found {
+					return streamErr(StreamSchemaMismatch, "%s and column %s is now %s (was %s): open a new session", why, c.Name, n.Type, c.Type)
+				}
+			}
+		}
+		if !found {
+			return streamErr(StreamSchemaMismatch, "%s and column %s was dropped: open a new session", why, c.Name)
+		}
+	}
+	return nil
+}
+
+// sameBaseType says whether a payload column of ClickHouse type payload
+// (as the Arrow reader maps it) carries the table column's type: the
+// client sends each column as formats.ArrowType of the table's type, whose
+// reverse mapping need not be the same name (Bool arrives as UInt8, Date32
+// as Date), so both sides are compared as Arrow types.
+func sameBaseType(payload, table string) bool {
+	ap, _, err1 := formats.ArrowType(payload)
+	at, _, err2 := formats.ArrowType(table)
+	if err1 != nil || err2 != nil {
+		bp, _ := schemas.BaseOf(payload)
+		bt, _ := schemas.BaseOf(table)
+		return strings.ReplaceAll(bp, " ", "") == strings.ReplaceAll(bt, " ", "")
+	}
+	return arrow.TypeEqual(ap, at)
+}
+
+func columnNames(cols []catalog.ColumnSpec) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// partitionPlan says where each partition column's values come from.
+type partitionPlan struct {
+	cols    []int    // target column index of each partition column
+	types   []string // its ClickHouse type
+	fixed   []string // session's fixed values (nil: dynamic)
+	payload []int    // source column of each, or -1
+	extra   int      // index in the batch of the first constant vector
+}
+
+// partitionSources prepares partition routing, or returns nil for an
+// unpartitioned table. With a fixed partition, constant vectors appended
+// after the payload's columns feed the partition columns.
+func partitionSources(s StreamSession, spec catalog.TableSpec, target loadTarget, mapping []int, nsrc int) (*partitionPlan, error) {
+	if len(spec.PartitionBy) == 0 {
+		return nil, nil
+	}
+	p := &partitionPlan{fixed: s.Partition, extra: nsrc}
+	for k, name := range spec.PartitionBy {
+		i := -1
+		for j, t := range target.cols {
+			if strings.EqualFold(t.Name, name) {
+				i = j
+			}
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("table %s: partition column %s is not a column", display(s.Schema, s.Table), name)
+		}
+		p.cols = append(p.cols, i)
+		p.types = append(p.types, target.cols[i].Type)
+		p.payload = append(p.payload, mapping[i])
+		if p.fixed != nil {
+			mapping[i] = nsrc + k
+		} else if mapping[i] < 0 {
+			return nil, streamErr(StreamBadPayload, "the record pack has no partition column %s: write it like any column, or open the session on a partition (partition spec)", name)
+		}
+	}
+	return p, nil
+}
+
+// routePartitions checks each row's partition: with a fixed partition the
+// row must not name another one; with dynamic partitions every partition
+// the rows go to must exist unless the session creates partitions.
+func (e *Engine) routePartitions(ctx context.Context, s *StreamSession, p *partitionPlan, b *formats.Batch, table string) (*formats.Batch, error) {
+	key := make([]string, len(p.cols))
+	seen := map[string]int{}
+	for r := 0; r < b.Rows; r++ {
+		for k := range p.cols {
+			src := p.payload[k]
+			if src < 0 {
+				key[k] = p.fixed[k]
+				continue
+			}
+			v, null := cellText(&b.Cols[src], r)
+			if null {
+				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: partition column %s is NULL", table, lineOf(b, r), s.PartitionBy[k])
+			}
+			n, err := normalizePartValue(p.types[k], v)
+			if err != nil {
+				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: partition column %s: %v", table, lineOf(b, r), s.PartitionBy[k], err)
+			}
+			if p.fixed != nil && n != p.fixed[k] {
+				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: %s is %s but the session writes partition %s", table, lineOf(b, r), s.PartitionBy[k], n, s.PartitionSpec)
+			}
+			key[k] = n
+		}
+		if p.fixed == nil {
+			k := strings.Join(key, "\x00")
+			if _, ok := seen[k]; !ok {
+				seen[k] = r
+			}
+		}
+	}
+	if p.fixed == nil && !s.CreatePartition {
+		keys := make([]string, 0, len(seen))
+		for k := range seen {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		missing, err := e.missingPartitions(ctx, s, keys)
+		if err != nil {
+			return nil, err
+		}
+		if len(missing) > 0 {
+			return nil, streamErr(StreamNoSuchPartition, "table %s has no partition %s (record %d): open the session with create partition set to create partitions as rows arrive",
+				table, partitionName(s.PartitionBy, missing[0]), lineOf(b, seen[missing[0]]))
+		}
+	}
+	if p.fixed == nil {
+		return b, nil
+	}
+	out := *b
+	out.Cols = append(append(make([]formats.Vector, 0, len(b.Cols)+len(p.fixed)), b.Cols...), constVectors(p.fixed, b.Rows)...)
+	return &out, nil
+}
+
+func partitionName(cols []string, key string) string {
+	vals := strings.Split(key, "\x00")
+	parts := make([]string, len(cols))
+	for i, c := range cols {
+		parts[i] = c + "=" + vals[i]
+	}
+	return strings.Join(parts, ",")
+}
+
+func constVectors(vals []string, rows int) []formats.Vector {
+	out := make([]formats.Vector, len(vals))
+	for i, v := range vals {
+		cell := []byte(v)
+		text := make([][]byte, rows)
+		for r := range text {
+			text[r] = cell
+		}
+		out[i] = formats.Vector{Text: text}
+	}
+	return out
+}
+
+// cellText renders one cell as text, whatever the vector holds.
+func cellText(v *formats.Vector, r int) (string, bool) {
+	if v.Arrow != nil {
+		if v.Arrow.IsNull(r) {
+			return "", true
+		}
+		return v.Arrow.ValueStr(r), false
+	}
+	if v.Null != nil && v.Null[r] {
+		return "", true
+	}
+	return string(v.Text[r]), false
+}
+
+func lineOf(b *formats.Batch, r int) int64 {
+	if r < len(b.Line) {
+		return b.Line[r]
+	}
+	return int64(r + 1)
+}
+
+// IsStreamError reports whether err is the writer's to fix, and its code.
+func IsStreamError(err error) (StreamErrorCode, bool) {
+	var se *StreamError
+	if errors.As(err, &se) {
+		return se.Code, true
+	}
+	return "", false
+}

@@ -1,0 +1,348 @@
+// Package tunnelserver is lakepipe's write service: the HTTP API of
+// streaming writes (Tunnel Stream) described in package tunnel. Sessions
+// live in the catalog, so several servers behind a load balancer serve
+// the same sessions; a flush is one load, visible when it returns.
+package tunnelserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/codec"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/tunnel"
+)
+
+// Config of the write service.
+type Config struct {
+	// Token every request must carry as "Authorization: Bearer <token>".
+	// Required: a write service without authentication is refused.
+	Token string
+	// MaxFlushBytes bounds a flush body as sent (default 256 MiB, room for
+	// the 64 MB packs the seed recommends); larger bodies get 413.
+	MaxFlushBytes int64
+	// Slots is the automatic slot count: flushes of one session that run
+	// at once when the session asks for 0 (default 2 × GOMAXPROCS).
+	Slots  int
+	Logger *slog.Logger
+}
+
+// Server serves the streaming-write API; safe for concurrent use.
+type Server struct {
+	eng   *engine.Engine
+	cfg   Config
+	log   *slog.Logger
+	mux   *http.ServeMux
+	slots sync.Map // session id → chan struct{}
+	cache sync.Map // session id → engine.StreamSession (sessions never change)
+}
+
+// New returns the write service over an engine.
+func New(eng *engine.Engine, cfg Config) (*Server, error) {
+	if cfg.Token == "" {
+		return nil, errors.New("the write service needs a token (LAKEPIPE_TUNNEL_TOKEN): requests must authenticate")
+	}
+	if cfg.MaxFlushBytes <= 0 {
+		cfg.MaxFlushBytes = 256 << 20
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = 2 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{eng: eng, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/streams", s.create)
+	s.mux.HandleFunc("GET /v1/streams/{id}", s.get)
+	s.mux.HandleFunc("POST /v1/streams/{id}/flush", s.flush)
+	s.mux.HandleFunc("DELETE /v1/streams/{id}", s.close)
+	return s, nil
+}
+
+// ServeHTTP authenticates, then routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	trace := newTraceID()
+	w.Header().Set(tunnel.HeaderTraceID, trace)
+	r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
+	auth := r.Header.Get("Authorization")
+	const prefix = "Bearer "
+	if !strings.HasPrefix(auth, prefix) || subtle.ConstantTimeCompare([]byte(auth[len(prefix):]), []byte(s.cfg.Token)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lakepipe"`)
+		s.fail(w, r, http.StatusUnauthorized, tunnel.CodeUnauthorized, "missing or wrong token: send Authorization: Bearer <the service's token>")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+type traceKey struct{}
+
+func traceOf(r *http.Request) string { v, _ := r.Context().Value(traceKey{}).(string); return v }
+
+func newTraceID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req tunnel.CreateSessionRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, "session request: "+err.Error())
+		return
+	}
+	sess, err := s.eng.OpenStreamSession(r.Context(), engine.StreamSessionRequest{
+		Schema: req.Schema, Table: req.Table, PartitionSpec: req.PartitionSpec, CreatePartition: req.CreatePartition,
+		SchemaVersion: req.SchemaVersion, AllowSchemaMismatch: req.AllowSchemaMismatch, SlotNum: req.SlotNum,
+	})
+	if err != nil {
+		s.engineError(w, r, err)
+		return
+	}
+	s.cache.Store(sess.ID, sess)
+	s.log.Info("stream session opened", "session", sess.ID, "table", sess.Schema+"."+sess.Table, "schema_version", sess.Version, "trace_id", traceOf(r))
+	s.reply(w, http.StatusCreated, s.info(sess))
+}
+
+func (s *Server) info(sess engine.StreamSession) tunnel.SessionInfo {
+	info := tunnel.SessionInfo{
+		ID: sess.ID, Schema: sess.Schema, Table: sess.Table, SchemaVersion: strconv.Itoa(sess.Version),
+		PartitionSpec: sess.PartitionSpec, CreatePartition: sess.CreatePartition, AllowSchemaMismatch: sess.AllowMismatch,
+		SlotNum: s.slotCount(sess), Compressions: codec.Names(), MaxFlushBytes: s.cfg.MaxFlushBytes,
+	}
+	for _, c := range sess.Columns {
+		part := false
+		for _, p := range sess.PartitionBy {
+			part = part || strings.EqualFold(p, c.Name)
+		}
+		info.Columns = append(info.Columns, tunnel.Column{Name: c.Name, Type: c.Type, CHType: c.CHType, Partition: part})
+	}
+	return info
+}
+
+func (s *Server) slotCount(sess engine.StreamSession) int {
+	if sess.SlotNum > 0 {
+		return sess.SlotNum
+	}
+	return s.cfg.Slots
+}
+
+func (s *Server) session(r *http.Request) (engine.StreamSession, error) {
+	id := r.PathValue("id")
+	if v, ok := s.cache.Load(id); ok {
+		return v.(engine.StreamSession), nil
+	}
+	sess, err := s.eng.StreamSessionByID(r.Context(), id)
+	if err == nil {
+		s.cache.Store(id, sess)
+	}
+	return sess, err
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.session(r)
+	if err != nil {
+		s.engineError(w, r, err)
+		return
+	}
+	s.reply(w, http.StatusOK, s.info(sess))
+}
+
+func (s *Server) close(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.session(r)
+	if err != nil {
+		s.engineError(w, r, err)
+		return
+	}
+	if err := s.eng.CloseStreamSession(r.Context(), sess); err != nil {
+		s.engineError(w, r, err)
+		return
+	}
+	s.cache.Delete(sess.ID)
+	s.slots.Delete(sess.ID)
+	s.log.Info("stream session closed", "session", sess.ID, "trace_id", traceOf(r))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// countingReader counts the body bytes as sent (before decompression).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.ContentLength > s.cfg.MaxFlushBytes {
+		s.fail(w, r, http.StatusRequestEntityTooLarge, tunnel.CodeTooLarge, s.tooLarge())
+		return
+	}
+	sess, err := s.session(r)
+	if err != nil {
+		s.engineError(w, r, err)
+		return
+	}
+	format, typed := "", false
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch mt {
+	case tunnel.ContentTypeArrow, "application/vnd.apache.arrow.file":
+		format, typed = "ARROW", true
+	case tunnel.ContentTypeJSON, "application/json", "application/jsonl", "application/x-jsonlines":
+		format = "JSON"
+	default:
+		s.fail(w, r, http.StatusUnsupportedMediaType, tunnel.CodeUnsupportedEncoding,
+			fmt.Sprintf("Content-Type %q: send %s (Arrow IPC stream) or %s (one JSON object per line)", mt, tunnel.ContentTypeArrow, tunnel.ContentTypeJSON))
+		return
+	}
+	ctx := r.Context()
+	if ms := r.Header.Get(tunnel.HeaderTimeout); ms != "" {
+		n, err := strconv.Atoi(ms)
+		if err != nil || n <= 0 {
+			s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, fmt.Sprintf("%s %q: expected milliseconds", tunnel.HeaderTimeout, ms))
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(n)*time.Millisecond)
+		defer cancel()
+	}
+	records := int64(-1)
+	if v := r.Header.Get(tunnel.HeaderRecordCount); v != "" {
+		if records, err = strconv.ParseInt(v, 10, 64); err != nil || records < 0 {
+			s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, fmt.Sprintf("%s %q: expected a count", tunnel.HeaderRecordCount, v))
+			return
+		}
+	}
+	// Slots bound the flushes of one session that run at once.
+	v, _ := s.slots.LoadOrStore(sess.ID, make(chan struct{}, s.slotCount(sess)))
+	slot := v.(chan struct{})
+	select {
+	case slot <- struct{}{}:
+		defer func() { <-slot }()
+	case <-ctx.Done():
+		s.fail(w, r, http.StatusServiceUnavailable, tunnel.CodeInternal, "flush timed out waiting for a free slot of the session")
+		return
+	}
+
+	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxFlushBytes)}
+	enc := r.Header.Get("Content-Encoding")
+	dec, err := codec.NewReader(enc, body)
+	if err != nil {
+		s.fail(w, r, http.StatusUnsupportedMediaType, tunnel.CodeUnsupportedEncoding, err.Error())
+		return
+	}
+	defer dec.Close()
+	opts := formats.Options{Compression: formats.CompressionNone}
+	if format == "JSON" {
+		// Keys are matched to the session's columns; JSON carries no
+		// types, so every value is converted like a file's.
+		for _, c := range sess.Columns {
+			opts.Schema = append(opts.Schema, formats.Column{Name: c.Name, Type: c.CHType})
+		}
+	}
+	rd, err := formats.Open(formats.Source{R: dec, Name: "record pack"}, format, opts)
+	if err != nil {
+		s.payloadError(w, r, unreadable{err})
+		return
+	}
+	defer rd.Close()
+	n, err := s.eng.FlushStream(ctx, sess, engine.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: rd, Typed: typed, Records: records})
+	if err != nil {
+		s.payloadError(w, r, err)
+		return
+	}
+	// Read to the end so that FlushSize counts the whole body.
+	_, _ = io.Copy(io.Discard, body)
+	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.n.Load()}
+	s.log.Debug("flush", "session", sess.ID, "table", sess.Schema+"."+sess.Table, "records", n, "bytes", res.FlushSize,
+		"encoding", enc, "ms", time.Since(start).Milliseconds(), "trace_id", res.TraceID)
+	s.reply(w, http.StatusOK, res)
+}
+
+func (s *Server) tooLarge() string {
+	return fmt.Sprintf("the flush body is larger than the service's limit of %d bytes: flush smaller record packs (a lower flush threshold)", s.cfg.MaxFlushBytes)
+}
+
+// payloadError maps an error met while reading or writing a pack: a body
+// over the limit, a timeout, a pack the readers refuse (400), else what
+// the engine says.
+func (s *Server) payloadError(w http.ResponseWriter, r *http.Request, err error) {
+	var mb *http.MaxBytesError
+	switch {
+	case errors.As(err, &mb):
+		s.fail(w, r, http.StatusRequestEntityTooLarge, tunnel.CodeTooLarge, s.tooLarge())
+	case errors.Is(err, context.DeadlineExceeded):
+		s.fail(w, r, http.StatusGatewayTimeout, tunnel.CodeInternal, "the flush did not finish within its timeout; nothing of it was written: flush again (the same flush id never writes twice)")
+	default:
+		var u unreadable
+		if errors.As(err, &u) {
+			s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadPayload, err.Error())
+			return
+		}
+		s.engineError(w, r, err)
+	}
+}
+
+// unreadable marks a pack the format readers could not open.
+type unreadable struct{ error }
+
+func (u unreadable) Unwrap() error { return u.error }
+
+func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) {
+	code, ok := engine.IsStreamError(err)
+	if !ok {
+		s.log.Error("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))
+		s.fail(w, r, http.StatusInternalServerError, tunnel.CodeInternal, err.Error())
+		return
+	}
+	status := map[engine.StreamErrorCode]int{
+		engine.StreamBadRequest: http.StatusBadRequest, engine.StreamBadPayload: http.StatusBadRequest,
+		engine.StreamNoSuchSession: http.StatusNotFound, engine.StreamNoSuchTable: http.StatusNotFound,
+		engine.StreamNoSuchPartition: http.StatusNotFound, engine.StreamSchemaMismatch: http.StatusConflict,
+	}[code]
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	s.fail(w, r, status, string(code), err.Error())
+}
+
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	var body tunnel.ErrorBody
+	body.Error.Code, body.Error.Message, body.Error.TraceID = code, msg, traceOf(r)
+	if status != http.StatusInternalServerError {
+		s.log.Info("write service refused a request", "path", r.URL.Path, "status", status, "code", code, "error", msg, "trace_id", body.Error.TraceID)
+	}
+	// The client may still be sending a large body; close the connection
+	// rather than read it all.
+	if r.Method == http.MethodPost && status >= 400 {
+		w.Header().Set("Connection", "close")
+	}
+	s.reply(w, status, body)
+}
+
+func (s *Server) reply(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
