@@ -12,8 +12,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/catalog"
-	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 )
@@ -33,11 +31,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var h slog.Handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if *logFormat == "text" {
-		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	}
-	log := slog.New(h)
+	log := newLogger(*logFormat, stderr)
 	// The token has no flag on purpose: flags show up in process lists.
 	err := serve(ctx, *listen, c, tunnelserver.Config{Token: os.Getenv("LAKEPIPE_TUNNEL_TOKEN"), MaxFlushBytes: *maxFlush, Slots: *slots, Logger: log}, log)
 	if err != nil {
@@ -48,15 +42,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 }
 
 func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Config, log *slog.Logger) error {
-	st, err := chstore.Open(ctx, chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword})
+	cat, closeStore, err := openCatalog(ctx, &c)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	cat, err := catalog.Open(ctx, st)
-	if err != nil {
-		return err
-	}
+	defer closeStore()
 	srv, err := tunnelserver.New(engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}), cfg)
 	if err != nil {
 		return err

@@ -108,8 +108,20 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	return 0
 }
 
-// connect opens ClickHouse and the catalog.
+// connect opens ClickHouse and the catalog, and an engine that starts
+// workflows through Temporal.
 func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) {
+	cat, closeStore, err := openCatalog(ctx, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue})
+	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
+	return eng, func() { orch.Close(); closeStore() }, nil
+}
+
+// openCatalog opens ClickHouse and the catalog in it; the func closes them.
+func openCatalog(ctx context.Context, c *connFlags) (*catalog.Catalog, func(), error) {
 	st, err := chstore.Open(ctx, chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword})
 	if err != nil {
 		return nil, nil, err
@@ -119,9 +131,7 @@ func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) 
 		st.Close()
 		return nil, nil, err
 	}
-	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue})
-	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
-	return eng, func() { orch.Close(); st.Close() }, nil
+	return cat, func() { st.Close() }, nil
 }
 
 func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool, pr printer, stdout io.Writer) error {

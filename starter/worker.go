@@ -23,21 +23,26 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	var h slog.Handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	if *logFormat == "text" {
-		h = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
-	}
 	err := worker.Run(ctx, worker.Config{
 		ClickHouse: chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword},
 		Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue},
 		Workspace:  c.workspace,
 		HTTPAddr:   *httpAddr,
 		Parallel:   *parallel,
-		Logger:     slog.New(h),
+		Logger:     newLogger(*logFormat, stderr),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)
 		return 1
 	}
 	return 0
+}
+
+// newLogger logs to w as JSON lines, or as text when format is "text".
+func newLogger(format string, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }

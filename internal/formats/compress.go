@@ -17,18 +17,22 @@ var (
 	zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 )
 
-// countingReader counts the bytes that pass through it; the count is read
-// from other goroutines for progress reports.
-type countingReader struct {
-	r io.Reader
+// CountingReader counts the bytes that pass through it (compressed bytes,
+// when it wraps the raw source); Count may be called from other goroutines
+// for progress reports.
+type CountingReader struct {
+	R io.Reader
 	n atomic.Int64
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// Count is the number of bytes read so far.
+func (c *CountingReader) Count() int64 { return c.n.Load() }
 
 // extCompression names the compression a file name's extension implies, or
 // "" if it implies none.

@@ -31,14 +31,7 @@ func Open(src Source, format string, opts Options) (Reader, error) {
 	opts = opts.withDefaults()
 	switch f := strings.ToUpper(strings.TrimSpace(format)); f {
 	case "CSV", "JSON":
-		if src.R == nil {
-			if src.At == nil {
-				return nil, fmt.Errorf("%s: no data to read", src.Name)
-			}
-			src.R = io.NewSectionReader(src.At, 0, src.Size)
-		}
-		cnt := &countingReader{r: src.R}
-		dec, err := openDecompressed(cnt, src.Name, opts.Compression)
+		cnt, dec, err := openSequential(src, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -59,4 +52,21 @@ func Open(src Source, format string, opts Options) (Reader, error) {
 		return newArrowReader(src, opts)
 	}
 	return nil, fmt.Errorf("%s: unknown format %q (supported: %s)", src.Name, format, strings.Join(Formats, ", "))
+}
+
+// openSequential opens src for the formats read front to back: its bytes
+// counted as stored, then decompressed.
+func openSequential(src Source, opts Options) (*CountingReader, *decompressor, error) {
+	if src.R == nil {
+		if src.At == nil {
+			return nil, nil, fmt.Errorf("%s: no data to read", src.Name)
+		}
+		src.R = io.NewSectionReader(src.At, 0, src.Size)
+	}
+	cnt := &CountingReader{R: src.R}
+	dec, err := openDecompressed(cnt, src.Name, opts.Compression)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cnt, dec, nil
 }

@@ -82,7 +82,7 @@ var newArrowAllocator = func() memory.Allocator { return memory.NewGoAllocator()
 // memory (mallocator, cgo) would break that.
 type arrowReader struct {
 	name string
-	cnt  *countingReader
+	cnt  *CountingReader
 	dec  *decompressor
 	in   *bufio.Reader
 	file bool // the stream is the body of an Arrow IPC file
@@ -104,14 +104,7 @@ type arrowReader struct {
 }
 
 func newArrowReader(src Source, opts Options) (*arrowReader, error) {
-	if src.R == nil {
-		if src.At == nil {
-			return nil, fmt.Errorf("%s: no data to read", src.Name)
-		}
-		src.R = io.NewSectionReader(src.At, 0, src.Size)
-	}
-	cnt := &countingReader{r: src.R}
-	dec, err := openDecompressed(cnt, src.Name, opts.Compression)
+	cnt, dec, err := openSequential(src, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +189,7 @@ func findArrowField(fields []arrow.Field, name string) int {
 
 func (r *arrowReader) Columns() []Column { return r.cols }
 
-func (r *arrowReader) BytesRead() int64 { return r.cnt.n.Load() }
+func (r *arrowReader) BytesRead() int64 { return r.cnt.Count() }
 
 // releaseBatch drops what the previous batch pointed to, except the
 // record, which may still have rows to deliver.

@@ -30,7 +30,7 @@ const (
 
 type csvReader struct {
 	name  string
-	cnt   *countingReader
+	cnt   *CountingReader
 	dec   *decompressor
 	in    *chunkBuf
 	opts  Options
@@ -48,7 +48,7 @@ type csvReader struct {
 	batch    Batch
 }
 
-func newCSVReader(name string, cnt *countingReader, dec *decompressor, opts Options) (*csvReader, error) {
+func newCSVReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*csvReader, error) {
 	r := &csvReader{
 		name:    name,
 		cnt:     cnt,
@@ -221,7 +221,7 @@ func (r *csvReader) skipLine() bool {
 
 func (r *csvReader) Columns() []Column { return r.cols }
 
-func (r *csvReader) BytesRead() int64 { return r.cnt.n.Load() }
+func (r *csvReader) BytesRead() int64 { return r.cnt.Count() }
 
 func (r *csvReader) Close() error { return r.dec.close() }
 

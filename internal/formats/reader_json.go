@@ -15,7 +15,7 @@ const maxJSONDepth = 1000
 
 type jsonReader struct {
 	name string
-	cnt  *countingReader
+	cnt  *CountingReader
 	dec  *decompressor
 	in   *chunkBuf
 	opts Options
@@ -47,7 +47,7 @@ type jsonReader struct {
 
 var errNoObject = errors.New("expected a JSON object")
 
-func newJSONReader(name string, cnt *countingReader, dec *decompressor, opts Options) (*jsonReader, error) {
+func newJSONReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*jsonReader, error) {
 	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: newChunkBuf(dec), opts: opts, line: 1}
 	if err := r.start(); err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func newJSONReader(name string, cnt *countingReader, dec *decompressor, opts Opt
 
 func (r *jsonReader) Columns() []Column { return r.cols }
 
-func (r *jsonReader) BytesRead() int64 { return r.cnt.n.Load() }
+func (r *jsonReader) BytesRead() int64 { return r.cnt.Count() }
 
 func (r *jsonReader) Close() error { return r.dec.close() }
 

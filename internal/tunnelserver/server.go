@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/codec"
@@ -181,18 +180,6 @@ func (s *Server) close(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// countingReader counts the body bytes as sent (before decompression).
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
-}
-
 func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	if r.ContentLength > s.cfg.MaxFlushBytes {
@@ -245,7 +232,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.cfg.MaxFlushBytes)}
+	body := &formats.CountingReader{R: http.MaxBytesReader(w, r.Body, s.cfg.MaxFlushBytes)}
 	enc := r.Header.Get("Content-Encoding")
 	dec, err := codec.NewReader(enc, body)
 	if err != nil {
@@ -274,7 +261,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	}
 	// Read to the end so that FlushSize counts the whole body.
 	_, _ = io.Copy(io.Discard, body)
-	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.n.Load()}
+	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.Count()}
 	s.log.Debug("flush", "session", sess.ID, "table", sess.Schema+"."+sess.Table, "records", n, "bytes", res.FlushSize,
 		"encoding", enc, "ms", time.Since(start).Milliseconds(), "trace_id", res.TraceID)
 	s.reply(w, http.StatusOK, res)
