@@ -555,7 +555,7 @@ func TestTunnelClientCrash(t *testing.T) {
 			t.Fatalf("round %d: %d new rows after %d acknowledged packs of %d: only whole packs, at least the acknowledged ones", round, got, acked, packRows)
 		}
 		if v := s.pipeScalar(fmt.Sprintf(`SELECT (SELECT COUNT(*) FROM crash) - (SELECT COUNT(*) FROM (SELECT DISTINCT id, pack FROM crash) d)`)); v != "0" {
-			t.Fatalf("round %d: %s duplicate rows", round, v)
+			t.Fatalf("round %d: %s duplicate rows; the client said:\n%s", round, v, out.String())
 		}
 		t.Logf("round %d: killed after %d acknowledged packs; %d rows landed", round, acked, got)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -34,6 +35,9 @@ type Engine struct {
 	cat  *catalog.Catalog
 	st   *chstore.Store
 	orch Orchestrator
+	// flushLocks serialise flushes that share a commit id (a client retry
+	// that overlaps the attempt it retries); copies of the engine share it.
+	flushLocks *[64]sync.Mutex
 }
 
 // New returns an engine over an opened catalog.
@@ -50,7 +54,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.LoadHistoryDays == 0 {
 		cfg.LoadHistoryDays = 7
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store()}
+	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex)}
 }
 
 // Result is what a statement returns: rows with named columns, or just a

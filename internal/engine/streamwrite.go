@@ -362,8 +362,15 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		mapping[i] = j
 	}
 	// A repeated flush (a client retry after a lost answer) must not write
-	// twice: its commit id is derived from the flush id.
+	// twice: its commit id is derived from the flush id. A retry can reach
+	// this server while the attempt it repeats is still writing (the
+	// client gave up waiting on it): it waits for that attempt, then finds
+	// its rows. Write services behind one balancer should route a session
+	// to one replica (its id is in the path), which makes this lock enough.
 	if f.ID != "" {
+		mu := &e.flushLocks[target.commit%uint64(len(e.flushLocks))]
+		mu.Lock()
+		defer mu.Unlock()
 		if n := e.commitRows(ctx, s.Schema, s.Table, target.commit); n > 0 {
 			if n == f.Records {
 				if tracked(spec) {
