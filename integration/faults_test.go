@@ -49,6 +49,7 @@ type workerProc struct {
 	bin     string
 	queue   string
 	logPath string
+	env     []string // added to the worker's environment
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -74,6 +75,7 @@ func (w *workerProc) start() {
 	cmd := exec.Command(w.bin, "worker", "--task-queue", w.queue, "--http", "", "--log-format", "text")
 	cmd.Env = append(os.Environ(),
 		"LAKEPIPE_CLICKHOUSE_ADDR="+chAddr, "LAKEPIPE_TEMPORAL_ADDR="+temporalAddr, "LAKEPIPE_WORKSPACE=default")
+	cmd.Env = append(cmd.Env, w.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		w.t.Fatalf("start lakepipe worker: %v", err)

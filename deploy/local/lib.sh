@@ -6,7 +6,7 @@
 
 # Start order; stop goes the other way. Kafka comes before S3 because
 # versitygw's Kafka event sender connects to it while starting.
-ALL_SERVICES=(clickhouse kafka s3 temporal)
+ALL_SERVICES=(clickhouse clickhouse2 kafka s3 temporal)
 
 die() { echo "$*" >&2; exit 1; }
 
@@ -40,6 +40,7 @@ svc_log() { echo "$LAKEPIPE_STATE/$1/$1.log"; }
 svc_ports() {
   case $1 in
     clickhouse) echo "$LAKEPIPE_CLICKHOUSE_PORT $LAKEPIPE_CLICKHOUSE_HTTP_PORT $LAKEPIPE_CLICKHOUSE_INTERSERVER_PORT" ;;
+    clickhouse2) echo "$LAKEPIPE_CLICKHOUSE2_PORT $LAKEPIPE_CLICKHOUSE2_HTTP_PORT $LAKEPIPE_CLICKHOUSE2_INTERSERVER_PORT" ;;
     kafka) echo "$LAKEPIPE_KAFKA_PORT" ;;
     s3) echo "$LAKEPIPE_S3_PORT" ;;
     temporal) echo "$LAKEPIPE_TEMPORAL_PORT $LAKEPIPE_TEMPORAL_UI_PORT" ;;
@@ -50,6 +51,7 @@ svc_ports() {
 svc_address() {
   case $1 in
     clickhouse) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE_PORT, http 127.0.0.1:$LAKEPIPE_CLICKHOUSE_HTTP_PORT" ;;
+    clickhouse2) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE2_PORT (shard 2 of cluster $LAKEPIPE_CLICKHOUSE_CLUSTER_NAME)" ;;
     kafka) echo "bootstrap $LAKEPIPE_KAFKA_BOOTSTRAP" ;;
     s3) echo "endpoint $LAKEPIPE_S3_ENDPOINT, bucket $LAKEPIPE_S3_BUCKET, access key $LAKEPIPE_S3_ACCESS_KEY" ;;
     temporal) echo "grpc $LAKEPIPE_TEMPORAL_ADDRESS, web UI http://127.0.0.1:$LAKEPIPE_TEMPORAL_UI_PORT" ;;
@@ -117,6 +119,8 @@ svc_answers() {
   case $1 in
     clickhouse)
       clickhouse-client --host 127.0.0.1 --port "$LAKEPIPE_CLICKHOUSE_PORT" -q 'SELECT 1' >/dev/null 2>&1 ;;
+    clickhouse2)
+      clickhouse-client --host 127.0.0.1 --port "$LAKEPIPE_CLICKHOUSE2_PORT" -q 'SELECT 1' >/dev/null 2>&1 ;;
     kafka)
       tcp_answers "$LAKEPIPE_KAFKA_PORT" ;;
     s3)

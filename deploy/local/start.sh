@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the local stack, or the named services, in the background on 127.0.0.1:
-#   deploy/local/start.sh [--record FILE] [clickhouse] [kafka] [s3] [temporal]
+#   deploy/local/start.sh [--record FILE] [clickhouse] [clickhouse2] [kafka] [s3] [temporal]
 # State, data and logs go under $LAKEPIPE_STATE/<service>/, the pid to
 # $LAKEPIPE_STATE/<service>.pid. Returns once every service answers, or fails
 # with the end of its log. A service that is already running is left alone, so
@@ -46,22 +46,54 @@ launch() {
   echo $! >"$(svc_pidfile "$svc")"
 }
 
-launch_clickhouse() {
-  local d
-  d=$(svc_dir clickhouse)
+# clickhouse_config DIR: a config folder for a private server: the package's
+# config and users files, plus config.d/lakepipe.xml defining the local
+# two-shard cluster (both servers carry it; a Distributed table can be queried
+# through either).
+clickhouse_config() {
+  local etc=$1/etc src
+  src=$(dirname "$LAKEPIPE_CLICKHOUSE_CONFIG")
+  mkdir -p "$etc/config.d"
+  cp "$LAKEPIPE_CLICKHOUSE_CONFIG" "$etc/config.xml"
+  [ ! -r "$src/users.xml" ] || cp "$src/users.xml" "$etc/users.xml"
+  cat >"$etc/config.d/lakepipe.xml" <<XML
+<yandex>
+  <remote_servers>
+    <$LAKEPIPE_CLICKHOUSE_CLUSTER_NAME>
+      <shard><replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE_PORT</port></replica></shard>
+      <shard><replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE2_PORT</port></replica></shard>
+    </$LAKEPIPE_CLICKHOUSE_CLUSTER_NAME>
+  </remote_servers>
+</yandex>
+XML
+  echo "$etc/config.xml"
+}
+
+# launch_clickhouse_server SVC TCP HTTP INTERSERVER
+launch_clickhouse_server() {
+  local svc=$1 d conf
+  d=$(svc_dir "$svc")
   need_bin clickhouse-server clickhouse
   need_bin clickhouse-client clickhouse
-  [ -r "$LAKEPIPE_CLICKHOUSE_CONFIG" ] || die "clickhouse: config $LAKEPIPE_CLICKHOUSE_CONFIG not readable"
+  [ -r "$LAKEPIPE_CLICKHOUSE_CONFIG" ] || die "$svc: config $LAKEPIPE_CLICKHOUSE_CONFIG not readable"
   mkdir -p "$d/data" "$d/tmp" "$d/user_files" "$d/fs"
+  conf=$(clickhouse_config "$d")
   # The package's config, everything machine-wide overridden: a private server
   # that neither needs nor touches the system service's files and ports.
   # --listen_host=127.0.0.1 replaces the default (::1 and 127.0.0.1).
-  launch clickhouse clickhouse-server --config-file="$LAKEPIPE_CLICKHOUSE_CONFIG" -- \
+  launch "$svc" clickhouse-server --config-file="$conf" -- \
     --path="$d/data/" --tmp_path="$d/tmp/" --user_files_path="$d/user_files/" \
     --format_schema_path="$d/fs/" --listen_host=127.0.0.1 \
-    --tcp_port="$LAKEPIPE_CLICKHOUSE_PORT" --http_port="$LAKEPIPE_CLICKHOUSE_HTTP_PORT" \
-    --interserver_http_port="$LAKEPIPE_CLICKHOUSE_INTERSERVER_PORT" \
+    --tcp_port="$2" --http_port="$3" --interserver_http_port="$4" \
     --logger.log="$d/server.log" --logger.errorlog="$d/err.log"
+}
+
+launch_clickhouse() {
+  launch_clickhouse_server clickhouse "$LAKEPIPE_CLICKHOUSE_PORT" "$LAKEPIPE_CLICKHOUSE_HTTP_PORT" "$LAKEPIPE_CLICKHOUSE_INTERSERVER_PORT"
+}
+
+launch_clickhouse2() {
+  launch_clickhouse_server clickhouse2 "$LAKEPIPE_CLICKHOUSE2_PORT" "$LAKEPIPE_CLICKHOUSE2_HTTP_PORT" "$LAKEPIPE_CLICKHOUSE2_INTERSERVER_PORT"
 }
 
 launch_kafka() {

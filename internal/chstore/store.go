@@ -5,6 +5,7 @@ package chstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"reflect"
@@ -23,12 +24,21 @@ type Config struct {
 	User     string
 	Password string
 	Database string
+	// TLS, when set, encrypts every connection (the server's secure native
+	// port, 9440 by default).
+	TLS *tls.Config
+	// Cluster, when set, names a cluster of the server's remote_servers:
+	// lakepipe then keeps each table as a MergeTree table on every node
+	// behind a Distributed table (see cluster.go). Addr is the node lakepipe
+	// talks to; its catalog lives there.
+	Cluster string
 }
 
 // Store is a pool of native connections; safe for concurrent use.
 type Store struct {
-	conn driver.Conn
-	cfg  Config
+	conn  driver.Conn
+	cfg   Config
+	nodes []node // cluster mode: every node of the cluster
 }
 
 // Open connects and checks that the server answers.
@@ -39,9 +49,33 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Database == "" {
 		cfg.Database = "default"
 	}
+	var settings clickhouse.Settings
+	if cfg.Cluster != "" {
+		// An insert into a Distributed table returns once every shard has
+		// its rows: a load is visible, and countable, when it returns.
+		settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	}
+	conn, err := dial(ctx, cfg, cfg.Addr, settings)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{conn: conn, cfg: cfg}
+	if cfg.Cluster != "" {
+		if err := s.openNodes(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// dial opens a pool to one server and checks that it answers.
+func dial(ctx context.Context, cfg Config, addr string, settings clickhouse.Settings) (driver.Conn, error) {
 	conn, err := clickhouse.Open(&clickhouse.Options{
-		Addr: []string{cfg.Addr},
-		Auth: clickhouse.Auth{Database: cfg.Database, Username: cfg.User, Password: cfg.Password},
+		Addr:     []string{addr},
+		Auth:     clickhouse.Auth{Database: cfg.Database, Username: cfg.User, Password: cfg.Password},
+		TLS:      cfg.TLS,
+		Settings: settings,
 		// Inserts of big files are streamed as many blocks; a generous
 		// timeout keeps slow disks from failing a load.
 		ReadTimeout:     10 * time.Minute,
@@ -51,19 +85,24 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		ConnMaxLifetime: time.Hour,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("clickhouse %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("clickhouse %s: %w", addr, scrub(err, cfg.Password))
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := conn.Ping(pctx); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("clickhouse at %s does not answer (is it running? `./task up` starts the local stack): %w", cfg.Addr, scrub(err, cfg.Password))
+		return nil, fmt.Errorf("clickhouse at %s does not answer (is it running? `./task up` starts the local stack): %w", addr, scrub(err, cfg.Password))
 	}
-	return &Store{conn: conn, cfg: cfg}, nil
+	return conn, nil
 }
 
 // Close closes all connections.
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() error {
+	for _, n := range s.nodes {
+		n.conn.Close()
+	}
+	return s.conn.Close()
+}
 
 // Conn exposes the driver for batch inserts.
 func (s *Store) Conn() driver.Conn { return s.conn }
@@ -101,7 +140,11 @@ func (s *Store) Query(ctx context.Context, query string, args ...any) (*Result, 
 // Each runs a query and streams its rows: header is called once with the
 // column names and types, then row for each row (the slice is reused).
 func (s *Store) Each(ctx context.Context, query string, header func(cols, types []string) error, row func([]any) error, args ...any) error {
-	rows, err := s.conn.Query(ctx, query, args...)
+	return each(ctx, s.conn, query, header, row, args...)
+}
+
+func each(ctx context.Context, conn driver.Conn, query string, header func(cols, types []string) error, row func([]any) error, args ...any) error {
+	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		return Error(err)
 	}

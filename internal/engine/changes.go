@@ -77,6 +77,9 @@ func nextCommitVersion() uint64 {
 
 // enableTracking creates the change table of a table (idempotent).
 func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
+	if e.clustered() {
+		return e.errClusterTracking("table " + display(schema, name))
+	}
 	cols := make([]string, 0, len(spec.Columns)+3)
 	for _, c := range spec.Columns {
 		cols = append(cols, columnDDL(c))

@@ -327,7 +327,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		return nil, err
 	}
 	if s.Overwrite {
-		if err := e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(schema, name)); err != nil {
+		if err := e.truncateStoredTable(ctx, schema, name); err != nil {
 			return nil, err
 		}
 	}

@@ -106,9 +106,6 @@ func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*Res
 }
 
 func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
-	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
-		return fmt.Errorf("create schema %s: %w", schema, err)
-	}
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = columnDDL(c)
@@ -116,18 +113,18 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 	// _lp_commit tags the rows of each load, which is what makes loads
 	// exactly-once (see docs/exactly-once.md); queries never show it.
 	cols = append(cols, chsql.QuoteIdent(CommitColumn)+" UInt64 DEFAULT 0")
-	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schema, name) + " (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree"
+	clauses := ""
 	if len(spec.PartitionBy) > 0 {
 		parts := make([]string, len(spec.PartitionBy))
 		for i, p := range spec.PartitionBy {
 			parts[i] = chsql.QuoteIdent(p)
 		}
-		ddl += " PARTITION BY (" + strings.Join(parts, ", ") + ")"
+		clauses += " PARTITION BY (" + strings.Join(parts, ", ") + ")"
 	}
 	// Ordered by commit id: the rows of one load (or one write of a
 	// change-tracked table) sit together, so a table stream reads only them.
-	ddl += " ORDER BY " + chsql.QuoteIdent(CommitColumn)
-	if err := e.st.Exec(ctx, ddl); err != nil {
+	clauses += " ORDER BY " + chsql.QuoteIdent(CommitColumn)
+	if err := e.createStoredTable(ctx, schema, name, strings.Join(cols, ", "), clauses); err != nil {
 		return fmt.Errorf("create table %s: %w", display(schema, name), err)
 	}
 	return nil
@@ -143,7 +140,7 @@ func (e *Engine) dropTable(ctx context.Context, s *sqlparse.DropTable) (*Result,
 	}
 	now := time.Now().UTC()
 	trash := fmt.Sprintf("%s__%s__%d", schema, name, now.UnixNano())
-	if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, name)+" TO "+chsql.Table(schemas.TrashDB, trash)); err != nil {
+	if err := e.renameStoredTable(ctx, schema, name, schemas.TrashDB, trash); err != nil {
 		return nil, fmt.Errorf("drop table %s: %w", display(schema, name), err)
 	}
 	if err := e.cat.Put(ctx, catalog.KindDroppedTable, schemas.TrashDB, trash, catalog.DroppedTableSpec{Table: spec, Schema: schema, Name: name, DroppedAt: now}, ""); err != nil {
@@ -169,7 +166,7 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 		if o.Decode(&d) != nil || d.DroppedAt.After(cutoff) {
 			continue
 		}
-		if e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.TrashDB, o.Name)) == nil {
+		if e.dropStoredTable(ctx, schemas.TrashDB, o.Name) == nil {
 			_ = e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name)
 		}
 	}
@@ -206,7 +203,7 @@ func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*Res
 	if best == nil {
 		return nil, fmt.Errorf("no dropped table %s within the last %d days", display(schema, name), e.cfg.TrashRetentionDays)
 	}
-	if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schemas.TrashDB, bestName)+" TO "+chsql.Table(schema, name)); err != nil {
+	if err := e.renameStoredTable(ctx, schemas.TrashDB, bestName, schema, name); err != nil {
 		return nil, fmt.Errorf("undrop table %s: %w", display(schema, name), err)
 	}
 	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, best.Table, ""); err != nil {
@@ -268,7 +265,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		if c.Comment != nil {
 			cs.Comment = *c.Comment
 		}
-		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" ADD COLUMN "+columnDDL(cs)); err != nil {
+		if err := e.alterColumns(ctx, schema, name, "ADD COLUMN "+columnDDL(cs)); err != nil {
 			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
 		}
 		if tracked(spec) {
@@ -297,7 +294,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		if idx < 0 {
 			return nil, fmt.Errorf("table %s has no column %s", display(schema, name), s.ColumnName)
 		}
-		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" DROP COLUMN "+chsql.QuoteIdent(spec.Columns[idx].Name)); err != nil {
+		if err := e.alterColumns(ctx, schema, name, "DROP COLUMN "+chsql.QuoteIdent(spec.Columns[idx].Name)); err != nil {
 			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
 		}
 		spec.Columns = append(spec.Columns[:idx], spec.Columns[idx+1:]...)
@@ -436,7 +433,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 		body = strings.Join(parts, " UNION ALL ")
 	}
 	if s.Overwrite {
-		if err := e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(schema, name)); err != nil {
+		if err := e.truncateStoredTable(ctx, schema, name); err != nil {
 			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", display(schema, name), err)
 		}
 	}
@@ -572,32 +569,15 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 // are asynchronous in ClickHouse, and a DML statement should be done when
 // it returns.
 func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result, error) {
-	if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" "+what); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", strings.Fields(what)[0], display(schema, name), err)
+	verb := strings.Fields(what)[0]
+	table := e.mutationTable(name)
+	if err := e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(schema, table)+" "+what); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
 	}
-	// 18.16 cannot tell a failing mutation from a slow one (no
-	// latest_fail_reason); a mutation still not done after the deadline is
-	// reported instead of waited for forever.
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes; see system.mutations for table %s", strings.Fields(what)[0], display(schema, name), display(schema, name))
-		}
-		n, err := e.st.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
-			" AND table = "+chsql.QuoteString(name)+" AND is_done = 0")
-		if err != nil {
-			return nil, err
-		}
-		if len(n) == 1 && n[0] == "0" {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := e.waitMutations(ctx, schema, table, verb, display(schema, name)); err != nil {
+		return nil, err
 	}
-	return message("%s on %s done", strings.Fields(what)[0], display(schema, name)), nil
+	return message("%s on %s done", verb, display(schema, name)), nil
 }
 
 func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {

@@ -1,0 +1,241 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+)
+
+var (
+	clusterName = env("LAKEPIPE_CLICKHOUSE_CLUSTER_NAME", "lakepipe_local")
+	ch2Addr     = "127.0.0.1:" + env("LAKEPIPE_CLICKHOUSE2_PORT", "19100")
+)
+
+// clusterStack is a Stack whose engine shards tables over the local
+// two-server cluster (deploy/local starts both servers).
+func clusterStack(t *testing.T) (*Stack, *chstore.Store) {
+	t.Helper()
+	s := newStack(t)
+	st, err := chstore.Open(s.Ctx, chstore.Config{Addr: chAddr, Cluster: clusterName})
+	if err != nil {
+		t.Fatalf("cluster mode needs both ClickHouse servers of deploy/local (./task up starts clickhouse and clickhouse2): %v", err)
+	}
+	shard2, err := chstore.Open(s.Ctx, chstore.Config{Addr: ch2Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = shard2.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema))
+		// Dropped tables and their shards in the trash of both nodes.
+		for _, node := range []*chstore.Store{s.Store, shard2} {
+			trash, _ := node.Strings(cctx, "SELECT name FROM system.tables WHERE database = 'lakepipe_trash' AND startsWith(name, "+chsql.QuoteString(s.Schema+"__")+")")
+			for _, name := range trash {
+				_ = node.Exec(cctx, "DROP TABLE IF EXISTS "+chsql.Table("lakepipe_trash", name))
+			}
+		}
+		shard2.Close()
+		st.Close()
+	})
+	cat, err := catalog.Open(s.Ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	return s, shard2
+}
+
+// TestClusterTables: DDL and DML of a sharded table reach every shard.
+func TestClusterTables(t *testing.T) {
+	s, shard2 := clusterStack(t)
+	s.run(`CREATE TABLE events (id BIGINT, kind STRING)`)
+	s.run(`INSERT INTO events VALUES ` + valuesList(1, 2000))
+	local := func(st *chstore.Store, table string) int64 {
+		v, err := st.Strings(s.Ctx, "SELECT count() FROM "+chsql.Table(s.Schema, table+"__lp_shard"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.ParseInt(v[0], 10, 64)
+		return n
+	}
+	n1, n2 := local(s.Store, "events"), local(shard2, "events")
+	if n1+n2 != 2000 || n1 == 0 || n2 == 0 {
+		t.Fatalf("shard rows %d + %d, want 2000 spread over both", n1, n2)
+	}
+	if got := scalar(t, s.run(`SELECT COUNT(*) FROM events WHERE kind = 'odd'`)); got != "1000" {
+		t.Fatalf("odd rows: %s", got)
+	}
+	s.run(`DELETE FROM events WHERE kind = 'odd'`)
+	s.run(`UPDATE events SET kind = 'EVEN' WHERE kind = 'even'`)
+	wantRows(t, "after DELETE and UPDATE", s.run(`SELECT kind, COUNT(*) FROM events GROUP BY kind`), "EVEN|1000")
+	s.run(`ALTER TABLE events ADD COLUMN note STRING`)
+	s.run(`INSERT INTO events (id, kind, note) VALUES (5000, 'x', 'added')`)
+	wantRows(t, "new column", s.run(`SELECT note FROM events WHERE id = 5000`), "added")
+	s.run(`DROP TABLE events`)
+	s.mustFail(`SELECT COUNT(*) FROM events`, "events")
+	s.run(`UNDROP TABLE events`)
+	if got := scalar(t, s.run(`SELECT COUNT(*) FROM events`)); got != "1001" {
+		t.Fatalf("after UNDROP: %s rows", got)
+	}
+	s.mustFail(`ALTER TABLE events SET PROPERTIES ('change_tracking' = 'true')`, "cluster mode")
+}
+
+func valuesList(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		if i > from {
+			b.WriteString(", ")
+		}
+		kind := "even"
+		if i%2 == 1 {
+			kind = "odd"
+		}
+		fmt.Fprintf(&b, "(%d, '%s')", i, kind)
+	}
+	return b.String()
+}
+
+// TestClusterPipes is issue 8's scale-out test: a two-shard ClickHouse
+// cluster (MergeTree shards behind Distributed tables, no Keeper), three
+// `lakepipe worker` processes on one task queue, 50 LIST_PURGE pipes into
+// 10 tables. Files arrive in two waves; during the second one worker is
+// SIGKILLed and not restarted: the other two take its pipes and its
+// activities (after the heartbeat timeout). Afterwards every row is present
+// exactly once and both shards hold rows of every table.
+func TestClusterPipes(t *testing.T) {
+	const (
+		nPipes   = 50
+		nTables  = 10
+		files    = 4 // per pipe, in two waves
+		rowsFile = 250
+	)
+	s, shard2 := clusterStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s.Ctx = ctx
+	queue := "it-cluster-" + s.ID
+	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	if _, err := orch.Client(); err != nil {
+		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
+	}
+	s.Orch = orch
+	s.Eng = s.Eng.WithOrchestrator(orch)
+	bin := lakepipeBin(t)
+	workers := make([]*workerProc, 3)
+	for i := range workers {
+		workers[i] = &workerProc{t: t, bin: bin, queue: queue, logPath: fmt.Sprintf("%s/worker%d.log", t.TempDir(), i),
+			env: []string{"LAKEPIPE_CLICKHOUSE_CLUSTER=" + clusterName}}
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer ccancel()
+		for p := 0; p < nPipes; p++ {
+			_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(fmt.Sprintf("p%02d", p)), "test finished")
+		}
+		for i, w := range workers {
+			w.kill()
+			if t.Failed() {
+				t.Logf("worker %d log (end):\n%s", i, w.tail(30))
+			}
+		}
+		orch.Close()
+	})
+	for _, w := range workers {
+		w.start()
+	}
+
+	for tb := 0; tb < nTables; tb++ {
+		s.run(fmt.Sprintf(`CREATE TABLE t%d (id BIGINT, pipe INT, payload STRING)`, tb))
+	}
+	for p := 0; p < nPipes; p++ {
+		vol := s.volume(fmt.Sprintf("v%02d", p), fmt.Sprintf("in/p%02d", p), false)
+		s.run(fmt.Sprintf(`CREATE PIPE p%02d INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '2' AS COPY INTO t%d FROM VOLUME %s USING CSV`,
+			p, p%nTables, vol))
+	}
+	c3 := rawS3(t)
+	upload := func(file int) {
+		for p := 0; p < nPipes; p++ {
+			var b bytes.Buffer
+			for r := 0; r < rowsFile; r++ {
+				id := (p*files+file)*rowsFile + r
+				fmt.Fprintf(&b, "%d,%d,pipe %d file %d row %d\n", id, p, p, file, r)
+			}
+			key := s.key(fmt.Sprintf("in/p%02d/f%d.csv", p, file))
+			if _, err := c3.PutObject(ctx, s3Bucket, key, bytes.NewReader(b.Bytes()), int64(b.Len()), minio.PutObjectOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	total := func() int64 {
+		var n int64
+		for tb := 0; tb < nTables; tb++ {
+			v, _ := strconv.ParseInt(scalar(t, s.run(fmt.Sprintf(`SELECT COUNT(*) FROM t%d`, tb))), 10, 64)
+			n += v
+		}
+		return n
+	}
+	waitRows := func(want int64, within time.Duration) {
+		deadline := time.Now().Add(within)
+		for total() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d rows after %v, want %d", total(), within, want)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	upload(0)
+	upload(1)
+	waitRows(int64(nPipes*2*rowsFile), 3*time.Minute)
+	t.Logf("first wave (%d files) loaded by 3 workers in %v", nPipes*2, time.Since(start).Round(time.Millisecond))
+
+	upload(2)
+	upload(3)
+	// Kill a worker while the second wave is being loaded.
+	deadline := time.Now().Add(time.Minute)
+	for total() == int64(nPipes*2*rowsFile) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	pid, _ := workers[0].kill()
+	killedAt, atRows := time.Now(), total()
+	t.Logf("worker 0 (pid %d) SIGKILLed with %d of %d rows loaded", pid, atRows, nPipes*files*rowsFile)
+	waitRows(int64(nPipes*files*rowsFile), 4*time.Minute)
+	t.Logf("all %d rows loaded %v after the kill", nPipes*files*rowsFile, time.Since(killedAt).Round(time.Millisecond))
+
+	// Exactly once, spread over both shards.
+	for tb := 0; tb < nTables; tb++ {
+		want := fmt.Sprint(nPipes / nTables * files * rowsFile)
+		wantRows(t, fmt.Sprintf("t%d", tb), s.run(fmt.Sprintf(`SELECT COUNT(*), COUNT(DISTINCT id) FROM t%d`, tb)), want+"|"+want)
+		v, err := shard2.Strings(ctx, "SELECT count() FROM "+chsql.Table(s.Schema, fmt.Sprintf("t%d__lp_shard", tb)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(v[0]); n == 0 || strconv.Itoa(n) == want {
+			t.Fatalf("t%d: shard 2 holds %d of %s rows: not spread over both shards", tb, n, want)
+		}
+	}
+	// Every file recorded LOADED once, none left in the volumes.
+	res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
+		chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(engine.StatusLoaded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows[0]...); got != fmt.Sprint(nPipes*files, nPipes*files) {
+		t.Fatalf("load history: %s LOADED files, want %d", got, nPipes*files)
+	}
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+)
+
+// In cluster mode (chstore.Config.Cluster) a lakepipe table t is two
+// ClickHouse tables on every node: t__lp_shard, a MergeTree holding that
+// node's share of the rows, and t, a Distributed table over all shards that
+// every read and insert goes through. Inserts spread rows over the shards
+// at random (rand() sharding) and return once all shards hold them
+// (insert_distributed_sync), so loads stay exactly-once: a retried load
+// counts and removes its commit's rows across all shards. DDL and mutations
+// are sent to each node by lakepipe itself, because ON CLUSTER needs a
+// Keeper that a cluster of plain MergeTree shards does not have.
+const shardSuffix = "__lp_shard"
+
+// clustered reports whether tables are sharded over a cluster.
+func (e *Engine) clustered() bool { return e.st.Cluster() != "" }
+
+// errClusterTracking is returned for what cluster mode cannot do yet.
+func (e *Engine) errClusterTracking(what string) error {
+	return fmt.Errorf("%s: change tracking is not available in cluster mode yet (cluster %s): keep change-tracked tables, and the table streams and incremental dynamic tables over them, on a single ClickHouse server", what, e.st.Cluster())
+}
+
+// createStoredTable creates table db.name with the given column list and
+// MergeTree clauses (PARTITION BY, ORDER BY), sharded in cluster mode.
+func (e *Engine) createStoredTable(ctx context.Context, db, name, columns, clauses string) error {
+	if err := e.st.ExecEverywhere(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db)); err != nil {
+		return fmt.Errorf("create schema %s: %w", db, err)
+	}
+	if !e.clustered() {
+		return e.st.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = MergeTree"+clauses)
+	}
+	shard := name + shardSuffix
+	if err := e.st.ExecEverywhere(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard)+" ("+columns+") ENGINE = MergeTree"+clauses); err != nil {
+		return err
+	}
+	return e.st.ExecEverywhere(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" AS "+chsql.Table(db, shard)+
+		" ENGINE = Distributed("+chsql.QuoteString(e.st.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", rand())")
+}
+
+// alterColumns runs ALTER TABLE … ADD/DROP COLUMN on a stored table (its
+// shards first, then the Distributed table over them).
+func (e *Engine) alterColumns(ctx context.Context, db, name, clause string) error {
+	if !e.clustered() {
+		return e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
+	}
+	if err := e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name+shardSuffix)+" "+clause); err != nil {
+		return err
+	}
+	return e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
+}
+
+// renameStoredTable moves a stored table (both its tables in cluster mode).
+func (e *Engine) renameStoredTable(ctx context.Context, fromDB, from, toDB, to string) error {
+	q := "RENAME TABLE " + chsql.Table(fromDB, from) + " TO " + chsql.Table(toDB, to)
+	if !e.clustered() {
+		return e.st.Exec(ctx, q)
+	}
+	// The catalog's databases (the trash) exist on the entry node only.
+	if err := e.st.ExecEverywhere(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(toDB)); err != nil {
+		return err
+	}
+	return e.st.ExecEverywhere(ctx, q+", "+chsql.Table(fromDB, from+shardSuffix)+" TO "+chsql.Table(toDB, to+shardSuffix))
+}
+
+// dropStoredTable drops a stored table if it exists.
+func (e *Engine) dropStoredTable(ctx context.Context, db, name string) error {
+	if err := e.st.ExecEverywhere(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name)); err != nil {
+		return err
+	}
+	if !e.clustered() {
+		return nil
+	}
+	return e.st.ExecEverywhere(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name+shardSuffix))
+}
+
+// truncateStoredTable removes every row of a stored table.
+func (e *Engine) truncateStoredTable(ctx context.Context, db, name string) error {
+	if !e.clustered() {
+		return e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(db, name))
+	}
+	return e.st.ExecEverywhere(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+shardSuffix))
+}
+
+// mutationTable is where ALTER TABLE … DELETE/UPDATE go: the table itself,
+// or in cluster mode its shard table on every node.
+func (e *Engine) mutationTable(name string) string {
+	if e.clustered() {
+		return name + shardSuffix
+	}
+	return name
+}
+
+// waitMutations waits until no mutation of db.table is pending on any
+// node. 18.16 cannot tell a failing mutation from a slow one (no
+// latest_fail_reason); one still not done after the deadline is reported
+// instead of waited for forever.
+func (e *Engine) waitMutations(ctx context.Context, db, table, what, display string) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	q := "SELECT count() FROM system.mutations WHERE database = " + chsql.QuoteString(db) + " AND table = " + chsql.QuoteString(table) + " AND is_done = 0"
+	for {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes; see system.mutations for table %s", what, display, display)
+		}
+		n, err := e.st.StringsEverywhere(ctx, q)
+		if err != nil {
+			return err
+		}
+		pending := false
+		for _, v := range n {
+			pending = pending || v != "0"
+		}
+		if !pending {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
