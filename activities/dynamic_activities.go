@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -15,7 +16,14 @@ import (
 // next interval tries again. Replacing the contents is atomic, so running
 // it twice only refreshes twice.
 func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.RefreshInput) (workflows.RefreshResult, error) {
+	// Heartbeats let Temporal see a dead worker's refresh within the
+	// heartbeat timeout and run it again on another worker.
+	defer keepAlive(ctx)()
+	start := time.Now()
 	res, err := a.Engine.WithSchema(in.Params.Schema).RefreshDynamicTable(ctx, in.Params.Name, in.Trigger)
+	if err == nil {
+		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, res.Mode, res.State, time.Since(start))
+	}
 	if errors.Is(err, engine.ErrDynamicTableGone) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)
 	}

@@ -22,7 +22,7 @@ type Activities struct {
 	Engine *engine.Engine
 	// Parallel is how many files of one batch load at once (default 4).
 	Parallel int
-	Metrics  *metrics.Pipes
+	Metrics  *metrics.Worker
 }
 
 func (a *Activities) open(ctx context.Context, p workflows.PipeParams) (*engine.PipeRun, error) {

@@ -86,7 +86,8 @@ USING CSV OPTIONS ('header' = 'true')`,
 	sp := s.run(`SHOW PIPES LIKE 'pipe_kafka_logs'`)
 	rows := table(sp)
 	if len(rows) != 1 || rows[0][column(t, sp, "status")] != "RUNNING" || rows[0][column(t, sp, "pipe_kind")] != "READ_KAFKA" ||
-		!strings.Contains(rows[0][column(t, sp, "copy_statement")], "READ_KAFKA(") {
+		!strings.Contains(rows[0][column(t, sp, "copy_statement")], "READ_KAFKA(") ||
+		rows[0][column(t, sp, "kafka_lag")] != "0" || rows[0][column(t, sp, "backlog_files")] != "NULL" {
 		t.Fatalf("SHOW PIPES LIKE 'pipe_kafka_logs':\n%s", rowsText(sp))
 	}
 

@@ -39,12 +39,19 @@ func (s *Stack) withWorker() string {
 // worker stopped, when the test or benchmark ends.
 func pipeWorker(tb testing.TB, eng *engine.Engine, schema, queue string) (*engine.Engine, *orchestrator.Temporal, string) {
 	tb.Helper()
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	return pipeWorkerWith(tb, eng, schema, orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+}
+
+// pipeWorkerWith is pipeWorker with the Temporal settings (queue, codec,
+// …) of both the worker and the returned orchestrator given.
+func pipeWorkerWith(tb testing.TB, eng *engine.Engine, schema string, cfg orchestrator.Config) (*engine.Engine, *orchestrator.Temporal, string) {
+	tb.Helper()
+	orch := orchestrator.New(cfg)
 	if _, err := orch.Client(); err != nil {
 		tb.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
 	}
 	eng = eng.WithOrchestrator(orch)
-	addr := startInProcessWorker(tb, queue)
+	addr := startInProcessWorkerWith(tb, cfg)
 	// Registered after the worker's cleanup, so it runs first.
 	tb.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -87,6 +94,13 @@ func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, 
 // log file whose end is printed when the test or benchmark fails.
 func startInProcessWorker(tb testing.TB, queue string) string {
 	tb.Helper()
+	return startInProcessWorkerWith(tb, orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+}
+
+// startInProcessWorkerWith is startInProcessWorker with the worker's
+// Temporal settings given.
+func startInProcessWorkerWith(tb testing.TB, cfg orchestrator.Config) string {
+	tb.Helper()
 	logPath := filepath.Join(tb.TempDir(), "worker.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -98,7 +112,7 @@ func startInProcessWorker(tb testing.TB, queue string) string {
 	go func() {
 		done <- worker.Run(ctx, worker.Config{
 			ClickHouse: chstore.Config{Addr: chAddr},
-			Temporal:   orchestrator.Config{Address: temporalAddr, TaskQueue: queue},
+			Temporal:   cfg,
 			Workspace:  "default",
 			HTTPAddr:   "127.0.0.1:0",
 			Logger:     slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),

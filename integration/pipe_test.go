@@ -274,8 +274,8 @@ func TestPipeSeed(t *testing.T) {
 		d := s.pipeDesc("sales_pipe")
 		return d["files_loaded"] == "1" && d["rows_loaded"] == "5" && d["files_failed"] == "0"
 	})
-	if sp := table(s.run(`SHOW PIPES`)); len(sp) != 1 || sp[0][7] != "1" || sp[0][8] != "5" {
-		t.Errorf("SHOW PIPES = %v, want sales_pipe with 1 file and 5 rows loaded", sp)
+	if sp := table(s.run(`SHOW PIPES`)); len(sp) != 1 || sp[0][7] != "1" || sp[0][8] != "5" || sp[0][13] != "0" {
+		t.Errorf("SHOW PIPES = %v, want sales_pipe with 1 file and 5 rows loaded, backlog 0", sp)
 	}
 }
 

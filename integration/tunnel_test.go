@@ -482,6 +482,21 @@ func TestTunnelHTTP(t *testing.T) {
 	if status != http.StatusNotFound || eb.Error.Code != tunnel.CodeNoSuchSession {
 		t.Fatalf("unknown session: %d %+v", status, eb)
 	}
+	// The service's metrics need no token and count what happened.
+	resp, err := http.Get(url + "/metrics")
+	must(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		// 2 rows written, acknowledged twice more by a repeated flush id.
+		fmt.Sprintf(`lakepipe_tunnel_rows_total{table="%s.j"} 4`, s.Schema),
+		`lakepipe_tunnel_refused_total{code="Unauthorized",status="401"} 2`,
+		`lakepipe_tunnel_refused_total{code="TooLarge",status="413"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, metrics)
+		}
+	}
 }
 
 // TestTunnelFeedsStreams: flushes into a change-tracked table are commits

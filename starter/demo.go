@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/worker"
 )
@@ -117,10 +115,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopWorker()
 	ready := make(chan string, 1)
 	werr := make(chan error, 1)
+	chc, err := c.clickhouseConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe demo:", err)
+		return 1
+	}
+	tc, err := c.temporalConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe demo:", err)
+		return 1
+	}
 	go func() {
 		werr <- worker.Run(wctx, worker.Config{
-			ClickHouse: chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword},
-			Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue},
+			ClickHouse: chc,
+			Temporal:   tc,
 			Workspace:  c.workspace, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: ready,
 		})
 	}()

@@ -111,18 +111,26 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // connect opens ClickHouse and the catalog, and an engine that starts
 // workflows through Temporal.
 func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) {
+	tc, err := c.temporalConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	cat, closeStore, err := openCatalog(ctx, c)
 	if err != nil {
 		return nil, nil, err
 	}
-	orch := orchestrator.New(orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue})
+	orch := orchestrator.New(tc)
 	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
 	return eng, func() { orch.Close(); closeStore() }, nil
 }
 
 // openCatalog opens ClickHouse and the catalog in it; the func closes them.
 func openCatalog(ctx context.Context, c *connFlags) (*catalog.Catalog, func(), error) {
-	st, err := chstore.Open(ctx, chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword})
+	cfg, err := c.clickhouseConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := chstore.Open(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
+	"time"
 
-	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -19,17 +20,35 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	c.register(fs)
 	httpAddr := fs.String("http", env("LAKEPIPE_WORKER_HTTP", "127.0.0.1:9464"), "address of /metrics, /healthz and /events (S3 event notifications); empty for none (LAKEPIPE_WORKER_HTTP)")
 	parallel := fs.Int("parallel", 4, "files loaded at once per pipe batch")
+	maxActivities := fs.Int("max-activities", envInt("LAKEPIPE_WORKER_MAX_ACTIVITIES", 32), "activities (file copies, listings, Kafka batches, refreshes) run at once (LAKEPIPE_WORKER_MAX_ACTIVITIES)")
+	maxWorkflowTasks := fs.Int("max-workflow-tasks", envInt("LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS)")
+	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
+	pollers := fs.Int("pollers", envInt("LAKEPIPE_WORKER_POLLERS", 2), "pollers of the task queue per task kind (LAKEPIPE_WORKER_POLLERS)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	err := worker.Run(ctx, worker.Config{
-		ClickHouse: chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword},
-		Temporal:   orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue},
-		Workspace:  c.workspace,
-		HTTPAddr:   *httpAddr,
-		Parallel:   *parallel,
-		Logger:     newLogger(*logFormat, stderr),
+	chc, err := c.clickhouseConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe worker:", err)
+		return 2
+	}
+	tc, err := c.temporalConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe worker:", err)
+		return 2
+	}
+	err = worker.Run(ctx, worker.Config{
+		ClickHouse:       chc,
+		Temporal:         tc,
+		Workspace:        c.workspace,
+		HTTPAddr:         *httpAddr,
+		Parallel:         *parallel,
+		MaxActivities:    *maxActivities,
+		MaxWorkflowTasks: *maxWorkflowTasks,
+		Pollers:          *pollers,
+		StopTimeout:      *stopTimeout,
+		Logger:           newLogger(*logFormat, stderr),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)
@@ -45,4 +64,12 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// envInt is env for whole numbers; a value that is not one is ignored.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }

@@ -5,6 +5,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -35,7 +37,19 @@ type Config struct {
 	HTTPAddr string
 	// Parallel files per batch (default 4).
 	Parallel int
-	Logger   *slog.Logger
+	// MaxActivities is how many activities (file copies, listings, Kafka
+	// batches, refreshes) run at once on this worker (default 32).
+	MaxActivities int
+	// MaxWorkflowTasks is how many workflow tasks run at once (default 64).
+	MaxWorkflowTasks int
+	// Pollers of each task kind (default 2): more pollers take work off
+	// the queue faster when many pipes share few workers.
+	Pollers int
+	// StopTimeout is how long a stopping worker lets its activities run
+	// to their end before cancelling them (they are then retried on
+	// another worker); default 1 minute.
+	StopTimeout time.Duration
+	Logger      *slog.Logger
 	// Ready, when set, receives the HTTP server's address once the worker
 	// polls its task queue.
 	Ready chan<- string
@@ -64,6 +78,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	cfg.MaxActivities = cmp.Or(cfg.MaxActivities, 32)
+	cfg.MaxWorkflowTasks = cmp.Or(cfg.MaxWorkflowTasks, 64)
+	cfg.Pollers = cmp.Or(cfg.Pollers, 2)
+	cfg.StopTimeout = cmp.Or(cfg.StopTimeout, time.Minute)
 	st, err := chstore.Open(ctx, cfg.ClickHouse)
 	if err != nil {
 		return err
@@ -74,6 +92,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	cfg.Temporal.Logger = log
+	m := metrics.New()
+	cfg.Temporal.MetricsHandler = m.SDK()
 	orch := orchestrator.New(cfg.Temporal)
 	defer orch.Close()
 	c, err := orch.Client()
@@ -81,7 +101,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace}).WithOrchestrator(orch)
-	m := metrics.New()
 	queue := cfg.Temporal.TaskQueue
 	if queue == "" {
 		queue = workflows.TaskQueue
@@ -92,6 +111,14 @@ func Run(ctx context.Context, cfg Config) error {
 		// heartbeat call 6 s before a live worker's attempt is declared
 		// dead and retried next to it. Every 5 s leaves 25 s.
 		MaxHeartbeatThrottleInterval: 5 * time.Second,
+		// Concurrency limits: how much of the task queue's work this
+		// worker takes on at once (see docs/scaling.md).
+		MaxConcurrentActivityExecutionSize:     cfg.MaxActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxWorkflowTasks,
+		MaxConcurrentActivityTaskPollers:       cfg.Pollers,
+		MaxConcurrentWorkflowTaskPollers:       cfg.Pollers,
+		WorkerStopTimeout:                      cfg.StopTimeout,
+		Interceptors:                           []interceptor.WorkerInterceptor{&loadInterceptor{m: m}},
 	})
 	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
 

@@ -87,12 +87,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 	}); err != nil {
 		return err
 	}
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour,
-		// A failed refresh is recorded by the activity itself and waits for
-		// the next interval; retries are for infrastructure hiccups only.
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrTypeDynamicTableGone}},
-	})
+	ctx = refreshActivityOptions(ctx)
 	suspendCh := workflow.GetSignalChannel(ctx, SignalSuspend)
 	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
 	refreshCh := workflow.GetSignalChannel(ctx, SignalRefresh)

@@ -50,6 +50,9 @@ type ChainStep struct {
 func refreshActivityOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
+		// The refresh heartbeats every 5 s: a worker that dies mid-refresh
+		// has it retried elsewhere after 30 s, not after the hour.
+		HeartbeatTimeout: 30 * time.Second,
 		// A failed refresh is recorded by the activity itself and waits for
 		// the next interval; retries are for infrastructure hiccups only.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrTypeDynamicTableGone}},

@@ -306,7 +306,11 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 		return nil, err
 	}
 	res := &Result{Columns: []string{"name", "status", "pipe_kind", "vcluster", "ingest_mode", "input_name", "output_name",
-		"files_loaded", "rows_loaded", "last_load_time", "comment", "copy_statement", "created_time"}}
+		"files_loaded", "rows_loaded", "last_load_time", "comment", "copy_statement", "created_time",
+		// Beyond the seeds: what waits, so that SQL users need no dashboard
+		// (the worker's metrics lakepipe_pipe_backlog_files and
+		// lakepipe_pipe_kafka_lag_records carry the same figures).
+		"backlog_files", "kafka_lag", "last_turn_time"}}
 	for _, o := range objs {
 		if !likeMatch(s.Like, o.Name) {
 			continue
@@ -321,11 +325,21 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 			status = "SUSPENDED" // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the seeds do
 		}
 		var files, rows int64
-		var last any
+		var last, backlog, lag, turn any
 		if v.st != nil {
 			files, rows = v.st.Counters.FilesLoaded, v.st.Counters.RowsLoaded
 			if !v.st.Counters.LastLoadTime.IsZero() {
 				last = v.st.Counters.LastLoadTime
+			}
+			if !v.st.Counters.LastTurnTime.IsZero() {
+				turn = v.st.Counters.LastTurnTime
+			}
+			// The workflow keeps one figure: files beyond the last batch
+			// of a volume pipe, records beyond the offsets of a Kafka one.
+			if spec.Kind == workflows.KindKafka {
+				lag = int64(v.st.Counters.Backlog)
+			} else {
+				backlog = int64(v.st.Counters.Backlog)
 			}
 		}
 		kind := spec.Kind
@@ -333,7 +347,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the seeds do
 		}
 		res.Rows = append(res.Rows, []any{o.Name, status, kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
-			spec.Input, spec.Output, files, rows, last, spec.Comment, spec.CopyStatement, spec.CreatedAt})
+			spec.Input, spec.Output, files, rows, last, spec.Comment, spec.CopyStatement, spec.CreatedAt, backlog, lag, turn})
 	}
 	return res, nil
 }

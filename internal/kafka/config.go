@@ -5,9 +5,7 @@ package kafka
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 )
 
 // Source is what READ_KAFKA names: brokers, one topic, the group whose
@@ -197,35 +197,17 @@ func (s Source) settings() (*settings, error) {
 }
 
 func tlsConfig(cfg map[string]string) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	tc, err := tlsfiles.Files{CA: cfg["ssl.ca.location"], Cert: cfg["ssl.certificate.location"], Key: cfg["ssl.key.location"]}.Config(
+		tlsfiles.Names{CA: "ssl.ca.location", Cert: "ssl.certificate.location", Key: "ssl.key.location"})
+	if err != nil {
+		return nil, fmt.Errorf("READ_KAFKA: %w", err)
+	}
 	switch strings.ToLower(cfg["ssl.endpoint.identification.algorithm"]) {
 	case "", "https":
 	case "none":
 		tc.InsecureSkipVerify = true
 	default:
 		return nil, fmt.Errorf("READ_KAFKA: ssl.endpoint.identification.algorithm = %q: expected https or none", cfg["ssl.endpoint.identification.algorithm"])
-	}
-	if f := cfg["ssl.ca.location"]; f != "" {
-		pem, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("READ_KAFKA: ssl.ca.location: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("READ_KAFKA: ssl.ca.location %s holds no PEM certificate", f)
-		}
-		tc.RootCAs = pool
-	}
-	cert, key := cfg["ssl.certificate.location"], cfg["ssl.key.location"]
-	if (cert == "") != (key == "") {
-		return nil, fmt.Errorf("READ_KAFKA: ssl.certificate.location and ssl.key.location go together")
-	}
-	if cert != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("READ_KAFKA: client certificate: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{pair}
 	}
 	return tc, nil
 }

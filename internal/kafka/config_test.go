@@ -37,7 +37,7 @@ func TestSettings(t *testing.T) {
 		{"sasl without user", with("security.protocol", "SASL_SSL"), "needs sasl.username", nil},
 		{"bad mechanism", with("security.protocol", "SASL_PLAINTEXT", "sasl.username", "u", "sasl.mechanism", "GSSAPI"), "expected PLAIN, SCRAM", nil},
 		{"missing ca file", with("security.protocol", "SSL", "ssl.ca.location", "/nonexistent/ca.pem"), "ssl.ca.location", nil},
-		{"half a client cert", with("security.protocol", "SSL", "ssl.certificate.location", "c.pem"), "go together", nil},
+		{"half a client cert", with("security.protocol", "SSL", "ssl.certificate.location", "c.pem"), "set ssl.key.location", nil},
 		{"no brokers", Source{Topic: "t"}, "bootstrap servers", nil},
 		{"no topic", Source{Bootstrap: []string{"h"}}, "topic", nil},
 	} {

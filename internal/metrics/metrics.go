@@ -1,5 +1,6 @@
-// Package metrics exposes the worker's Prometheus metrics: files, rows,
-// bytes, errors and backlog per pipe.
+// Package metrics exposes lakepipe's Prometheus metrics: per pipe (files,
+// rows, bytes, errors, backlog, Kafka lag), per dynamic table (refresh
+// duration and mode), the worker's load, and the Temporal SDK's own metrics.
 package metrics
 
 import (
@@ -13,8 +14,10 @@ import (
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
-// Pipes holds the per-pipe metrics. A nil *Pipes records nothing.
-type Pipes struct {
+// Worker holds a worker's metrics: per pipe, per dynamic table, its own
+// load, and the Temporal SDK's (see SDKHandler). A nil *Worker records
+// nothing.
+type Worker struct {
 	reg      *prometheus.Registry
 	files    *prometheus.CounterVec
 	rows     *prometheus.CounterVec
@@ -27,12 +30,16 @@ type Pipes struct {
 	records  *prometheus.CounterVec
 	kLag     *prometheus.GaugeVec
 	batch    *prometheus.HistogramVec
+	refresh  *prometheus.HistogramVec
+	refreshN *prometheus.CounterVec
+	running  *prometheus.GaugeVec
+	sdk      *SDKHandler
 }
 
 // New registers the metrics on a registry of their own.
-func New() *Pipes {
+func New() *Worker {
 	labels := []string{"pipe"}
-	p := &Pipes{
+	p := &Worker{
 		reg:      prometheus.NewRegistry(),
 		files:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_files_total", Help: "Files handled by pipes, by status."}, []string{"pipe", "status"}),
 		rows:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_rows_total", Help: "Rows loaded by pipes."}, labels),
@@ -46,15 +53,47 @@ func New() *Pipes {
 		kLag:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_kafka_lag_records", Help: "Records waiting in the topic beyond a Kafka pipe's offsets, after its last batch."}, labels),
 		batch:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
+	p.refresh = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_dynamic_refresh_seconds", Help: "Time of one dynamic-table refresh, by mode (INCREMENTAL, FULL).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dynamic_table", "mode"})
+	p.refreshN = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_dynamic_refresh_total", Help: "Dynamic-table refreshes, by mode and state (SUCCEED, FAILED)."},
+		[]string{"dynamic_table", "mode", "state"})
+	p.running = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_worker_activities_running", Help: "Activities this worker is running now, by activity type: its load."}, []string{"activity"})
+	p.sdk = NewSDKHandler()
 	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.batch,
+		p.refresh, p.refreshN, p.running, p.sdk,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
+}
+
+// SDK is the handler to give the Temporal client, so that the SDK's
+// metrics (task latencies, slots, polls, …) are served with lakepipe's.
+func (p *Worker) SDK() *SDKHandler { return p.sdk }
+
+// Refresh records one dynamic-table refresh.
+func (p *Worker) Refresh(schema, name, mode, state string, d time.Duration) {
+	if p == nil {
+		return
+	}
+	n := schema + "." + name
+	p.refreshN.WithLabelValues(n, mode, state).Inc()
+	p.refresh.WithLabelValues(n, mode).Observe(d.Seconds())
+}
+
+// ActivityStarted counts an activity in flight until the returned func is
+// called.
+func (p *Worker) ActivityStarted(activity string) (done func()) {
+	if p == nil {
+		return func() {}
+	}
+	g := p.running.WithLabelValues(activity)
+	g.Inc()
+	return g.Dec
 }
 
 func name(p workflows.PipeParams) string { return p.Schema + "." + p.Name }
 
 // File records one handled file.
-func (p *Pipes) File(pp workflows.PipeParams, r workflows.FileResult, size int64, d time.Duration) {
+func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, size int64, d time.Duration) {
 	if p == nil {
 		return
 	}
@@ -69,7 +108,7 @@ func (p *Pipes) File(pp workflows.PipeParams, r workflows.FileResult, size int64
 }
 
 // Error records a failed attempt.
-func (p *Pipes) Error(pp workflows.PipeParams) {
+func (p *Worker) Error(pp workflows.PipeParams) {
 	if p != nil {
 		p.errors.WithLabelValues(name(pp)).Inc()
 	}
@@ -77,7 +116,7 @@ func (p *Pipes) Error(pp workflows.PipeParams) {
 
 // Backlog records the files waiting at a listing and the age of the
 // oldest (zero time when none waits).
-func (p *Pipes) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
+func (p *Worker) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
 	if p == nil {
 		return
 	}
@@ -90,7 +129,7 @@ func (p *Pipes) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
 }
 
 // KafkaBatch records one Kafka batch.
-func (p *Pipes) KafkaBatch(pp workflows.PipeParams, r workflows.KafkaBatchResult, d time.Duration) {
+func (p *Worker) KafkaBatch(pp workflows.PipeParams, r workflows.KafkaBatchResult, d time.Duration) {
 	if p == nil {
 		return
 	}
@@ -103,6 +142,6 @@ func (p *Pipes) KafkaBatch(pp workflows.PipeParams, r workflows.KafkaBatchResult
 }
 
 // Handler serves /metrics.
-func (p *Pipes) Handler() http.Handler {
+func (p *Worker) Handler() http.Handler {
 	return promhttp.HandlerFor(p.reg, promhttp.HandlerOpts{})
 }

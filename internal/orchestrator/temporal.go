@@ -4,6 +4,7 @@ package orchestrator
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,14 +13,20 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/lakepipe/lakepipe/internal/payloadcodec"
+	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
-// Config says where Temporal is.
+// Config says where Temporal is and how to reach it.
 type Config struct {
 	Address   string // host:port, default 127.0.0.1:7233
 	Namespace string // default "default"
@@ -27,6 +34,92 @@ type Config struct {
 	// tests use queues of their own.
 	TaskQueue string
 	Logger    *slog.Logger
+	// MetricsHandler receives the SDK's metrics (the worker serves them on
+	// /metrics); nil drops them.
+	MetricsHandler client.MetricsHandler
+	// Codec, when set, encodes every payload the client writes (workflow
+	// inputs and results, signals, queries, activity arguments and
+	// results, heartbeats) and decodes those it reads, through
+	// converter.NewCodecDataConverter; failure messages and stack traces
+	// are moved into an encoded payload too. Payloads it did not encode
+	// pass through its Decode (see payloadcodec), so histories written
+	// before encryption replay. nil: payloads are stored as plain JSON.
+	// Every client and worker of a task queue must use the same keys.
+	Codec converter.PayloadCodec
+	// TLS of the connection to Temporal; the zero value is plain text
+	// (the local dev server).
+	TLS TLS
+	// APIKey, when set, is sent as "Authorization: Bearer" on every call
+	// (Temporal Cloud API keys) and implies TLS. It is never logged nor
+	// put in an error.
+	APIKey string
+}
+
+// TLS says how to secure the connection to Temporal. Any field set, or
+// an API key, turns TLS on; CertFile and KeyFile (PEM) go together and make
+// it mutual TLS.
+type TLS struct {
+	Enabled    bool   // TLS with the system's roots even when no other field is set
+	CAFile     string // PEM bundle of the CAs that sign the server's certificate (default: the system's roots)
+	CertFile   string // client certificate (mTLS)
+	KeyFile    string // its private key
+	ServerName string // name to verify the server's certificate against (default: the host of Address)
+}
+
+func (t TLS) on() bool {
+	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != ""
+}
+
+// Validate checks the connection settings without dialling: a client
+// certificate without its key (or the reverse), unreadable or invalid PEM
+// files. Its errors name files and settings, never a key or an API key.
+func (c Config) Validate() error {
+	_, err := c.clientOptions()
+	return err
+}
+
+// clientOptions are the SDK options of a client dialled with c.
+func (c Config) clientOptions() (client.Options, error) {
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	opts := client.Options{HostPort: c.Address, Namespace: c.Namespace, Logger: tlog.NewStructuredLogger(logger), MetricsHandler: c.MetricsHandler}
+	if c.Codec != nil {
+		opts.DataConverter, opts.FailureConverter = c.Converters()
+	}
+	if c.TLS.on() || c.APIKey != "" {
+		tc, err := c.TLS.config()
+		if err != nil {
+			return client.Options{}, err
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	if c.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	return opts, nil
+}
+
+// Converters are the data and failure converters of clients and workers
+// dialled with c (replayers use them too): the SDK's defaults, or with a
+// Codec, the default data converter behind it and a failure converter
+// that encodes messages and stack traces with it.
+func (c Config) Converters() (converter.DataConverter, converter.FailureConverter) {
+	if c.Codec == nil {
+		return converter.GetDefaultDataConverter(), temporal.GetDefaultFailureConverter()
+	}
+	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c.Codec)
+	return dc, temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
+}
+
+func (t TLS) config() (*tls.Config, error) {
+	tc, err := tlsfiles.Files{CA: t.CAFile, Cert: t.CertFile, Key: t.KeyFile, ServerName: t.ServerName}.Config(
+		tlsfiles.Names{CA: "LAKEPIPE_TEMPORAL_TLS_CA", Cert: "LAKEPIPE_TEMPORAL_TLS_CERT", Key: "LAKEPIPE_TEMPORAL_TLS_KEY"})
+	if err != nil {
+		return nil, fmt.Errorf("Temporal TLS: %w", err)
+	}
+	return tc, nil
 }
 
 // Temporal is an engine.Orchestrator. It dials on first use, so that
@@ -51,7 +144,8 @@ func New(cfg Config) *Temporal {
 	return &Temporal{cfg: cfg}
 }
 
-// FromClient wraps a client the caller already has (the worker's).
+// FromClient wraps a client the caller already has (the worker's). Its
+// payloads are whatever that client's data converter makes of them.
 func FromClient(c client.Client, taskQueue string) *Temporal {
 	if taskQueue == "" {
 		taskQueue = workflows.TaskQueue
@@ -66,16 +160,24 @@ func (t *Temporal) Client() (client.Client, error) {
 	if t.client != nil {
 		return t.client, nil
 	}
-	logger := t.cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(discard{}, nil))
-	}
-	c, err := client.Dial(client.Options{HostPort: t.cfg.Address, Namespace: t.cfg.Namespace, Logger: tlog.NewStructuredLogger(logger)})
+	opts, err := t.cfg.clientOptions()
 	if err != nil {
-		return nil, fmt.Errorf("Temporal at %s does not answer (is it running? `./task up` starts the local stack): %w", t.cfg.Address, err)
+		return nil, err
+	}
+	c, err := client.Dial(opts)
+	if err != nil {
+		return nil, fmt.Errorf("Temporal at %s does not answer (is it running? `./task up` starts the local stack): %w", t.cfg.Address, scrub(err, t.cfg.APIKey))
 	}
 	t.client = c
 	return c, nil
+}
+
+// scrub removes a secret from an error's text.
+func scrub(err error, secret string) error {
+	if secret == "" || err == nil || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), secret, "***"))
 }
 
 type discard struct{}
@@ -136,6 +238,13 @@ func (t *Temporal) pendingFailure(ctx context.Context, id string) string {
 	}
 	for _, pa := range desc.GetPendingActivities() {
 		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
+			if f.GetEncodedAttributes() != nil {
+				// The message travels encoded (Config.Codec); describe
+				// returns the failure as stored.
+				f = proto.Clone(f).(*failurepb.Failure)
+				dc, _ := t.cfg.Converters()
+				converter.DecodeCommonFailureAttributes(dc, f)
+			}
 			return fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage())
 		}
 	}
@@ -201,7 +310,7 @@ func (t *Temporal) Run(ctx context.Context, id, workflow string, input, out any)
 	if err != nil {
 		return err
 	}
-	return run.Get(ctx, out)
+	return undecodable(id, run.Get(ctx, out))
 }
 
 // Query runs a workflow's status query into out and returns the
@@ -234,5 +343,15 @@ func (t *Temporal) Query(ctx context.Context, id, query string, out any) (string
 	if err != nil {
 		return state, fmt.Errorf("no worker answers for %s (start one: lakepipe worker): %w", id, err)
 	}
-	return state, v.Get(out)
+	return state, undecodable(id, v.Get(out))
+}
+
+// undecodable explains the error of an encrypted answer read by a client
+// that has no codec (LAKEPIPE_CODEC_KEY unset); other errors are returned
+// as they are.
+func undecodable(id string, err error) error {
+	if errors.Is(err, converter.ErrEncodingIsNotSupported) && strings.Contains(err.Error(), payloadcodec.Encoding) {
+		return fmt.Errorf("the answer of %s is encrypted and this client holds no key: set %s to the keys the workers use", id, payloadcodec.EnvKey)
+	}
+	return err
 }

@@ -50,6 +50,7 @@ type Server struct {
 	mux   *http.ServeMux
 	slots sync.Map // session id → chan struct{}
 	cache sync.Map // session id → engine.StreamSession (sessions never change)
+	m     *serviceMetrics
 }
 
 // New returns the write service over an engine.
@@ -66,7 +67,7 @@ func New(eng *engine.Engine, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{eng: eng, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{eng: eng, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), m: newServiceMetrics()}
 	s.mux.HandleFunc("POST /v1/streams", s.create)
 	s.mux.HandleFunc("GET /v1/streams/{id}", s.get)
 	s.mux.HandleFunc("POST /v1/streams/{id}/flush", s.flush)
@@ -79,6 +80,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	trace := newTraceID()
 	w.Header().Set(tunnel.HeaderTraceID, trace)
 	r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
+	if r.Method == http.MethodGet && r.URL.Path == "/metrics" {
+		s.m.handler().ServeHTTP(w, r)
+		return
+	}
 	auth := r.Header.Get("Authorization")
 	const prefix = "Bearer "
 	if !strings.HasPrefix(auth, prefix) || subtle.ConstantTimeCompare([]byte(auth[len(prefix):]), []byte(s.cfg.Token)) != 1 {
@@ -262,6 +267,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	// Read to the end so that FlushSize counts the whole body.
 	_, _ = io.Copy(io.Discard, body)
 	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.Count()}
+	s.m.flushed(sess.Schema+"."+sess.Table, n, res.FlushSize, time.Since(start))
 	s.log.Debug("flush", "session", sess.ID, "table", sess.Schema+"."+sess.Table, "records", n, "bytes", res.FlushSize,
 		"encoding", enc, "ms", time.Since(start).Milliseconds(), "trace_id", res.TraceID)
 	s.reply(w, http.StatusOK, res)
@@ -317,6 +323,7 @@ func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) 
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	var body tunnel.ErrorBody
 	body.Error.Code, body.Error.Message, body.Error.TraceID = code, msg, traceOf(r)
+	s.m.refused.WithLabelValues(strconv.Itoa(status), code).Inc()
 	if status != http.StatusInternalServerError {
 		s.log.Info("write service refused a request", "path", r.URL.Path, "status", status, "code", code, "error", msg, "trace_id", body.Error.TraceID)
 	}
