@@ -133,7 +133,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			}
 			results[i] = r
 			finished = append(finished, r)
-			a.Metrics.File(in.Params, r, f.Size, time.Since(start))
+			a.Metrics.File(in.Params, r, f, time.Since(start))
 			activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
 		}(i, f)
 	}

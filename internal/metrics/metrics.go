@@ -30,6 +30,7 @@ type Worker struct {
 	records  *prometheus.CounterVec
 	kLag     *prometheus.GaugeVec
 	batch    *prometheus.HistogramVec
+	arrival  *prometheus.HistogramVec
 	refresh  *prometheus.HistogramVec
 	refreshN *prometheus.CounterVec
 	running  *prometheus.GaugeVec
@@ -53,6 +54,9 @@ func New() *Worker {
 		kLag:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_kafka_lag_records", Help: "Records waiting in the topic beyond a Kafka pipe's offsets, after its last batch."}, labels),
 		batch:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
+	p.arrival = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_arrival_to_visible_seconds",
+		Help: "From a file's arrival in its volume (its last-modified time) to its rows being visible in the table.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16)}, labels)
 	p.refresh = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_dynamic_refresh_seconds", Help: "Time of one dynamic-table refresh, by mode (INCREMENTAL, FULL).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dynamic_table", "mode"})
 	p.refreshN = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_dynamic_refresh_total", Help: "Dynamic-table refreshes, by mode and state (SUCCEED, FAILED)."},
@@ -60,7 +64,7 @@ func New() *Worker {
 	p.running = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_worker_activities_running", Help: "Activities this worker is running now, by activity type: its load."}, []string{"activity"})
 	p.sdk = NewSDKHandler()
 	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.batch,
-		p.refresh, p.refreshN, p.running, p.sdk,
+		p.arrival, p.refresh, p.refreshN, p.running, p.sdk,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
 }
@@ -92,12 +96,16 @@ func (p *Worker) ActivityStarted(activity string) (done func()) {
 
 func name(p workflows.PipeParams) string { return p.Schema + "." + p.Name }
 
-// File records one handled file.
-func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, size int64, d time.Duration) {
+// File records one handled file: f as listed, d the time its load took.
+func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, f workflows.FileRef, d time.Duration) {
 	if p == nil {
 		return
 	}
 	n := name(pp)
+	size := f.Size
+	if (r.Status == "LOADED" || r.Status == "PARTIALLY_LOADED") && !f.Modified.IsZero() {
+		p.arrival.WithLabelValues(n).Observe(max(time.Since(f.Modified), 0).Seconds())
+	}
 	p.files.WithLabelValues(n, r.Status).Inc()
 	p.rows.WithLabelValues(n).Add(float64(r.Rows))
 	p.rejected.WithLabelValues(n).Add(float64(r.Rejected))
