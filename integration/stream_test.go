@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
 // streamRows reads a stream (or any query) as sorted "a|b|…" lines.
@@ -197,4 +200,35 @@ func TestStreamStale(t *testing.T) {
 	s.run(`CREATE OR REPLACE TABLE STREAM ev_s ON TABLE ev`)
 	s.run(`INSERT INTO ev VALUES (2)`)
 	s.waitStream(`SELECT id, __change_type FROM ev_s`, "2|INSERT")
+}
+
+// TestStreamCachedSpecs: a process caches a stream's spec for its reads;
+// another process consuming the stream, adding a column to its table or
+// dropping the stream must show in the first process's next read (its
+// cached specs fail their version check in ClickHouse and are read again).
+func TestStreamCachedSpecs(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE events (id BIGINT, kind STRING)`)
+	s.run(`ALTER TABLE events SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE STREAM events_stream ON TABLE events`)
+	s.run(`CREATE TABLE sink (id BIGINT)`)
+	s.run(`INSERT INTO events VALUES (1, 'a'), (2, 'b')`)
+	s.waitStream(`SELECT id FROM events_stream`, "1", "2") // cached now
+
+	// Another process: an engine with a catalog (and cache) of its own.
+	cat2, err := catalog.Open(s.Ctx, s.Store)
+	must(t, err)
+	other := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat2, engine.Config{Workspace: "default", Schema: s.Schema})}
+	other.run(`INSERT INTO sink SELECT id FROM events_stream`)
+	if got := s.streamRows(`SELECT id FROM events_stream`); len(got) != 0 {
+		t.Fatalf("after another process consumed the stream, this one still reads %v", got)
+	}
+	other.run(`ALTER TABLE events ADD COLUMN note STRING`)
+	s.run(`INSERT INTO events (id, kind, note) VALUES (3, 'c', 'new column')`)
+	s.waitStream(`SELECT id, note FROM events_stream`, "3|new column")
+	if got := s.streamRows(`SELECT * FROM events_stream`); len(got) != 1 || !strings.HasPrefix(got[0], "3|c|new column|INSERT|") {
+		t.Fatalf("SELECT * after another process added a column: %v", got)
+	}
+	other.run(`DROP TABLE STREAM events_stream`)
+	s.mustFail(`SELECT id FROM events_stream`, "does not exist")
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,8 +37,19 @@ const (
 
 // Catalog reads and writes catalog objects; safe for concurrent use.
 type Catalog struct {
-	st *chstore.Store
+	st    *chstore.Store
+	mu    sync.Mutex
+	cache map[string]cached // GetCached's objects, by cacheKey
 }
+
+// cached is an object as GetCached last read it.
+type cached struct {
+	spec    json.RawMessage
+	version uint64
+}
+
+// maxCached bounds the cache; past it the cache starts over.
+const maxCached = 10000
 
 // Open migrates the system tables to the current version and returns the
 // catalog. Migrating is idempotent, so every process may call Open.
@@ -106,6 +118,7 @@ type Object struct {
 	Name    string
 	Spec    json.RawMessage
 	Updated time.Time
+	Version uint64 // of the write that made this spec
 }
 
 // Decode unmarshals the spec.
@@ -147,7 +160,7 @@ func (c *Catalog) ListAll(ctx context.Context, kind Kind) ([]Object, error) {
 func (c *Catalog) list(ctx context.Context, cond string) ([]Object, error) {
 	// argMax instead of FINAL: the same answer on every ClickHouse version,
 	// before and after background merges.
-	q := "SELECT kind, schema, name, argMax(spec, version), argMax(deleted, version), max(updated_at) FROM lakepipe.objects WHERE " +
+	q := "SELECT kind, schema, name, argMax(spec, version), argMax(deleted, version), max(updated_at), max(version) FROM lakepipe.objects WHERE " +
 		cond + " GROUP BY kind, schema, name ORDER BY name"
 	res, err := c.st.Query(ctx, q)
 	if err != nil {
@@ -158,7 +171,7 @@ func (c *Catalog) list(ctx context.Context, cond string) ([]Object, error) {
 		if r[4].(uint8) != 0 {
 			continue
 		}
-		out = append(out, Object{Kind: Kind(r[0].(string)), Schema: r[1].(string), Name: r[2].(string), Spec: json.RawMessage(r[3].(string)), Updated: r[5].(time.Time)})
+		out = append(out, Object{Kind: Kind(r[0].(string)), Schema: r[1].(string), Name: r[2].(string), Spec: json.RawMessage(r[3].(string)), Updated: r[5].(time.Time), Version: r[6].(uint64)})
 	}
 	return out, nil
 }
@@ -179,6 +192,7 @@ func (c *Catalog) Delete(ctx context.Context, kind Kind, schema, name string) er
 }
 
 func (c *Catalog) write(ctx context.Context, kind Kind, schema, name, spec, secret string, deleted int) error {
+	c.Forget(kind, schema, name)
 	err := c.st.InsertRows(ctx, schemas.SystemDB, "objects", []string{"kind", "schema", "name", "spec", "secret", "deleted", "version", "updated_at"},
 		[][]any{{string(kind), schema, name, spec, secret, uint8(deleted), nextVersion(), time.Now().UTC()}})
 	if err != nil {
@@ -205,4 +219,52 @@ func scrubbed(err error, secret string) error {
 		return err
 	}
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), secret, "***"))
+}
+
+func cacheKey(kind Kind, schema, name string) string { return string(kind) + "\x00" + schema + "\x00" + name }
+
+// GetCached is Get for reads that run on every statement (table streams):
+// the spec may come from this process's cache, written by an earlier
+// GetCached or by nobody since. The caller must make the statement that
+// uses it hold VersionCheck(kind, schema, name, version), so that a spec
+// another process has changed since fails the statement (ClickHouse's
+// throwIf, chstore code 395) instead of being used; the caller then calls
+// Forget and runs the statement again. Objects not found are not cached.
+func (c *Catalog) GetCached(ctx context.Context, kind Kind, schema, name string, out any) (version uint64, found bool, err error) {
+	key := cacheKey(kind, schema, name)
+	c.mu.Lock()
+	hit, ok := c.cache[key]
+	c.mu.Unlock()
+	if !ok {
+		objs, err := c.list(ctx, where(kind, schema, name))
+		if err != nil || len(objs) == 0 {
+			return 0, false, err
+		}
+		hit = cached{spec: objs[0].Spec, version: objs[0].Version}
+		c.mu.Lock()
+		if c.cache == nil || len(c.cache) >= maxCached {
+			c.cache = map[string]cached{}
+		}
+		c.cache[key] = hit
+		c.mu.Unlock()
+	}
+	if err := json.Unmarshal(hit.spec, out); err != nil {
+		return 0, false, fmt.Errorf("catalog %s %s.%s: %w", kind, schema, name, err)
+	}
+	return hit.version, true, nil
+}
+
+// Forget drops an object from the cache of GetCached.
+func (c *Catalog) Forget(kind Kind, schema, name string) {
+	c.mu.Lock()
+	delete(c.cache, cacheKey(kind, schema, name))
+	c.mu.Unlock()
+}
+
+// VersionCheck is a ClickHouse condition that holds while the object is
+// still at version and throws (throwIf, code 395) once it is not: changed,
+// dropped, or never there. ClickHouse evaluates it once, before reading.
+func VersionCheck(kind Kind, schema, name string, version uint64) string {
+	return "throwIf((SELECT max(version) FROM lakepipe.objects WHERE " + where(kind, schema, name) + ") != " +
+		strconv.FormatUint(version, 10) + ") = 0"
 }

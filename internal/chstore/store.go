@@ -235,6 +235,9 @@ const (
 	CodeUnknownTable    = 60
 	CodeTableExists     = 57
 	CodeUnknownDatabase = 81
+	// CodeThrowIf is throwIf's exception: lakepipe's catalog version
+	// checks (catalog.VersionCheck) raise it.
+	CodeThrowIf = 395
 )
 
 func scrub(err error, secret string) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -158,10 +159,16 @@ type commitRef struct {
 }
 
 // commitsBetween lists the commits of a table with lo < version <= hi.
-func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi uint64) ([]commitRef, error) {
-	res, err := e.st.Query(ctx, fmt.Sprintf("SELECT version, commit_id, kind, committed_at FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %d AND version <= %d ORDER BY version",
-		chsql.QuoteString(schema), chsql.QuoteString(name), lo, hi))
+func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi uint64, guard string) ([]commitRef, error) {
+	if guard != "" {
+		guard += " AND "
+	}
+	res, err := e.st.Query(ctx, fmt.Sprintf("SELECT version, commit_id, kind, committed_at FROM lakepipe.table_commits WHERE %sdb = %s AND table = %s AND version > %d AND version <= %d ORDER BY version",
+		guard, chsql.QuoteString(schema), chsql.QuoteString(name), lo, hi))
 	if err != nil {
+		if chstore.IsCode(err, chstore.CodeThrowIf) {
+			return nil, err // a failed version check of the guard, not the log
+		}
 		return nil, fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
 	}
 	out := make([]commitRef, 0, len(res.Rows))
@@ -185,8 +192,11 @@ func idList(ids []uint64) string {
 // changeQuery renders, as one ClickHouse query, the changes of a table
 // between two versions: its columns plus __change_type, __commit_version and
 // __commit_timestamp. appendOnly keeps inserts only; initial (from version
-// 0) shows every row present at hi as an INSERT.
-func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool) (string, error) {
+// 0) shows every row present at hi as an INSERT. guard, when not empty, is
+// a condition the read of the change log's commits holds first: the
+// statement's catalog version checks (see session.cachedGet), which thus
+// cost no round trip of their own.
+func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool, guard string) (string, error) {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = chsql.QuoteIdent(c.Name)
@@ -196,7 +206,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 	commitCol := chsql.QuoteIdent(CommitColumn)
 	if initial && lo == 0 {
 		// Every row present, less what was written after hi.
-		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0))
+		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0), guard)
 		if err != nil {
 			return "", err
 		}
@@ -213,7 +223,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		return q, nil
 	}
 	// One read of the change log: the commits in (lo, hi] and those after.
-	commits, err := e.commitsBetween(ctx, schema, name, lo, ^uint64(0))
+	commits, err := e.commitsBetween(ctx, schema, name, lo, ^uint64(0), guard)
 	if err != nil {
 		return "", err
 	}
@@ -305,7 +315,7 @@ func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec cata
 // table's data_retention_days (default 7).
 func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before time.Time) error {
 	cut := uint64(before.UnixNano())
-	old, err := e.commitsBetween(ctx, schema, name, 0, cut-1)
+	old, err := e.commitsBetween(ctx, schema, name, 0, cut-1, "")
 	if err != nil {
 		return err
 	}

@@ -343,7 +343,7 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 		if hi <= lo {
 			hi = lo
 		}
-		commits, err := e.commitsBetween(ctx, p.schema, p.table, lo, hi)
+		commits, err := e.commitsBetween(ctx, p.schema, p.table, lo, hi, "")
 		if err != nil {
 			return 0, 0, "", "", 0, err
 		}

@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
@@ -25,6 +27,49 @@ type session struct {
 	streams map[string]streamRead
 	// specs caches what names the statement uses turned out to be.
 	specs map[string]streamLookup
+	// checks are the catalog version checks of the specs the statement
+	// took from the catalog's cache (catalog.GetCached), and cachedKeys
+	// those objects, to forget when a check fails.
+	checks     []string
+	cachedKeys []cachedKey
+	// cached makes stream reads use the catalog's cache; only plain
+	// queries do, as they can simply run again when a check fails.
+	cached bool
+}
+
+type cachedKey struct {
+	kind         catalog.Kind
+	schema, name string
+}
+
+// cachedGet reads a catalog object through the catalog's cache and makes
+// the statement check its version.
+func (s *session) cachedGet(kind catalog.Kind, schema, name string, out any) (bool, error) {
+	if !s.cached {
+		return s.e.cat.Get(s.ctx, kind, schema, name, out)
+	}
+	v, ok, err := s.e.cat.GetCached(s.ctx, kind, schema, name, out)
+	if err != nil || !ok {
+		return ok, err
+	}
+	check := catalog.VersionCheck(kind, schema, name, v)
+	if !slices.Contains(s.checks, check) {
+		s.checks = append(s.checks, check)
+		s.cachedKeys = append(s.cachedKeys, cachedKey{kind, schema, name})
+	}
+	return true, nil
+}
+
+// staleCache reports whether err is a failed version check, and forgets
+// the statement's cached objects if so.
+func (s *session) staleCache(err error) bool {
+	if len(s.checks) == 0 || !chstore.IsCode(err, chstore.CodeThrowIf) {
+		return false
+	}
+	for _, k := range s.cachedKeys {
+		s.e.cat.Forget(k.kind, k.schema, k.name)
+	}
+	return true
 }
 
 // streamLookup is a name looked up as a table stream.
@@ -42,7 +87,10 @@ func (s *session) stream(n sqlparse.ObjectName) (streamLookup, error) {
 	}
 	var l streamLookup
 	var err error
-	if l.schema, l.name, l.spec, l.ok, err = s.e.streamSpec(s.ctx, n); err != nil {
+	if l.schema, l.name, err = s.e.qualify(n); err != nil {
+		return l, err
+	}
+	if l.ok, err = s.cachedGet(catalog.KindStream, l.schema, l.name, &l.spec); err != nil {
 		return l, err
 	}
 	if s.specs == nil {
@@ -66,12 +114,14 @@ func (e *Engine) session(ctx context.Context) *session {
 		Source: s.source,
 		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
 			var extra []string
+			var spec catalog.TableSpec
 			if l, err := s.stream(n); err == nil && l.ok {
-				n = nameFromString(l.spec.Table)
+				schema, table, _ := strings.Cut(l.spec.Table, ".")
+				if ok, err := s.cachedGet(catalog.KindTable, schema, table, &spec); err != nil || !ok {
+					return nil, false
+				}
 				extra = streamColumns
-			}
-			_, _, spec, err := e.table(ctx, n)
-			if err != nil {
+			} else if _, _, spec, err = e.table(ctx, n); err != nil {
 				return nil, false
 			}
 			cols := make([]string, len(spec.Columns))

@@ -581,17 +581,30 @@ func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result
 }
 
 func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {
+	res, stale, err := e.queryOnce(ctx, q, true)
+	if stale {
+		// A table stream or its table changed since this process cached
+		// it: read them afresh.
+		res, _, err = e.queryOnce(ctx, q, false)
+	}
+	return res, err
+}
+
+// queryOnce runs a query; cached lets it take table streams' specs from
+// the catalog's cache, and stale says a cached spec turned out outdated.
+func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, cached bool) (_ *Result, stale bool, _ error) {
 	sess := e.session(ctx)
+	sess.cached = cached
 	defer sess.close()
 	text, err := sess.translate(q)
 	if err != nil {
-		return nil, err
+		return nil, sess.staleCache(err), err
 	}
 	r, err := e.st.Query(ctx, text)
 	if err != nil {
-		return nil, queryError(err)
+		return nil, sess.staleCache(err), queryError(err)
 	}
-	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
+	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, false, nil
 }
 
 // queryError turns ClickHouse's complaints into lakepipe's words where it
