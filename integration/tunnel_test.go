@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
@@ -611,4 +613,54 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestTunnelSessionExpiry: sessions live as long as they are used;
+// maintenance closes those unused for StreamSessionIdleDays (30), so that
+// writers that never close sessions do not grow the catalog forever. A
+// flush records the use (at most hourly).
+func TestTunnelSessionExpiry(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE e (id BIGINT)`)
+	_, cat, err := openCatalog()
+	must(t, err)
+	url, token := s.writeService(tunnelserver.Config{})
+	c := s.tunnelClient(url, token)
+	open := func() string {
+		sess, err := c.BuildStreamUploadSession(s.Schema, "e").Build(s.Ctx)
+		must(t, err)
+		return sess.ID()
+	}
+	age := func(id string, d time.Duration) {
+		var spec engine.StreamSession
+		ok, err := cat.Get(s.Ctx, catalog.KindStreamSession, "", id, &spec)
+		if err != nil || !ok {
+			t.Fatalf("session %s: %v %v", id, ok, err)
+		}
+		spec.CreatedAt, spec.LastUsed = spec.CreatedAt.Add(-d), time.Time{}
+		must(t, cat.Put(s.Ctx, catalog.KindStreamSession, "", id, spec, ""))
+	}
+	idle, fresh, used := open(), open(), open()
+	age(idle, 40*24*time.Hour)
+	age(used, 40*24*time.Hour)
+	// A flush through a service that has not cached the session records
+	// its use.
+	url2, token2 := s.writeService(tunnelserver.Config{Token: token})
+	status, eb, raw := post(t, url2+"/v1/streams/"+used+"/flush", token2, tunnel.ContentTypeJSON, "", []byte("{\"id\":1}\n"), nil)
+	if status != http.StatusOK {
+		t.Fatalf("flush: %d %+v %s", status, eb, raw)
+	}
+	must(t, s.Eng.Maintain(s.Ctx))
+	for id, want := range map[string]bool{idle: false, fresh: true, used: true} {
+		var spec engine.StreamSession
+		ok, err := cat.Get(s.Ctx, catalog.KindStreamSession, "", id, &spec)
+		must(t, err)
+		if ok != want {
+			t.Errorf("session %s after maintenance: present %v, want %v", id, ok, want)
+		}
+	}
+	status, eb, _ = post(t, url2+"/v1/streams/"+idle+"/flush", token2, tunnel.ContentTypeJSON, "", []byte("{\"id\":2}\n"), nil)
+	if status != http.StatusNotFound || eb.Error.Code != tunnel.CodeNoSuchSession {
+		t.Fatalf("flush into an expired session: %d %+v", status, eb)
+	}
 }

@@ -27,6 +27,11 @@ type Config struct {
 	TrashRetentionDays int
 	// LoadHistoryDays is how long load_history() keeps a file's record.
 	LoadHistoryDays int
+	// StreamSessionIdleDays is how long a streaming-write session may go
+	// unused before maintenance forgets it (default 30): sessions are
+	// long-lived while used, but a writer that never closes its sessions
+	// must not grow the catalog forever.
+	StreamSessionIdleDays int
 }
 
 // Engine runs statements; safe for concurrent use.
@@ -53,6 +58,9 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	}
 	if cfg.LoadHistoryDays == 0 {
 		cfg.LoadHistoryDays = 7
+	}
+	if cfg.StreamSessionIdleDays == 0 {
+		cfg.StreamSessionIdleDays = 30
 	}
 	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex)}
 }

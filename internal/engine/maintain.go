@@ -20,6 +20,7 @@ import (
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
 //   - dropped tables past their retention are purged.
+//   - streaming-write sessions unused for StreamSessionIdleDays are closed.
 func (e *Engine) Maintain(ctx context.Context) error {
 	days := e.cfg.LoadHistoryDays
 	pipes, err := e.cat.ListAll(ctx, catalog.KindPipe)
@@ -46,7 +47,7 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	e.purgeTrash(ctx)
-	return nil
+	return e.expireStreamSessions(ctx)
 }
 
 // expire deletes matching rows of a system table when there are any (a

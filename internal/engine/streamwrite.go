@@ -87,6 +87,53 @@ type StreamSession struct {
 	AllowMismatch   bool      `json:"allow_schema_mismatch,omitempty"`
 	SlotNum         int       `json:"slot_num"`
 	CreatedAt       time.Time `json:"created_at"`
+	// LastUsed is when a flush last recorded its use (at most hourly).
+	LastUsed time.Time `json:"last_used,omitzero"`
+}
+
+// usedAt is when the session was last known in use.
+func (s StreamSession) usedAt() time.Time {
+	if s.LastUsed.After(s.CreatedAt) {
+		return s.LastUsed
+	}
+	return s.CreatedAt
+}
+
+// sessionTouchEvery is how often a session in use records that it is.
+const sessionTouchEvery = time.Hour
+
+// TouchStreamSession records that a session is in use, at most once per
+// sessionTouchEvery, so that maintenance keeps it; it returns the session
+// as now recorded. Callers keep the returned copy to stay throttled.
+func (e *Engine) TouchStreamSession(ctx context.Context, s StreamSession) (StreamSession, error) {
+	if time.Since(s.usedAt()) < sessionTouchEvery {
+		return s, nil
+	}
+	s.LastUsed = time.Now().UTC()
+	if err := e.cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// expireStreamSessions forgets the sessions unused for
+// StreamSessionIdleDays.
+func (e *Engine) expireStreamSessions(ctx context.Context) error {
+	objs, err := e.cat.List(ctx, catalog.KindStreamSession, "")
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-time.Duration(e.cfg.StreamSessionIdleDays) * 24 * time.Hour)
+	for _, o := range objs {
+		var s StreamSession
+		if o.Decode(&s) != nil || s.usedAt().After(cutoff) {
+			continue
+		}
+		if err := e.CloseStreamSession(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // OpenStreamSession checks the request against the table and records the

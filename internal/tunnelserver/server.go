@@ -268,6 +268,13 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, body)
 	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.Count()}
 	s.m.flushed(sess.Schema+"."+sess.Table, n, res.FlushSize, time.Since(start))
+	// A session in use is kept by maintenance; recording the use is
+	// throttled (hourly), and its failure only costs that record.
+	if used, err := s.eng.TouchStreamSession(ctx, sess); err == nil {
+		s.cache.Store(used.ID, used)
+	} else {
+		s.log.Warn("record stream session use", "session", sess.ID, "error", err)
+	}
 	s.log.Debug("flush", "session", sess.ID, "table", sess.Schema+"."+sess.Table, "records", n, "bytes", res.FlushSize,
 		"encoding", enc, "ms", time.Since(start).Milliseconds(), "trace_id", res.TraceID)
 	s.reply(w, http.StatusOK, res)
