@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/shopspring/decimal"
 )
 
@@ -279,5 +281,36 @@ func TestTypeMaps(t *testing.T) {
 	}
 	if got, _ := ClickHouseType(arrow.PrimitiveTypes.Int8, true); got != "Nullable(Int8)" {
 		t.Errorf("nullable: %s", got)
+	}
+}
+
+// A Null-typed column (pyarrow's type for an all-None column) reads as
+// NULL in every row, not as the text "(null)".
+func TestParquetNullColumn(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "none", Type: arrow.Null, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+	b.Field(1).(*array.NullBuilder).AppendNulls(2)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(Source{At: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Name: "n.parquet"}, "PARQUET", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, r)
+	if len(got.rows) != 2 || got.rows[0][1] != nil || got.rows[1][1] != nil || *got.rows[1][0] != "2" {
+		t.Fatalf("rows %s, columns %+v", show(got.rows), got.cols)
 	}
 }

@@ -239,7 +239,7 @@ func (r *arrowReader) Next() (*Batch, error) {
 			r.made = append(r.made, a)
 		}
 		if r.text[i] {
-			a = arrowText(a)
+			a = textArray(a)
 			r.made = append(r.made, a)
 		}
 		b.Cols[i].Arrow = a
@@ -247,16 +247,6 @@ func (r *arrowReader) Next() (*Batch, error) {
 	r.off += n
 	r.row += n
 	return b, nil
-}
-
-// arrowText renders a column ClickHouse gets as String (see textArray).
-// A Null-typed column is all NULL: arrow-go's Null array answers IsNull
-// false for every row, so textArray would write "(null)" in each.
-func arrowText(a arrow.Array) arrow.Array {
-	if a.DataType().ID() == arrow.NULL {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len())
-	}
-	return textArray(a)
 }
 
 // nextRecord makes the next non-empty record batch current, or returns

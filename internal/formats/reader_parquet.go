@@ -236,8 +236,13 @@ func (r *parquetReader) Close() error {
 }
 
 // textArray renders a column ClickHouse gets as String: nested values as
-// JSON, everything else as Arrow's text for the value.
+// JSON, everything else as Arrow's text for the value. A Null-typed column
+// is all NULL: arrow-go's Null array answers IsNull false for every row,
+// and its text is "(null)".
 func textArray(a arrow.Array) arrow.Array {
+	if a.DataType().ID() == arrow.NULL {
+		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len())
+	}
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
 	b.Reserve(a.Len())
