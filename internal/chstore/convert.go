@@ -571,7 +571,11 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 				c.put(decimal.Decimal{}, true)
 				continue
 			}
-			c.put(decimal.NewFromBigInt(a.Value(r).BigInt(), -scale), false)
+			d := decimal.NewFromBigInt(a.Value(r).BigInt(), -scale)
+			if !c.fits(d) {
+				bad(r, fmt.Sprintf("%s does not fit DECIMAL(%d,%d)", d, c.prec, c.scale))
+			}
+			c.put(d, false)
 		}
 		return
 	case *array.Int8:
@@ -606,7 +610,7 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 			continue
 		}
 		d, err := parseDecimal(strings.TrimSpace(s), c.scale)
-		if err == nil && len(d.Coefficient().String())-int(d.Exponent()+c.scale) > c.prec {
+		if err == nil && !c.fits(d) {
 			err = fmt.Errorf("does not fit DECIMAL(%d,%d)", c.prec, c.scale)
 		}
 		if err != nil {
@@ -614,6 +618,18 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 		}
 		c.put(d, false)
 	}
+}
+
+// fits reports whether d, rounded to the column's scale, has no more
+// digits before its point than the column has room for (precision less
+// scale): ClickHouse does not check what the native protocol sends.
+func (c *decimalCol) fits(d decimal.Decimal) bool {
+	if d.Exponent() < -c.scale { // more fraction digits than the scale: rare
+		d = d.Round(c.scale)
+	}
+	// d is coefficient × 10^exponent: the coefficient's digits shifted by
+	// the exponent are those before the point.
+	return d.IsZero() || d.NumDigits()+int(d.Exponent()) <= c.prec-int(c.scale)
 }
 
 // addDecimalInts converts integers; one with more digits than the column

@@ -176,6 +176,7 @@ func TestArrowFastPaths(t *testing.T) {
 		{"Nullable(Date)", arrow.FixedWidthTypes.Date32, `["2026-06-01"]`, "[]*time.Time[2026-06-01T00:00:00Z]", nil}, // see timeCol.values
 		// Decimals from Decimal128 and integers.
 		{"Decimal(10, 2)", &arrow.Decimal128Type{Precision: 10, Scale: 2}, `["-12.34", "0.05"]`, "[]decimal.Decimal[-12.34 0.05]", nil},
+		{"Decimal(4, 2)", &arrow.Decimal128Type{Precision: 10, Scale: 3}, `["-99.994", "99.995", "123.4", "0.001"]`, "[]decimal.Decimal[-99.994 0.001]", []int{1, 2}},
 		{"Decimal(5, 2)", i32, `[123, -999, 1000]`, "[]decimal.Decimal[123 -999]", []int{2}},
 		{"Decimal(18, 0)", u64, `[18446744073709551615, 999999999999999999]`, "[]decimal.Decimal[999999999999999999]", []int{0}},
 		{"Decimal(38, 0)", u64, `[18446744073709551615]`, "[]decimal.Decimal[18446744073709551615]", nil},
@@ -411,4 +412,40 @@ func BenchmarkArrowString(b *testing.B) {
 	b.Run("arrow-string-nullable", func(b *testing.B) { run(b, "Nullable(String)", &formats.Vector{Arrow: arr}) })
 	b.Run("arrow-binary", func(b *testing.B) { run(b, "String", &formats.Vector{Arrow: barr}) })
 	b.Run("text", func(b *testing.B) { run(b, "String", &formats.Vector{Text: text}) })
+}
+
+// TestDecimalTextFits: decimal text that would need more digits before the
+// point than the column has is refused (ClickHouse would store it out of
+// range); a sign is no digit, fractions are rounded to the scale first.
+func TestDecimalTextFits(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		in     string
+		ok     bool
+	}{
+		{"Decimal(5, 2)", "-999.99", true},
+		{"Decimal(5, 2)", "999.99", true},
+		{"Decimal(5, 2)", "999.994", true},
+		{"Decimal(5, 2)", "999.995", false}, // rounds to 1000.00
+		{"Decimal(5, 2)", "1000", false},
+		{"Decimal(5, 2)", "-1000", false},
+		{"Decimal(3, 2)", "123", false},
+		{"Decimal(3, 2)", "9.99", true},
+		{"Decimal(2, 2)", "0.99", true},
+		{"Decimal(2, 2)", "-0.5", true},
+		{"Decimal(2, 2)", "1", false},
+		{"Decimal(18, 0)", "-999999999999999999", true},
+		{"Decimal(18, 0)", "1e18", false},
+		{"Decimal(10, 2)", "1.5e3", true},
+	} {
+		col, err := newColumn(tt.target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bad bool
+		col.add(&formats.Vector{Text: [][]byte{[]byte(tt.in)}, Null: []bool{false}}, 1, func(int, string) { bad = true })
+		if bad == tt.ok {
+			t.Errorf("%s ← %q: refused %v, want %v", tt.target, tt.in, bad, !tt.ok)
+		}
+	}
 }
