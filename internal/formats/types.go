@@ -61,7 +61,7 @@ func baseClickHouseType(dt arrow.DataType) string {
 	case arrow.DECIMAL128:
 		d := dt.(*arrow.Decimal128Type)
 		return fmt.Sprintf("Decimal(%d, %d)", d.Precision, d.Scale)
-	case arrow.DATE32:
+	case arrow.DATE32, arrow.DATE64:
 		return "Date"
 	case arrow.TIMESTAMP:
 		return "DateTime"
@@ -76,7 +76,7 @@ func nativeArrow(dt arrow.DataType) bool {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
 		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
 		arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL, arrow.DECIMAL128,
-		arrow.DATE32, arrow.TIMESTAMP,
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP,
 		arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
 		return true
 	}
