@@ -239,3 +239,107 @@ func TestClusterPipes(t *testing.T) {
 		t.Fatalf("load history: %s LOADED files, want %d", got, nPipes*files)
 	}
 }
+
+var (
+	replicatedCluster = env("LAKEPIPE_CLICKHOUSE_REPLICATED_CLUSTER_NAME", "lakepipe_replicated")
+	ch3Addr           = "127.0.0.1:" + env("LAKEPIPE_CLICKHOUSE3_PORT", "19200")
+	ch4Addr           = "127.0.0.1:" + env("LAKEPIPE_CLICKHOUSE4_PORT", "19300")
+)
+
+// TestClusterReplicated: with a Keeper (deploy/local's ZooKeeper), tables
+// are ReplicatedMergeTree shards created ON CLUSTER, and the catalog is
+// replicated to every node: on the local cluster of one shard with two
+// replicas, what lakepipe writes through replica 1 — catalog entries, a
+// pipe's rows and load history, DML — is on replica 2 too.
+func TestClusterReplicated(t *testing.T) {
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s.Ctx = ctx
+	st, err := chstore.Open(ctx, chstore.Config{Addr: ch3Addr, Cluster: replicatedCluster, Replicated: true})
+	if err != nil {
+		t.Fatalf("replicated mode needs deploy/local's zookeeper, clickhouse3 and clickhouse4 (./task up): %v", err)
+	}
+	replica2, err := chstore.Open(ctx, chstore.Config{Addr: ch4Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema)+" ON CLUSTER "+chsql.QuoteIdent(replicatedCluster))
+		for _, node := range []*chstore.Store{st, replica2} {
+			trash, _ := node.Strings(cctx, "SELECT name FROM system.tables WHERE database = 'lakepipe_trash' AND startsWith(name, "+chsql.QuoteString(s.Schema+"__")+")")
+			for _, name := range trash {
+				_ = node.Exec(cctx, "DROP TABLE IF EXISTS "+chsql.Table("lakepipe_trash", name))
+			}
+		}
+		replica2.Close()
+		st.Close()
+	})
+	cat, err := catalog.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Store = st
+	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	// on2 waits until replica 2 answers q with want.
+	on2 := func(q, want string) {
+		t.Helper()
+		var got []string
+		pipeWait(t, 30*time.Second, fmt.Sprintf("replica 2: %s = %s (last %v)", q, want, &got), func() bool {
+			got, err = replica2.Strings(ctx, q)
+			return err == nil && len(got) == 1 && got[0] == want
+		})
+	}
+
+	s.run(`CREATE TABLE events (id BIGINT, kind STRING)`)
+	on2("SELECT count() FROM lakepipe.objects WHERE kind = 'table' AND schema = "+chsql.QuoteString(s.Schema)+" AND name = 'events'", "1")
+	s.run(`INSERT INTO events VALUES ` + valuesList(1, 2000))
+	shardTable := chsql.Table(s.Schema, "events__lp_shard")
+	on2("SELECT count() FROM "+shardTable, "2000")
+	s.run(`DELETE FROM events WHERE kind = 'odd'`)
+	on2("SELECT count() FROM "+shardTable, "1000")
+	s.run(`ALTER TABLE events ADD COLUMN note STRING`)
+	s.run(`INSERT INTO events (id, kind, note) VALUES (5000, 'x', 'added')`)
+	on2("SELECT note FROM "+shardTable+" WHERE id = 5000", "added")
+	s.run(`DROP TABLE events`)
+	s.run(`UNDROP TABLE events`)
+	wantRows(t, "after UNDROP", s.run(`SELECT COUNT(*) FROM events`), "1001")
+
+	// A pipe, run by a worker in replicated mode: rows and load history on
+	// both replicas, each file once.
+	queue := "it-replicated-" + s.ID
+	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	if _, err := orch.Client(); err != nil {
+		t.Fatalf("Temporal is needed: %v", err)
+	}
+	s.Orch = orch
+	s.Eng = s.Eng.WithOrchestrator(orch)
+	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log",
+		env: []string{"LAKEPIPE_CLICKHOUSE_ADDR=" + ch3Addr, "LAKEPIPE_CLICKHOUSE_CLUSTER=" + replicatedCluster, "LAKEPIPE_CLICKHOUSE_REPLICATED=true"}}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID("rp"), "test finished")
+		w.kill()
+		orch.Close()
+		if t.Failed() {
+			t.Logf("worker log:\n%s", w.tail(40))
+		}
+	})
+	w.start()
+	s.run(`CREATE TABLE loaded (id BIGINT, kind STRING)`)
+	vol := s.volume("rvol", "in", false)
+	s.run(`CREATE PIPE rp INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO loaded FROM VOLUME ` + vol + ` USING CSV`)
+	for f := 0; f < 3; f++ {
+		var b strings.Builder
+		for r := 0; r < 100; r++ {
+			fmt.Fprintf(&b, "%d,file %d\n", f*100+r, f)
+		}
+		s.put(fmt.Sprintf("in/f%d.csv", f), []byte(b.String()))
+	}
+	on2("SELECT count() FROM "+chsql.Table(s.Schema, "loaded__lp_shard"), "300")
+	on2("SELECT uniqExact(file_path) FROM lakepipe.load_history WHERE table_name = "+chsql.QuoteString(s.Schema+".loaded"), "3")
+	wantRows(t, "loaded", s.run(`SELECT COUNT(*), COUNT(DISTINCT id) FROM loaded`), "300|300")
+}

@@ -15,6 +15,7 @@ import (
 // (LAKEPIPE_CLICKHOUSE_PASSWORD) stays environment-only.
 type clickhouseFlags struct {
 	cluster    string
+	replicated bool
 	tls        bool
 	caFile     string
 	certFile   string
@@ -24,6 +25,7 @@ type clickhouseFlags struct {
 
 func (c *clickhouseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.cluster, "clickhouse-cluster", os.Getenv("LAKEPIPE_CLICKHOUSE_CLUSTER"), "ClickHouse cluster (of remote_servers) to shard tables over; empty for a single server (LAKEPIPE_CLICKHOUSE_CLUSTER)")
+	fs.BoolVar(&c.replicated, "clickhouse-replicated", env("LAKEPIPE_CLICKHOUSE_REPLICATED", "") == "true", "the cluster's servers share a Keeper/ZooKeeper: ReplicatedMergeTree tables, ON CLUSTER DDL, the catalog on every node (LAKEPIPE_CLICKHOUSE_REPLICATED=true)")
 	fs.BoolVar(&c.tls, "clickhouse-tls", env("LAKEPIPE_CLICKHOUSE_TLS", "") == "true", "connect to ClickHouse over TLS (its secure native port) (LAKEPIPE_CLICKHOUSE_TLS=true)")
 	fs.StringVar(&c.caFile, "clickhouse-tls-ca", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_CA"), "PEM file of the CA that signed ClickHouse's certificate; implies TLS (LAKEPIPE_CLICKHOUSE_TLS_CA)")
 	fs.StringVar(&c.certFile, "clickhouse-tls-cert", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_CERT"), "client certificate (PEM) for ClickHouse; implies TLS (LAKEPIPE_CLICKHOUSE_TLS_CERT)")
@@ -33,7 +35,7 @@ func (c *clickhouseFlags) register(fs *flag.FlagSet) {
 
 // clickhouseConfig is the chstore configuration of these flags.
 func (c *connFlags) clickhouseConfig() (chstore.Config, error) {
-	cfg := chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword, Cluster: c.ch.cluster}
+	cfg := chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword, Cluster: c.ch.cluster, Replicated: c.ch.replicated}
 	t, err := c.ch.tlsConfig()
 	if err != nil {
 		return cfg, fmt.Errorf("ClickHouse TLS: %w", err)

@@ -27,3 +27,11 @@ if ! command -v clickhouse-server >/dev/null 2>&1 || ! command -v clickhouse-cli
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
 fi
+# ZooKeeper (and a Java runtime) for the replicated ClickHouse cluster.
+if [ ! -r /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; then
+  echo "install: zookeeper (Debian package, with a Java runtime)"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq zookeeper >/dev/null
+fi

@@ -6,7 +6,7 @@
 
 # Start order; stop goes the other way. Kafka comes before S3 because
 # versitygw's Kafka event sender connects to it while starting.
-ALL_SERVICES=(clickhouse clickhouse2 kafka s3 temporal)
+ALL_SERVICES=(zookeeper clickhouse clickhouse2 clickhouse3 clickhouse4 kafka s3 temporal)
 
 die() { echo "$*" >&2; exit 1; }
 
@@ -41,6 +41,9 @@ svc_ports() {
   case $1 in
     clickhouse) echo "$LAKEPIPE_CLICKHOUSE_PORT $LAKEPIPE_CLICKHOUSE_HTTP_PORT $LAKEPIPE_CLICKHOUSE_INTERSERVER_PORT" ;;
     clickhouse2) echo "$LAKEPIPE_CLICKHOUSE2_PORT $LAKEPIPE_CLICKHOUSE2_HTTP_PORT $LAKEPIPE_CLICKHOUSE2_INTERSERVER_PORT" ;;
+    clickhouse3) echo "$LAKEPIPE_CLICKHOUSE3_PORT $LAKEPIPE_CLICKHOUSE3_HTTP_PORT $LAKEPIPE_CLICKHOUSE3_INTERSERVER_PORT" ;;
+    clickhouse4) echo "$LAKEPIPE_CLICKHOUSE4_PORT $LAKEPIPE_CLICKHOUSE4_HTTP_PORT $LAKEPIPE_CLICKHOUSE4_INTERSERVER_PORT" ;;
+    zookeeper) echo "$LAKEPIPE_ZOOKEEPER_PORT" ;;
     kafka) echo "$LAKEPIPE_KAFKA_PORT" ;;
     s3) echo "$LAKEPIPE_S3_PORT" ;;
     temporal) echo "$LAKEPIPE_TEMPORAL_PORT $LAKEPIPE_TEMPORAL_UI_PORT" ;;
@@ -52,6 +55,9 @@ svc_address() {
   case $1 in
     clickhouse) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE_PORT, http 127.0.0.1:$LAKEPIPE_CLICKHOUSE_HTTP_PORT" ;;
     clickhouse2) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE2_PORT (shard 2 of cluster $LAKEPIPE_CLICKHOUSE_CLUSTER_NAME)" ;;
+    clickhouse3) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE3_PORT (replica 1 of cluster $LAKEPIPE_CLICKHOUSE_REPLICATED_CLUSTER_NAME)" ;;
+    clickhouse4) echo "native 127.0.0.1:$LAKEPIPE_CLICKHOUSE4_PORT (replica 2 of cluster $LAKEPIPE_CLICKHOUSE_REPLICATED_CLUSTER_NAME)" ;;
+    zookeeper) echo "127.0.0.1:$LAKEPIPE_ZOOKEEPER_PORT" ;;
     kafka) echo "bootstrap $LAKEPIPE_KAFKA_BOOTSTRAP" ;;
     s3) echo "endpoint $LAKEPIPE_S3_ENDPOINT, bucket $LAKEPIPE_S3_BUCKET, access key $LAKEPIPE_S3_ACCESS_KEY" ;;
     temporal) echo "grpc $LAKEPIPE_TEMPORAL_ADDRESS, web UI http://127.0.0.1:$LAKEPIPE_TEMPORAL_UI_PORT" ;;
@@ -119,8 +125,13 @@ svc_answers() {
   case $1 in
     clickhouse)
       clickhouse-client --host 127.0.0.1 --port "$LAKEPIPE_CLICKHOUSE_PORT" -q 'SELECT 1' >/dev/null 2>&1 ;;
-    clickhouse2)
-      clickhouse-client --host 127.0.0.1 --port "$LAKEPIPE_CLICKHOUSE2_PORT" -q 'SELECT 1' >/dev/null 2>&1 ;;
+    clickhouse2 | clickhouse3 | clickhouse4)
+      local port
+      port=$(svc_ports "$1")
+      clickhouse-client --host 127.0.0.1 --port "${port%% *}" -q 'SELECT 1' >/dev/null 2>&1 ;;
+    zookeeper)
+      # ZooKeeper's four-letter "ruok" (whitelisted in its zoo.cfg).
+      timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && printf ruok >&3 && head -c 4 <&3 | grep -q imok' "$LAKEPIPE_ZOOKEEPER_PORT" 2>/dev/null ;;
     kafka)
       tcp_answers "$LAKEPIPE_KAFKA_PORT" ;;
     s3)

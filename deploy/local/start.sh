@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the local stack, or the named services, in the background on 127.0.0.1:
-#   deploy/local/start.sh [--record FILE] [clickhouse] [clickhouse2] [kafka] [s3] [temporal]
+#   deploy/local/start.sh [--record FILE] [zookeeper] [clickhouse] [clickhouse2] [clickhouse3] [clickhouse4] [kafka] [s3] [temporal]
 # State, data and logs go under $LAKEPIPE_STATE/<service>/, the pid to
 # $LAKEPIPE_STATE/<service>.pid. Returns once every service answers, or fails
 # with the end of its log. A service that is already running is left alone, so
@@ -46,16 +46,23 @@ launch() {
   echo $! >"$(svc_pidfile "$svc")"
 }
 
-# clickhouse_config DIR: a config folder for a private server: the package's
-# config and users files, plus config.d/lakepipe.xml defining the local
-# two-shard cluster (both servers carry it; a Distributed table can be queried
-# through either).
+# clickhouse_config DIR [REPLICA]: a config folder for a private server: the
+# package's config and users files, plus config.d/lakepipe.xml defining the
+# local clusters — lakepipe_local, two shards (clickhouse, clickhouse2), and
+# lakepipe_replicated, one shard of two replicas (clickhouse3, clickhouse4) —
+# on every server (a Distributed table can be queried through any of them).
+# With REPLICA (r1, r2) the server also gets the local ZooKeeper and the
+# macros of its replica.
 clickhouse_config() {
-  local etc=$1/etc src
+  local etc=$1/etc src keeper=""
   src=$(dirname "$LAKEPIPE_CLICKHOUSE_CONFIG")
   mkdir -p "$etc/config.d"
   cp "$LAKEPIPE_CLICKHOUSE_CONFIG" "$etc/config.xml"
   [ ! -r "$src/users.xml" ] || cp "$src/users.xml" "$etc/users.xml"
+  if [ -n "${2:-}" ]; then
+    keeper="<zookeeper><node><host>127.0.0.1</host><port>$LAKEPIPE_ZOOKEEPER_PORT</port></node></zookeeper>
+  <macros><shard>01</shard><replica>$2</replica></macros>"
+  fi
   cat >"$etc/config.d/lakepipe.xml" <<XML
 <yandex>
   <remote_servers>
@@ -63,13 +70,21 @@ clickhouse_config() {
       <shard><replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE_PORT</port></replica></shard>
       <shard><replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE2_PORT</port></replica></shard>
     </$LAKEPIPE_CLICKHOUSE_CLUSTER_NAME>
+    <$LAKEPIPE_CLICKHOUSE_REPLICATED_CLUSTER_NAME>
+      <shard>
+        <internal_replication>true</internal_replication>
+        <replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE3_PORT</port></replica>
+        <replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE4_PORT</port></replica>
+      </shard>
+    </$LAKEPIPE_CLICKHOUSE_REPLICATED_CLUSTER_NAME>
   </remote_servers>
+  $keeper
 </yandex>
 XML
   echo "$etc/config.xml"
 }
 
-# launch_clickhouse_server SVC TCP HTTP INTERSERVER
+# launch_clickhouse_server SVC TCP HTTP INTERSERVER [REPLICA]
 launch_clickhouse_server() {
   local svc=$1 d conf
   d=$(svc_dir "$svc")
@@ -77,7 +92,7 @@ launch_clickhouse_server() {
   need_bin clickhouse-client clickhouse
   [ -r "$LAKEPIPE_CLICKHOUSE_CONFIG" ] || die "$svc: config $LAKEPIPE_CLICKHOUSE_CONFIG not readable"
   mkdir -p "$d/data" "$d/tmp" "$d/user_files" "$d/fs"
-  conf=$(clickhouse_config "$d")
+  conf=$(clickhouse_config "$d" "${5:-}")
   # The package's config, everything machine-wide overridden: a private server
   # that neither needs nor touches the system service's files and ports.
   # --listen_host=127.0.0.1 replaces the default (::1 and 127.0.0.1).
@@ -94,6 +109,34 @@ launch_clickhouse() {
 
 launch_clickhouse2() {
   launch_clickhouse_server clickhouse2 "$LAKEPIPE_CLICKHOUSE2_PORT" "$LAKEPIPE_CLICKHOUSE2_HTTP_PORT" "$LAKEPIPE_CLICKHOUSE2_INTERSERVER_PORT"
+}
+
+launch_clickhouse3() {
+  launch_clickhouse_server clickhouse3 "$LAKEPIPE_CLICKHOUSE3_PORT" "$LAKEPIPE_CLICKHOUSE3_HTTP_PORT" "$LAKEPIPE_CLICKHOUSE3_INTERSERVER_PORT" r1
+}
+
+launch_clickhouse4() {
+  launch_clickhouse_server clickhouse4 "$LAKEPIPE_CLICKHOUSE4_PORT" "$LAKEPIPE_CLICKHOUSE4_HTTP_PORT" "$LAKEPIPE_CLICKHOUSE4_INTERSERVER_PORT" r2
+}
+
+launch_zookeeper() {
+  local d
+  d=$(svc_dir zookeeper)
+  need_bin java zookeeper
+  [ -r /usr/share/java/zookeeper.jar ] || die "zookeeper: /usr/share/java/zookeeper.jar not found; run deploy/local/install.sh (or ./task install) first"
+  mkdir -p "$d/data"
+  cat >"$d/zoo.cfg" <<CFG
+tickTime=2000
+dataDir=$d/data
+clientPort=$LAKEPIPE_ZOOKEEPER_PORT
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=ruok
+CFG
+  # Debian's jar names its dependencies in its manifest; a small heap is
+  # plenty for the few tables of the tests.
+  launch zookeeper java -Xmx256m -Dzookeeper.admin.enableServer=false -cp /usr/share/java/zookeeper.jar \
+    org.apache.zookeeper.server.ZooKeeperServerMain "$d/zoo.cfg"
 }
 
 launch_kafka() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Shows the state of the local stack, or of the named services:
-#   deploy/local/status.sh [clickhouse] [clickhouse2] [kafka] [s3] [temporal]
+#   deploy/local/status.sh [zookeeper] [clickhouse] [clickhouse2] [clickhouse3] [clickhouse4] [kafka] [s3] [temporal]
 # Exits 0 when every one of them runs (started by start.sh) and answers, 3
 # otherwise (the LSB code for "not running"), so scripts can test it.
 set -euo pipefail

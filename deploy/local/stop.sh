@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stops the local stack, or the named services:
-#   deploy/local/stop.sh [clickhouse] [clickhouse2] [kafka] [s3] [temporal]
+#   deploy/local/stop.sh [zookeeper] [clickhouse] [clickhouse2] [clickhouse3] [clickhouse4] [kafka] [s3] [temporal]
 # Only processes whose pid files start.sh wrote are signalled (TERM, then KILL
 # after $LAKEPIPE_STOP_TIMEOUT s), and only if their command line still names
 # the service's state folder: other servers on this machine, say a ClickHouse

@@ -81,6 +81,10 @@ func (c *Catalog) migrate(ctx context.Context) error {
 			continue
 		}
 		for _, s := range m.Statements {
+			if c.st.Replicated() {
+				// Every node holds the catalog (see schemas.ForReplicatedCluster).
+				s = schemas.ForReplicatedCluster(s, c.st.Cluster())
+			}
 			if err := c.st.Exec(ctx, s); err != nil {
 				return fmt.Errorf("migrate catalog to version %d: %w", m.Version, err)
 			}

@@ -44,6 +44,9 @@ func (s *Store) openNodes(ctx context.Context) error {
 // Cluster is the configured cluster's name, "" on a single server.
 func (s *Store) Cluster() string { return s.cfg.Cluster }
 
+// Replicated reports whether the cluster's servers share a Keeper.
+func (s *Store) Replicated() bool { return s.cfg.Replicated }
+
 // ExecEverywhere runs a statement on every node of the cluster, in shard
 // order, stopping at the first failure; on a single server it is Exec. The
 // statements lakepipe sends this way are idempotent (IF NOT EXISTS, IF

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -9,14 +11,18 @@ import (
 )
 
 // In cluster mode (chstore.Config.Cluster) a lakepipe table t is two
-// ClickHouse tables on every node: t__lp_shard, a MergeTree holding that
-// node's share of the rows, and t, a Distributed table over all shards that
-// every read and insert goes through. Inserts spread rows over the shards
-// at random (rand() sharding) and return once all shards hold them
+// ClickHouse tables on every node: t__lp_shard, holding that node's share
+// of the rows, and t, a Distributed table over all shards that every read
+// and insert goes through. Inserts spread rows over the shards at random
+// (rand() sharding) and return once all shards hold them
 // (insert_distributed_sync), so loads stay exactly-once: a retried load
-// counts and removes its commit's rows across all shards. DDL and mutations
-// are sent to each node by lakepipe itself, because ON CLUSTER needs a
-// Keeper that a cluster of plain MergeTree shards does not have.
+// counts and removes its commit's rows across all shards.
+//
+// Without a Keeper (the default) the shard tables are MergeTree, and DDL
+// and mutations are sent by lakepipe to each node itself, because ON
+// CLUSTER needs a Keeper. With one (chstore.Config.Replicated) they are
+// ReplicatedMergeTree — each shard's replicas hold the same rows — and DDL
+// and mutations go once, ON CLUSTER, for ClickHouse to run on every node.
 const shardSuffix = "__lp_shard"
 
 // clustered reports whether tables are sharded over a cluster.
@@ -27,20 +33,46 @@ func (e *Engine) errClusterTracking(what string) error {
 	return fmt.Errorf("%s: change tracking is not available in cluster mode yet (cluster %s): keep change-tracked tables, and the table streams and incremental dynamic tables over them, on a single ClickHouse server", what, e.st.Cluster())
 }
 
+// ddl runs a statement on every node: head is the statement up to where
+// ON CLUSTER goes, tail the rest. On a single server it just runs.
+func (e *Engine) ddl(ctx context.Context, head, tail string) error {
+	switch {
+	case !e.clustered():
+		return e.st.Exec(ctx, head+tail)
+	case e.st.Replicated():
+		return e.st.Exec(ctx, head+" ON CLUSTER "+chsql.QuoteIdent(e.st.Cluster())+tail)
+	default:
+		return e.st.ExecEverywhere(ctx, head+tail)
+	}
+}
+
+// shardEngine is the engine clause of a shard table.
+func (e *Engine) shardEngine(db, table string) string {
+	if !e.st.Replicated() {
+		return "MergeTree"
+	}
+	// A path of its own for each table created: a dropped table's
+	// replicas may still be in the trash under its old name.
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	path := "/clickhouse/tables/{shard}/lakepipe/" + db + "/" + table + "_" + hex.EncodeToString(b[:])
+	return "ReplicatedMergeTree(" + chsql.QuoteString(path) + ", '{replica}')"
+}
+
 // createStoredTable creates table db.name with the given column list and
 // MergeTree clauses (PARTITION BY, ORDER BY), sharded in cluster mode.
 func (e *Engine) createStoredTable(ctx context.Context, db, name, columns, clauses string) error {
-	if err := e.st.ExecEverywhere(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db)); err != nil {
+	if err := e.ddl(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db), ""); err != nil {
 		return fmt.Errorf("create schema %s: %w", db, err)
 	}
 	if !e.clustered() {
 		return e.st.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = MergeTree"+clauses)
 	}
 	shard := name + shardSuffix
-	if err := e.st.ExecEverywhere(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard)+" ("+columns+") ENGINE = MergeTree"+clauses); err != nil {
+	if err := e.ddl(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard), " ("+columns+") ENGINE = "+e.shardEngine(db, shard)+clauses); err != nil {
 		return err
 	}
-	return e.st.ExecEverywhere(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" AS "+chsql.Table(db, shard)+
+	return e.ddl(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name), " AS "+chsql.Table(db, shard)+
 		" ENGINE = Distributed("+chsql.QuoteString(e.st.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", rand())")
 }
 
@@ -50,9 +82,11 @@ func (e *Engine) alterColumns(ctx context.Context, db, name, clause string) erro
 	if !e.clustered() {
 		return e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
 	}
-	if err := e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name+shardSuffix)+" "+clause); err != nil {
+	if err := e.ddl(ctx, "ALTER TABLE "+chsql.Table(db, name+shardSuffix), " "+clause); err != nil {
 		return err
 	}
+	// ClickHouse refuses ALTER … ON CLUSTER of a Distributed table over
+	// replicated shards: each node's is altered directly.
 	return e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
 }
 
@@ -62,22 +96,22 @@ func (e *Engine) renameStoredTable(ctx context.Context, fromDB, from, toDB, to s
 	if !e.clustered() {
 		return e.st.Exec(ctx, q)
 	}
-	// The catalog's databases (the trash) exist on the entry node only.
-	if err := e.st.ExecEverywhere(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(toDB)); err != nil {
+	// The catalog's databases (the trash) may exist on the entry node only.
+	if err := e.ddl(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(toDB), ""); err != nil {
 		return err
 	}
-	return e.st.ExecEverywhere(ctx, q+", "+chsql.Table(fromDB, from+shardSuffix)+" TO "+chsql.Table(toDB, to+shardSuffix))
+	return e.ddl(ctx, q+", "+chsql.Table(fromDB, from+shardSuffix)+" TO "+chsql.Table(toDB, to+shardSuffix), "")
 }
 
 // dropStoredTable drops a stored table if it exists.
 func (e *Engine) dropStoredTable(ctx context.Context, db, name string) error {
-	if err := e.st.ExecEverywhere(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name)); err != nil {
+	if err := e.ddl(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name), ""); err != nil {
 		return err
 	}
 	if !e.clustered() {
 		return nil
 	}
-	return e.st.ExecEverywhere(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name+shardSuffix))
+	return e.ddl(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name+shardSuffix), "")
 }
 
 // truncateStoredTable removes every row of a stored table.
@@ -85,7 +119,7 @@ func (e *Engine) truncateStoredTable(ctx context.Context, db, name string) error
 	if !e.clustered() {
 		return e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(db, name))
 	}
-	return e.st.ExecEverywhere(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+shardSuffix))
+	return e.ddl(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+shardSuffix), "")
 }
 
 // mutationTable is where ALTER TABLE … DELETE/UPDATE go: the table itself,

@@ -571,7 +571,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result, error) {
 	verb := strings.Fields(what)[0]
 	table := e.mutationTable(name)
-	if err := e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(schema, table)+" "+what); err != nil {
+	if err := e.ddl(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
 	}
 	if err := e.waitMutations(ctx, schema, table, verb, display(schema, name)); err != nil {
