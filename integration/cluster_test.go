@@ -42,13 +42,7 @@ func clusterStack(t *testing.T) (*Stack, *chstore.Store) {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = shard2.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema))
-		// Dropped tables and their shards in the trash of both nodes.
-		for _, node := range []*chstore.Store{s.Store, shard2} {
-			trash, _ := node.Strings(cctx, "SELECT name FROM system.tables WHERE database = 'lakepipe_trash' AND startsWith(name, "+chsql.QuoteString(s.Schema+"__")+")")
-			for _, name := range trash {
-				_ = node.Exec(cctx, "DROP TABLE IF EXISTS "+chsql.Table("lakepipe_trash", name))
-			}
-		}
+		dropTrash(cctx, s.Schema, s.Store, shard2)
 		shard2.Close()
 		st.Close()
 	})
@@ -58,6 +52,17 @@ func clusterStack(t *testing.T) (*Stack, *chstore.Store) {
 	}
 	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
 	return s, shard2
+}
+
+// dropTrash drops a test schema's dropped tables (and their shards) from
+// the trash of each node.
+func dropTrash(ctx context.Context, schema string, nodes ...*chstore.Store) {
+	for _, node := range nodes {
+		trash, _ := node.Strings(ctx, "SELECT name FROM system.tables WHERE database = 'lakepipe_trash' AND startsWith(name, "+chsql.QuoteString(schema+"__")+")")
+		for _, name := range trash {
+			_ = node.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table("lakepipe_trash", name))
+		}
+	}
 }
 
 // TestClusterTables: DDL and DML of a sharded table reach every shard.
@@ -268,12 +273,7 @@ func TestClusterReplicated(t *testing.T) {
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema)+" ON CLUSTER "+chsql.QuoteIdent(replicatedCluster))
-		for _, node := range []*chstore.Store{st, replica2} {
-			trash, _ := node.Strings(cctx, "SELECT name FROM system.tables WHERE database = 'lakepipe_trash' AND startsWith(name, "+chsql.QuoteString(s.Schema+"__")+")")
-			for _, name := range trash {
-				_ = node.Exec(cctx, "DROP TABLE IF EXISTS "+chsql.Table("lakepipe_trash", name))
-			}
-		}
+		dropTrash(cctx, s.Schema, st, replica2)
 		replica2.Close()
 		st.Close()
 	})
