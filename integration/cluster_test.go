@@ -97,7 +97,12 @@ func TestClusterTables(t *testing.T) {
 	if got := scalar(t, s.run(`SELECT COUNT(*) FROM events`)); got != "1001" {
 		t.Fatalf("after UNDROP: %s rows", got)
 	}
-	s.mustFail(`ALTER TABLE events SET PROPERTIES ('change_tracking' = 'true')`, "cluster mode")
+	// Change tracking: a STANDARD stream over the sharded table.
+	s.run(`ALTER TABLE events SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE STREAM ev_stream ON TABLE events`)
+	s.run(`INSERT INTO events (id, kind, note) VALUES (6000, 'new', 'n')`)
+	s.run(`DELETE FROM events WHERE id = 5000`)
+	s.waitStream(`SELECT id, __change_type FROM ev_stream`, "6000|INSERT", "5000|DELETE")
 }
 
 func valuesList(from, to int) string {
@@ -234,6 +239,15 @@ func TestClusterPipes(t *testing.T) {
 			t.Fatalf("t%d: shard 2 holds %d of %s rows: not spread over both shards", tb, n, want)
 		}
 	}
+	// An incremental dynamic table over a sharded, change-tracked table.
+	s.run(`ALTER TABLE t0 SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE DYNAMIC TABLE per_pipe REFRESH INTERVAL 1 HOUR AS SELECT pipe, COUNT(*) AS n FROM t0 GROUP BY pipe`)
+	s.dropAtEnd("DYNAMIC TABLE", "per_pipe")
+	s.run(`INSERT INTO t0 VALUES (999999, 0, 'extra')`)
+	time.Sleep(2500 * time.Millisecond) // changes are readable 2 s after their commit
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE per_pipe`).Message, "INCREMENTAL")
+	wantRows(t, "per_pipe", s.run(`SELECT pipe, n FROM per_pipe ORDER BY pipe`), "0|1001", "10|1000", "20|1000", "30|1000", "40|1000")
+
 	// Every file recorded LOADED once, none left in the volumes.
 	res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
 		chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(engine.StatusLoaded))
@@ -306,6 +320,7 @@ func TestClusterReplicated(t *testing.T) {
 	s.run(`DROP TABLE events`)
 	s.run(`UNDROP TABLE events`)
 	wantRows(t, "after UNDROP", s.run(`SELECT COUNT(*) FROM events`), "1001")
+	s.mustFail(`ALTER TABLE events SET PROPERTIES ('change_tracking' = 'true')`, "replicated cluster")
 
 	// A pipe, run by a worker in replicated mode: rows and load history on
 	// both replicas, each file once.

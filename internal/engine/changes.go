@@ -78,7 +78,9 @@ func nextCommitVersion() uint64 {
 
 // enableTracking creates the change table of a table (idempotent).
 func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
-	if e.clustered() {
+	if e.st.Replicated() {
+		// The change log would live on one server while the catalog is on
+		// every node: not built yet.
 		return e.errClusterTracking("table " + display(schema, name))
 	}
 	cols := make([]string, 0, len(spec.Columns)+3)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/schemas"
 )
 
 // In cluster mode (chstore.Config.Cluster) a lakepipe table t is two
@@ -28,9 +29,20 @@ const shardSuffix = "__lp_shard"
 // clustered reports whether tables are sharded over a cluster.
 func (e *Engine) clustered() bool { return e.st.Cluster() != "" }
 
-// errClusterTracking is returned for what cluster mode cannot do yet.
+// errClusterTracking is returned for what replicated cluster mode cannot
+// do yet.
 func (e *Engine) errClusterTracking(what string) error {
-	return fmt.Errorf("%s: change tracking is not available in cluster mode yet (cluster %s): keep change-tracked tables, and the table streams and incremental dynamic tables over them, on a single ClickHouse server", what, e.st.Cluster())
+	return fmt.Errorf("%s: change tracking is not available on a replicated cluster yet (cluster %s, LAKEPIPE_CLICKHOUSE_REPLICATED): use it on a single server or a cluster without a Keeper", what, e.st.Cluster())
+}
+
+// globalIn is the IN of a condition on a stored table whose subquery reads
+// lakepipe's own tables: in cluster mode those are on the entry server
+// only, so the subquery runs there and its result goes to the shards.
+func (e *Engine) globalIn() string {
+	if e.clustered() {
+		return " GLOBAL IN "
+	}
+	return " IN "
 }
 
 // ddl runs a statement on every node: head is the statement up to where
@@ -122,13 +134,10 @@ func (e *Engine) truncateStoredTable(ctx context.Context, db, name string) error
 	return e.ddl(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+shardSuffix), "")
 }
 
-// mutationTable is where ALTER TABLE … DELETE/UPDATE go: the table itself,
-// or in cluster mode its shard table on every node.
-func (e *Engine) mutationTable(name string) string {
-	if e.clustered() {
-		return name + shardSuffix
-	}
-	return name
+// sharded reports whether db.name is a stored table sharded over the
+// cluster; lakepipe's own tables (change logs, histories) never are.
+func (e *Engine) sharded(db string) bool {
+	return e.clustered() && db != schemas.ChangesDB && db != schemas.SystemDB
 }
 
 // waitMutations waits until no mutation of db.table is pending on any

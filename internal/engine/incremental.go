@@ -47,6 +47,7 @@ type incAgg struct {
 // incPlan is a summary query reduced to what incremental refresh needs.
 type incPlan struct {
 	schema, table string
+	in            string // " IN " or, in cluster mode, " GLOBAL IN "
 	where         string   // translated, "" for none
 	keys          []string // translated group keys
 	keyNames      []string // their column names in the dynamic table
@@ -77,7 +78,7 @@ func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPl
 	}
 	sess := e.WithSchema(schema).session(ctx)
 	defer sess.close()
-	p := &incPlan{schema: schema, table: table}
+	p := &incPlan{schema: schema, table: table, in: e.globalIn()}
 	if sel.Where != nil {
 		if containsQuery(sel.Where) {
 			return nil, "its WHERE has a subquery"
@@ -230,7 +231,7 @@ func fingerprint(cols []string) string {
 // committedUpTo is the condition on _lp_commit selecting the rows of
 // commits registered at or below version hi (baseline included).
 func (p *incPlan) committedUpTo(hi uint64) string {
-	return chsql.QuoteIdent(CommitColumn) + fmt.Sprintf(" IN (SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
+	return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
 		chsql.QuoteString(p.schema), chsql.QuoteString(p.table), hi)
 }
 
