@@ -97,7 +97,14 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = true })
 		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = false; restart = true })
 		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); now = true })
-		sel.AddReceive(refreshedCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); restart = true })
+		sel.AddReceive(refreshedCh, func(c workflow.ReceiveChannel, _ bool) {
+			// A manual REFRESH ran (as a refresh chain): it is the last
+			// refresh, and the interval starts again from it. State only,
+			// no command: histories replay unchanged.
+			c.Receive(ctx, nil)
+			restart = true
+			counters.LastRefresh = workflow.Now(ctx)
+		})
 		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
 	}
 

@@ -154,6 +154,17 @@ func TestDynamicTableRefreshedSignalRestartsInterval(t *testing.T) {
 	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
 	// A manual refresh at 50 s pushes the scheduled one from 60 s to 110 s.
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefreshed, nil) }, 50*time.Second)
+	// DESC DYNAMIC TABLE's last_refresh_time counts the manual refresh.
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryStatus)
+		var st DynamicTableStatus
+		if err == nil {
+			err = v.Get(&st)
+		}
+		if err != nil || st.Counters.LastRefresh.IsZero() {
+			t.Errorf("after a manual refresh: last refresh %v, %v", st.Counters.LastRefresh, err)
+		}
+	}, 55*time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 100*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil {
