@@ -225,7 +225,9 @@ func scrubbed(err error, secret string) error {
 	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), secret, "***"))
 }
 
-func cacheKey(kind Kind, schema, name string) string { return string(kind) + "\x00" + schema + "\x00" + name }
+func cacheKey(kind Kind, schema, name string) string {
+	return string(kind) + "\x00" + schema + "\x00" + name
+}
 
 // GetCached is Get for reads that run on every statement (table streams):
 // the spec may come from this process's cache, written by an earlier

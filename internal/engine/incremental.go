@@ -47,7 +47,7 @@ type incAgg struct {
 // incPlan is a summary query reduced to what incremental refresh needs.
 type incPlan struct {
 	schema, table string
-	in            string // " IN " or, in cluster mode, " GLOBAL IN "
+	in            string   // " IN " or, in cluster mode, " GLOBAL IN "
 	where         string   // translated, "" for none
 	keys          []string // translated group keys
 	keyNames      []string // their column names in the dynamic table

@@ -55,7 +55,7 @@ func New() *Worker {
 		batch:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
 	p.arrival = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_arrival_to_visible_seconds",
-		Help: "From a file's arrival in its volume (its last-modified time) to its rows being visible in the table.",
+		Help:    "From a file's arrival in its volume (its last-modified time) to its rows being visible in the table.",
 		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16)}, labels)
 	p.refresh = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_dynamic_refresh_seconds", Help: "Time of one dynamic-table refresh, by mode (INCREMENTAL, FULL).",
 		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dynamic_table", "mode"})
