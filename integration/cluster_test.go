@@ -17,7 +17,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 
 var (
@@ -139,12 +138,7 @@ func TestClusterPipes(t *testing.T) {
 	defer cancel()
 	s.Ctx = ctx
 	queue := "it-cluster-" + s.ID
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
-	if _, err := orch.Client(); err != nil {
-		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
-	}
-	s.Orch = orch
-	s.Eng = s.Eng.WithOrchestrator(orch)
+	orch := s.useQueue(queue)
 	bin := lakepipeBin(t)
 	workers := make([]*workerProc, 3)
 	for i := range workers {
@@ -325,12 +319,7 @@ func TestClusterReplicated(t *testing.T) {
 	// A pipe, run by a worker in replicated mode: rows and load history on
 	// both replicas, each file once.
 	queue := "it-replicated-" + s.ID
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
-	if _, err := orch.Client(); err != nil {
-		t.Fatalf("Temporal is needed: %v", err)
-	}
-	s.Orch = orch
-	s.Eng = s.Eng.WithOrchestrator(orch)
+	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log",
 		env: []string{"LAKEPIPE_CLICKHOUSE_ADDR=" + ch3Addr, "LAKEPIPE_CLICKHOUSE_CLUSTER=" + replicatedCluster, "LAKEPIPE_CLICKHOUSE_REPLICATED=true"}}
 	t.Cleanup(func() {

@@ -25,7 +25,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 
 // faultEnvInt reads a positive whole number from the environment.
@@ -218,12 +217,7 @@ func TestPipeFaults(t *testing.T) {
 	// The test's engine starts workflows on a queue of its own; only the
 	// child worker polls it.
 	queue := "it-faults-" + s.ID
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
-	if _, err := orch.Client(); err != nil {
-		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
-	}
-	s.Orch = orch
-	s.Eng = s.Eng.WithOrchestrator(orch)
+	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker.log"}
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)

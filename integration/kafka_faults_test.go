@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 
 // TestKafkaPipeFaults proves exactly-once loading from Kafka under worker
@@ -45,12 +44,7 @@ func TestKafkaPipeFaults(t *testing.T) {
 	defer cancel()
 	s.Ctx = ctx
 	queue := "it-kfaults-" + s.ID
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
-	if _, err := orch.Client(); err != nil {
-		t.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
-	}
-	s.Orch = orch
-	s.Eng = s.Eng.WithOrchestrator(orch)
+	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log"}
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -23,6 +23,19 @@ import (
 // temporalAddr is the local Temporal frontend.
 var temporalAddr = env("LAKEPIPE_TEMPORAL_ADDR", "127.0.0.1:"+env("LAKEPIPE_TEMPORAL_PORT", "7233"))
 
+// useQueue points the test's engine at a Temporal task queue of its own
+// (for workers the test runs as processes) and returns its orchestrator.
+func (s *Stack) useQueue(queue string) *orchestrator.Temporal {
+	s.T.Helper()
+	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	if _, err := orch.Client(); err != nil {
+		s.T.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
+	}
+	s.Orch = orch
+	s.Eng = s.Eng.WithOrchestrator(orch)
+	return orch
+}
+
 // withWorker runs an in-process worker on a task queue of the test's own
 // and gives the test's engine an orchestrator on that queue, so pipes made
 // by the test run on this worker only. It returns the worker's HTTP
