@@ -198,6 +198,13 @@ func idList(ids []uint64) string {
 // a condition the read of the change log's commits holds first: the
 // statement's catalog version checks (see session.cachedGet), which thus
 // cost no round trip of their own.
+// noChange are the metadata columns of rows that are not changes (the
+// initial rows of a stream). Constants are materialized in every part of a
+// change query: over a Distributed table ClickHouse 18.16 refuses to union
+// a constant column computed locally with the same column read back from a
+// remote shard ("non constant in source stream but must be constant").
+const noChange = "materialize('INSERT') AS __change_type, materialize(toUInt64(0)) AS __commit_version, materialize(toDateTime(0)) AS __commit_timestamp"
+
 func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool, guard string) (string, error) {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
@@ -212,7 +219,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		if err != nil {
 			return "", err
 		}
-		q := "SELECT " + colList + ", 'INSERT' AS __change_type, toUInt64(0) AS __commit_version, toDateTime(0) AS __commit_timestamp FROM " + table
+		q := "SELECT " + colList + ", " + noChange + " FROM " + table
 		var ids []uint64
 		for _, c := range later {
 			if c.kind != commitDelete {
@@ -256,7 +263,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 	}
 	var parts []string
 	if len(ins) > 0 {
-		parts = append(parts, "SELECT "+colList+", "+meta("'INSERT'")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(ins)+")")
+		parts = append(parts, "SELECT "+colList+", "+meta("materialize('INSERT')")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(ins)+")")
 		// Rows added up to hi but removed since (by a commit after hi) were
 		// there at hi: they are read from the change log, as inserts, so
 		// that a later read's DELETE has its INSERT.
@@ -267,7 +274,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 			}
 		}
 		if len(removedLater) > 0 {
-			origMeta := "'INSERT' AS __change_type, transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
+			origMeta := "materialize('INSERT') AS __change_type, transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
 				"toDateTime(transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp"
 			parts = append(parts, "SELECT "+colList+", "+origMeta+" FROM "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+
 				" WHERE "+commitCol+" IN ("+idList(removedLater)+") AND "+chsql.QuoteIdent(origCommitColumn)+" IN ("+idList(ins)+")")
@@ -275,7 +282,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 	}
 	if !appendOnly {
 		if len(upd) > 0 {
-			parts = append(parts, "SELECT "+colList+", "+meta("'UPDATE_AFTER'")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(upd)+")")
+			parts = append(parts, "SELECT "+colList+", "+meta("materialize('UPDATE_AFTER')")+" FROM "+table+" WHERE "+commitCol+" IN ("+idList(upd)+")")
 		}
 		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
 			// A row both added and removed since lo is no change at all.
@@ -288,7 +295,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		}
 	}
 	if len(parts) == 0 {
-		return "SELECT " + colList + ", 'INSERT' AS __change_type, toUInt64(0) AS __commit_version, toDateTime(0) AS __commit_timestamp FROM " + table + " WHERE 0", nil
+		return "SELECT " + colList + ", " + noChange + " FROM " + table + " WHERE 0", nil
 	}
 	return strings.Join(parts, " UNION ALL "), nil
 }
