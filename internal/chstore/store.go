@@ -56,34 +56,29 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Replicated && cfg.Cluster == "" {
 		return nil, errors.New("replicated mode needs a cluster (LAKEPIPE_CLICKHOUSE_CLUSTER)")
 	}
-	conn, err := dial(ctx, cfg, cfg.Addr, nil)
+	// In cluster mode an insert into a Distributed table returns once every
+	// shard has its rows, so a load is visible, and countable, when it
+	// returns. With replicas, each shard's rows go to one replica and reach
+	// the others by replication: reads through the entry server's own
+	// replica (prefer_localhost_replica, ClickHouse's default) see them at
+	// once; see docs/scaling.md. (insert_quorum would wait for all
+	// replicas, but 18.16 does not mutate a shard's last quorum-inserted
+	// part, which stalls the clean-up of a dead load.)
+	var settings clickhouse.Settings
+	if cfg.Cluster != "" {
+		settings = clickhouse.Settings{"insert_distributed_sync": 1}
+	}
+	conn, err := dial(ctx, cfg, cfg.Addr, settings)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{conn: conn, cfg: cfg}
-	if cfg.Cluster == "" {
-		return s, nil
+	if cfg.Cluster != "" {
+		if err := s.openNodes(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
-	if err := s.openNodes(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
-	// An insert into a Distributed table returns once every shard has its
-	// rows, so a load is visible, and countable, when it returns. With
-	// replicas, each shard's rows go to one replica and reach the others
-	// by replication: reads through the entry server's own replica
-	// (prefer_localhost_replica, ClickHouse's default) see them at once;
-	// see docs/scaling.md. (insert_quorum would wait for all replicas, but
-	// 18.16 does not mutate a shard's last quorum-inserted part, which
-	// stalls the clean-up of a dead load.)
-	settings := clickhouse.Settings{"insert_distributed_sync": 1}
-	withSettings, err := dial(ctx, cfg, cfg.Addr, settings)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.conn.Close()
-	s.conn = withSettings
 	return s, nil
 }
 

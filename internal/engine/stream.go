@@ -112,31 +112,29 @@ func (e *Engine) dropTableStream(ctx context.Context, s *sqlparse.DropTableStrea
 // streamState says whether a stream can be read: its table exists and its
 // offset is within the table's change log.
 func (e *Engine) streamState(ctx context.Context, name string, spec catalog.StreamSpec) (tschema, tname string, tspec catalog.TableSpec, stale string, err error) {
-	return e.streamStateWith(name, spec, func(schema, table string) (bool, error) {
-		return e.cat.Get(ctx, catalog.KindTable, schema, table, &tspec)
-	}, &tspec)
+	return e.streamStateWith(name, spec, func(schema, table string, out *catalog.TableSpec) (bool, error) {
+		return e.cat.Get(ctx, catalog.KindTable, schema, table, out)
+	})
 }
 
-// streamStateWith is streamState reading the table's spec into tspec with
-// get.
-func (e *Engine) streamStateWith(name string, spec catalog.StreamSpec, get func(schema, table string) (bool, error), tspec *catalog.TableSpec) (tschema, tname string, _ catalog.TableSpec, stale string, err error) {
-	parts := strings.SplitN(spec.Table, ".", 2)
-	if len(parts) != 2 {
-		return "", "", *tspec, "", fmt.Errorf("table stream %s: bad table name %q", name, spec.Table)
+// streamStateWith is streamState reading the table's spec with get.
+func (e *Engine) streamStateWith(name string, spec catalog.StreamSpec, get func(schema, table string, out *catalog.TableSpec) (bool, error)) (tschema, tname string, tspec catalog.TableSpec, stale string, err error) {
+	var ok bool
+	tschema, tname, ok = strings.Cut(spec.Table, ".")
+	if !ok {
+		return "", "", tspec, "", fmt.Errorf("table stream %s: bad table name %q", name, spec.Table)
 	}
-	tschema, tname = parts[0], parts[1]
-	ok, err := get(tschema, tname)
-	if err != nil {
-		return "", "", *tspec, "", err
+	if ok, err = get(tschema, tname, &tspec); err != nil {
+		return "", "", tspec, "", err
 	}
 	if !ok {
-		return "", "", *tspec, "", fmt.Errorf("table stream %s: its table %s no longer exists; drop the stream (DROP TABLE STREAM %s)", name, spec.Table, name)
+		return "", "", tspec, "", fmt.Errorf("table stream %s: its table %s no longer exists; drop the stream (DROP TABLE STREAM %s)", name, spec.Table, name)
 	}
 	if since, _ := strconv.ParseUint(tspec.Properties[changesRetainedSince], 10, 64); since > 0 && spec.Offset < since && !(spec.Offset == 0 && spec.ShowInitialRows) {
 		stale = fmt.Sprintf("table stream %s is stale: its offset (%s) is older than the change log %s keeps (changes since %s, data_retention_days); recreate it: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s",
 			name, versionTime(spec.Offset), spec.Table, versionTime(since), name, spec.Table)
 	}
-	return tschema, tname, *tspec, stale, nil
+	return tschema, tname, tspec, stale, nil
 }
 
 // versionTime renders a commit version as the time it stands for.
@@ -201,10 +199,9 @@ type streamRead struct {
 // reading it can consume it.
 func (s *session) streamSource(schema, name string, spec catalog.StreamSpec) (string, error) {
 	e := s.e
-	var tspec catalog.TableSpec
-	tschema, tname, tspec, stale, err := e.streamStateWith(name, spec, func(schema, table string) (bool, error) {
-		return s.cachedGet(catalog.KindTable, schema, table, &tspec)
-	}, &tspec)
+	tschema, tname, tspec, stale, err := e.streamStateWith(name, spec, func(schema, table string, out *catalog.TableSpec) (bool, error) {
+		return s.cachedGet(catalog.KindTable, schema, table, out)
+	})
 	if err != nil {
 		return "", err
 	}

@@ -570,16 +570,18 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 // it returns.
 func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result, error) {
 	verb := strings.Fields(what)[0]
-	if !e.sharded(schema) {
-		if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schema, name)+" "+what); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
-		}
-	} else if err := e.ddl(ctx, "ALTER TABLE "+chsql.Table(schema, name+shardSuffix), " "+what); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
-	}
 	table := name
 	if e.sharded(schema) {
-		table += shardSuffix
+		table = name + shardSuffix
+	}
+	// ddl runs it on every node of a cluster; lakepipe's own tables are on
+	// this server only.
+	run := e.ddl
+	if !e.sharded(schema) {
+		run = func(ctx context.Context, head, tail string) error { return e.st.Exec(ctx, head+tail) }
+	}
+	if err := run(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
 	}
 	if err := e.waitMutations(ctx, schema, table, verb, display(schema, name)); err != nil {
 		return nil, err
