@@ -14,6 +14,7 @@ import (
 // data), so that a scraper needs no secret.
 type serviceMetrics struct {
 	reg     *prometheus.Registry
+	http    http.Handler // serves reg
 	seconds *prometheus.HistogramVec
 	rows    *prometheus.CounterVec
 	bytes   *prometheus.CounterVec
@@ -29,6 +30,7 @@ func newServiceMetrics() *serviceMetrics {
 		bytes:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_tunnel_bytes_total", Help: "Flush bytes received (as sent, before decompression)."}, []string{"table"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_tunnel_refused_total", Help: "Requests answered with an error, by HTTP status and error code."}, []string{"status", "code"}),
 	}
+	m.http = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	m.reg.MustRegister(m.seconds, m.rows, m.bytes, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -38,8 +40,4 @@ func (m *serviceMetrics) flushed(table string, rows, bytes int64, d time.Duratio
 	m.seconds.WithLabelValues(table).Observe(d.Seconds())
 	m.rows.WithLabelValues(table).Add(float64(rows))
 	m.bytes.WithLabelValues(table).Add(float64(bytes))
-}
-
-func (m *serviceMetrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }

@@ -81,7 +81,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(tunnel.HeaderTraceID, trace)
 	r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
 	if r.Method == http.MethodGet && r.URL.Path == "/metrics" {
-		s.m.handler().ServeHTTP(w, r)
+		s.m.http.ServeHTTP(w, r)
 		return
 	}
 	auth := r.Header.Get("Authorization")
