@@ -38,6 +38,14 @@ func BenchmarkStreamRead(b *testing.B) {
 	p.run(`CREATE TABLE STREAM big_stream ON TABLE big`)
 	p.run(fmt.Sprintf(`INSERT INTO big SELECT id + %d, payload, amount FROM big WHERE id < %d`, n, changes))
 	time.Sleep(2500 * time.Millisecond) // changes become readable 2 s after their commit
+	// Measure the steady state, not the background merges of the load.
+	for i := 0; i < 600; i++ {
+		m, err := p.st.Strings(p.ctx, "SELECT toString(count()) FROM system.merges")
+		if err != nil || (len(m) == 1 && m[0] == "0") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	const agg = `SELECT COUNT(*), SUM(amount), MAX(LENGTH(payload)) FROM `
 	timeQuery := func(q string) (time.Duration, string) {

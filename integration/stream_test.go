@@ -4,6 +4,7 @@ package integration
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -228,6 +229,13 @@ func TestStreamCachedSpecs(t *testing.T) {
 	s.waitStream(`SELECT id, note FROM events_stream`, "3|new column")
 	if got := s.streamRows(`SELECT * FROM events_stream`); len(got) != 1 || !strings.HasPrefix(got[0], "3|c|new column|INSERT|") {
 		t.Fatalf("SELECT * after another process added a column: %v", got)
+	}
+	// A commit by another process shows in this one's very next read: the
+	// commits this process cached are checked while its query runs.
+	other.run(`INSERT INTO events (id, kind, note) VALUES (4, 'd', 'other process')`)
+	time.Sleep(2500 * time.Millisecond) // readable 2 s after the commit
+	if got := s.streamRows(`SELECT id FROM events_stream`); !slices.Equal(got, []string{"3", "4"}) {
+		t.Fatalf("after another process inserted row 4, this one reads %v, want [3 4]", got)
 	}
 	other.run(`DROP TABLE STREAM events_stream`)
 	s.mustFail(`SELECT id FROM events_stream`, "does not exist")

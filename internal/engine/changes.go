@@ -191,13 +191,6 @@ func idList(ids []uint64) string {
 	return strings.Join(parts, ", ")
 }
 
-// changeQuery renders, as one ClickHouse query, the changes of a table
-// between two versions: its columns plus __change_type, __commit_version and
-// __commit_timestamp. appendOnly keeps inserts only; initial (from version
-// 0) shows every row present at hi as an INSERT. guard, when not empty, is
-// a condition the read of the change log's commits holds first: the
-// statement's catalog version checks (see session.cachedGet), which thus
-// cost no round trip of their own.
 // noChange are the metadata columns of rows that are not changes (the
 // initial rows of a stream). Constants are materialized in every part of a
 // change query: over a Distributed table ClickHouse 18.16 refuses to union
@@ -205,7 +198,12 @@ func idList(ids []uint64) string {
 // remote shard ("non constant in source stream but must be constant").
 const noChange = "materialize('INSERT') AS __change_type, materialize(toUInt64(0)) AS __commit_version, materialize(toDateTime(0)) AS __commit_timestamp"
 
-func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool, guard string) (string, error) {
+// changeQuery renders, as one ClickHouse query, the changes of a table
+// between two versions: its columns plus __change_type, __commit_version and
+// __commit_timestamp. appendOnly keeps inserts only; initial (from version
+// 0) shows every row present at hi as an INSERT. read lists the commits of
+// the table above a version (see session.readCommits).
+func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool, read func(from uint64) ([]commitRef, error)) (string, error) {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = chsql.QuoteIdent(c.Name)
@@ -215,7 +213,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 	commitCol := chsql.QuoteIdent(CommitColumn)
 	if initial && lo == 0 {
 		// Every row present, less what was written after hi.
-		later, err := e.commitsBetween(ctx, schema, name, hi, ^uint64(0), guard)
+		later, err := read(hi)
 		if err != nil {
 			return "", err
 		}
@@ -232,7 +230,7 @@ func (e *Engine) changeQuery(ctx context.Context, schema, name string, spec cata
 		return q, nil
 	}
 	// One read of the change log: the commits in (lo, hi] and those after.
-	commits, err := e.commitsBetween(ctx, schema, name, lo, ^uint64(0), guard)
+	commits, err := read(lo)
 	if err != nil {
 		return "", err
 	}

@@ -43,6 +43,9 @@ type Engine struct {
 	// flushLocks serialise flushes that share a commit id (a client retry
 	// that overlaps the attempt it retries); copies of the engine share it.
 	flushLocks *[64]sync.Mutex
+	// commits caches change-log reads of table streams (see
+	// session.readCommits); copies of the engine share it.
+	commits *commitCache
 }
 
 // New returns an engine over an opened catalog.
@@ -62,7 +65,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex)}
+	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache)}
 }
 
 // Result is what a statement returns: rows with named columns, or just a

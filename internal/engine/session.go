@@ -35,6 +35,60 @@ type session struct {
 	// cached makes stream reads use the catalog's cache; only plain
 	// queries do, as they can simply run again when a check fails.
 	cached bool
+	// speculate lets stream reads take their commits from the engine's
+	// commit cache; unchecked are the reads so served, which the
+	// statement checks against the change log while its query runs.
+	speculate bool
+	unchecked []commitRead
+}
+
+func sameCommit(a, b commitRef) bool {
+	return a.version == b.version && a.id == b.id && a.kind == b.kind && a.at.Equal(b.at)
+}
+
+// commitRead is a read of a table's change log above a version.
+type commitRead struct {
+	schema, name string
+	from         uint64
+	commits      []commitRef
+}
+
+// readCommits lists the commits of a table above a version: from the
+// commit cache when the statement speculates, else from the change log,
+// with the statement's version checks.
+func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, error) {
+	if s.speculate {
+		if c, ok := s.e.commits.get(schema, name, from); ok {
+			s.unchecked = append(s.unchecked, commitRead{schema, name, from, c})
+			return c, nil
+		}
+	}
+	c, err := s.e.commitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))
+	if err == nil {
+		s.e.commits.put(schema, name, from, c)
+	}
+	return c, err
+}
+
+// checkCommits reads afresh the commits the statement took from the cache,
+// with its version checks, and reports whether they were still the same.
+func (s *session) checkCommits(ctx context.Context) (bool, error) {
+	same := true
+	for i, r := range s.unchecked {
+		guard := ""
+		if i == 0 {
+			guard = strings.Join(s.checks, " AND ")
+		}
+		c, err := s.e.commitsBetween(ctx, r.schema, r.name, r.from, ^uint64(0), guard)
+		if err != nil {
+			return false, err
+		}
+		if !slices.EqualFunc(c, r.commits, sameCommit) {
+			s.e.commits.put(r.schema, r.name, r.from, c)
+			same = false
+		}
+	}
+	return same, nil
 }
 
 type cachedKey struct {

@@ -220,7 +220,9 @@ func (s *session) streamSource(schema, name string, spec catalog.StreamSpec) (st
 		}
 		s.streams[key] = r
 	}
-	q, err := e.changeQuery(s.ctx, tschema, tname, tspec, spec.Offset, r.hi, spec.Mode == streamAppendOnly, spec.ShowInitialRows, strings.Join(s.checks, " AND "))
+	q, err := changeQuery(tschema, tname, tspec, spec.Offset, r.hi, spec.Mode == streamAppendOnly, spec.ShowInitialRows, func(from uint64) ([]commitRef, error) {
+		return s.readCommits(tschema, tname, from)
+	})
 	if err != nil {
 		return "", err
 	}

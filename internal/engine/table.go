@@ -589,31 +589,78 @@ func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result
 	return message("%s on %s done", verb, display(schema, name)), nil
 }
 
+// A query reading a table stream is translated from what this process
+// cached: the stream's and its table's catalog entries and the table's
+// commits. It then runs while the commits are read again with the entries'
+// version checks; the result counts only if they all held. So a stream read
+// costs one round trip when nothing changed, and three when something did.
 func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {
-	res, stale, err := e.queryOnce(ctx, q, true)
-	if stale {
-		// A table stream or its table changed since this process cached
-		// it: read them afresh.
-		res, _, err = e.queryOnce(ctx, q, false)
+	mode := querySpeculative
+	for {
+		res, again, err := e.queryOnce(ctx, q, mode)
+		if again == 0 || again >= mode {
+			return res, err
+		}
+		mode = again
 	}
-	return res, err
 }
 
-// queryOnce runs a query; cached lets it take table streams' specs from
-// the catalog's cache, and stale says a cached spec turned out outdated.
-func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, cached bool) (_ *Result, stale bool, _ error) {
+// queryMode is how much of a query's translation may come from caches.
+type queryMode int
+
+const (
+	queryFresh       queryMode = iota + 1 // catalog and change log read afresh
+	queryCached                           // catalog entries cached, commits read
+	querySpeculative                      // commits cached too, checked alongside
+)
+
+// queryOnce runs a query; again, when not zero, says a cache turned out
+// outdated and how to run it again.
+func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMode) (_ *Result, again queryMode, _ error) {
 	sess := e.session(ctx)
-	sess.cached = cached
+	sess.cached = mode >= queryCached
+	sess.speculate = mode == querySpeculative
 	defer sess.close()
+	stale := func(err error) queryMode {
+		if sess.staleCache(err) {
+			return queryFresh
+		}
+		return 0
+	}
 	text, err := sess.translate(q)
 	if err != nil {
-		return nil, sess.staleCache(err), err
+		return nil, stale(err), err
 	}
-	r, err := e.st.Query(ctx, text)
-	if err != nil {
-		return nil, sess.staleCache(err), queryError(err)
+	if len(sess.unchecked) == 0 {
+		r, err := e.st.Query(ctx, text)
+		if err != nil {
+			return nil, stale(err), queryError(err)
+		}
+		return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 	}
-	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, false, nil
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var r *chstore.Result
+	var qerr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r, qerr = e.st.Query(qctx, text)
+	}()
+	same, err := sess.checkCommits(ctx)
+	if err != nil || !same {
+		cancel()
+		<-done
+		if err != nil {
+			return nil, stale(err), err
+		}
+		return nil, queryCached, nil // new commits: translate again
+	}
+	<-done
+	if qerr != nil {
+		return nil, 0, queryError(qerr)
+	}
+	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 }
 
 // queryError turns ClickHouse's complaints into lakepipe's words where it
