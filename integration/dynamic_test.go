@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/schemas"
 )
 
 // TestDynamicTableChain: a chain of three dynamic tables (a summary, a
@@ -130,6 +133,18 @@ func TestDynamicTableIncrementalSeed(t *testing.T) {
 	res = s.run(`SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_ods UNION ALL SELECT 'Summary' AS stage, SUM(order_cnt) AS rows FROM sales_summary`)
 	if got := sortedText(table(res)); got != "Source|8\nSummary|8" {
 		t.Fatalf("consistency: %s", got)
+	}
+
+	// A state table dropped by hand: the next refresh rebuilds it (FULL,
+	// saying why) and the summary stays right.
+	must(t, s.Store.Exec(s.Ctx, "DROP TABLE "+chsql.Table(schemas.ChangesDB, "dt__"+s.Schema+"__sales_summary")))
+	s.run(`INSERT INTO sales_ods VALUES (9, '围巾', '服饰', 59.00, '2026-06-03')`)
+	time.Sleep(2500 * time.Millisecond)
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE sales_summary;`).Message, "FULL")
+	same("after the state was rebuilt")
+	h = s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'sales_summary';`)
+	if r := table(h)[0]; !strings.Contains(strings.Join(r, "|"), "state was missing") {
+		t.Fatalf("refresh after the state was dropped: %v", r)
 	}
 }
 

@@ -197,6 +197,16 @@ func refreshID(start time.Time) string {
 // incrementalPlan is the plan of an incrementally refreshable dynamic
 // table, or nil and why its refreshes are FULL.
 func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableSpec) (*incPlan, string) {
+	q, err := sqlparse.ParseQuery(spec.Query)
+	if err != nil {
+		return nil, err.Error()
+	}
+	// A plan has checked its one source's tracking already; without one,
+	// a source that does not track changes is the reason users can fix.
+	plan, why := e.planIncremental(ctx, q)
+	if plan != nil {
+		return plan, ""
+	}
 	for _, src := range spec.Sources {
 		var t catalog.TableSpec
 		parts := strings.SplitN(src, ".", 2)
@@ -204,11 +214,7 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 			return nil, "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 	}
-	q, err := sqlparse.ParseQuery(spec.Query)
-	if err != nil {
-		return nil, err.Error()
-	}
-	return e.planIncremental(ctx, q)
+	return nil, why
 }
 
 // refreshModeOf says which mode the next refresh will use and why.

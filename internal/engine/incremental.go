@@ -8,6 +8,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -300,19 +301,28 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
 		return 0, 0, queryError(err)
 	}
-	n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, fresh))
+	// One read, of ClickHouse's own tables, counts the new rows and the
+	// old and says whether there is an old table (not at a first refresh).
+	res, err := e.st.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE active AND database = "+chsql.QuoteString(schema)+
+		" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(fresh)+") GROUP BY table"+
+		" UNION ALL SELECT '', count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
 	if err != nil {
+		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
 		return 0, 0, err
 	}
-	fmt.Sscan(n[0], &rows)
-	exists, err := e.st.Strings(ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
-	if err != nil {
-		return 0, 0, err
-	}
-	if exists[0] != "0" {
-		if n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name)); err == nil {
-			fmt.Sscan(n[0], &deleted)
+	exists := false
+	for _, r := range res.Rows {
+		n := int64(r[1].(uint64))
+		switch r[0].(string) {
+		case fresh:
+			rows = n
+		case name:
+			deleted = n
+		case "":
+			exists = n > 0
 		}
+	}
+	if exists {
 		// One RENAME statement swaps both names, so readers never find
 		// the table missing.
 		if err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(schema, name)+" TO "+chsql.Table(schema, old)+", "+
@@ -333,8 +343,9 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rows, deleted int64, mode, reason string, version uint64, err error) {
 	hi := changeReadHorizon()
 	lo := spec.ChangeVersion
-	exists, _ := e.st.Strings(ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+" AND name = "+chsql.QuoteString(stateTable(schema, name)))
-	full := forceFull || lo == 0 || len(exists) != 1 || exists[0] == "0"
+	// A missing state table (dropped by hand) shows as a failed delta,
+	// which rebuilds it.
+	full := forceFull || lo == 0
 	reason = "first refresh: the state of the summary is built"
 	if forceFull && lo != 0 {
 		reason = "a full refresh was asked for"
@@ -371,8 +382,12 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 	rows, deleted, err = e.incrementalDelta(ctx, schema, name, p, lo, hi, ids)
 	if err != nil {
 		// The delta failed: the full way still gives the right answer.
+		reason := "the incremental refresh failed, so the summary was recomputed"
+		if chstore.IsCode(err, chstore.CodeUnknownTable) {
+			reason = "the summary's state was missing, so it was rebuilt"
+		}
 		rows, deleted, err = e.incrementalFull(ctx, schema, name, p, hi)
-		return rows, deleted, "FULL", "the incremental refresh failed, so the summary was recomputed", hi, err
+		return rows, deleted, "FULL", reason, hi, err
 	}
 	return rows, deleted, "INCREMENTAL", fmt.Sprintf("%d new commits of %s", len(ids), display(p.schema, p.table)), hi, nil
 }

@@ -667,7 +667,7 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 // can; it never adds the server's stack trace.
 func queryError(err error) error {
 	if chstore.IsCode(err, chstore.CodeUnknownTable) {
-		return fmt.Errorf("%v (SHOW TABLES lists the tables)", err)
+		return fmt.Errorf("%w (SHOW TABLES lists the tables)", err)
 	}
 	return err
 }
