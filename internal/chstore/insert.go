@@ -101,11 +101,19 @@ func (in *Inserter) sender(ctx context.Context) {
 		}
 		err = in.appendBlock(batch, b)
 	}
-	if err == nil && batch != nil && !in.aborted {
+	switch {
+	case err == nil && batch != nil && in.aborted:
+		// Blocks already flushed are parts the server writes as it reads
+		// them, whatever the client does next. Ending the INSERT waits
+		// until it has written them all, so that the caller's removal of
+		// the commit afterwards finds every one (an abandoned connection
+		// let the server write a block after that removal).
+		_ = batch.Send()
+	case err == nil && batch != nil:
 		if serr := batch.Send(); serr != nil {
 			err = fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(serr))
 		}
-	} else if batch != nil {
+	case batch != nil:
 		_ = batch.Abort()
 	}
 	in.done <- err
@@ -232,8 +240,10 @@ func (in *Inserter) Close() (int64, error) {
 // Sent is the number of rows handed to the sender so far.
 func (in *Inserter) Sent() int64 { return in.sent }
 
-// Abort drops the pending rows and stops the sender; blocks already handed
-// over may still be written. Safe to call after Close.
+// Abort drops the pending rows and stops the sender. Blocks already handed
+// over are written: Abort returns once the server has them, so that a
+// removal of the Inserter's commit that follows removes them all. Safe to
+// call after Close.
 func (in *Inserter) Abort() {
 	if in.closed {
 		return
