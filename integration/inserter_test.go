@@ -14,9 +14,10 @@ import (
 )
 
 // TestInserterAbortThenDelete: blocks an aborted Inserter had already sent
-// are all written by the time Abort returns, so that deleting its commit
-// right after leaves nothing (before, the server could write the last
-// block after the delete, and a refused flush showed up later).
+// are all written by the time Abort returns, even when the caller's context
+// ended first, so that deleting its commit right after leaves nothing
+// (before, the server could write the last block after the delete, and a
+// refused flush showed up later).
 func TestInserterAbortThenDelete(t *testing.T) {
 	st, _, err := openCatalog()
 	if err != nil {
@@ -35,7 +36,9 @@ func TestInserterAbortThenDelete(t *testing.T) {
 		b.Cols[0].Text[i] = []byte(strconv.Itoa(i))
 	}
 	for round := 1; round <= 8; round++ {
-		in, err := st.NewInserter(ctx, db, "t", []formats.Column{{Name: "id", Type: "Int64"}}, "c", uint64(round))
+		// Even rounds abort the way a caller whose context ended does.
+		ictx, icancel := context.WithCancel(ctx)
+		in, err := st.NewInserter(ictx, db, "t", []formats.Column{{Name: "id", Type: "Int64"}}, "c", uint64(round))
 		must(t, err)
 		in.BlockRows = 50_000
 		for i := 0; i < 3; i++ {
@@ -43,7 +46,11 @@ func TestInserterAbortThenDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if round%2 == 0 {
+			icancel()
+		}
 		in.Abort()
+		icancel()
 		must(t, st.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DELETE WHERE c = %d", table, round)))
 		for {
 			n, err := st.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(db)+" AND NOT is_done")

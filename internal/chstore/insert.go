@@ -94,7 +94,10 @@ func (in *Inserter) sender(ctx context.Context) {
 			continue // drain after a failure
 		}
 		if batch == nil {
-			if batch, err = in.store.conn.PrepareBatch(ctx, in.query); err != nil {
+			// The INSERT outlives a cancelled ctx: a cancelled caller
+			// aborts, and an abort must end the INSERT, not walk away
+			// from it (see Abort). The caller stops handing blocks over.
+			if batch, err = in.store.conn.PrepareBatch(context.WithoutCancel(ctx), in.query); err != nil {
 				err = fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
 				continue
 			}
