@@ -168,9 +168,10 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 	if len(assign) == 0 || max <= 0 {
 		return next, nil
 	}
-	// Larger fetches than kgo's 1 MiB per partition: a batch reads a
-	// backlog, not a trickle (max.partition.fetch.bytes still overrides).
-	opts := append([]kgo.Opt{kgo.FetchMaxPartitionBytes(4 << 20)}, c.st.opts...)
+	// kgo's fetch sizes (Kafka's defaults, 1 MiB per partition) unless the
+	// pipe's map sets them: 4 MiB read a 1 M-record backlog from the local
+	// Kafka server 2-3 times slower than 1 MiB (measured 2026-12-03).
+	opts := append([]kgo.Opt{}, c.st.opts...)
 	opts = append(opts,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.src.Topic: assign}),
 		// A partition whose offset is out of range (retention removed it)
