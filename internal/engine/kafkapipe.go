@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -423,21 +427,34 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	defer ins.Abort()
-	// Two stages overlap: this goroutine evaluates records into batches of
-	// text cells, a converter turns full batches into ClickHouse columns
-	// (and the Inserter's sender writes them meanwhile).
+	// Three stages overlap: the fetch callback gathers records into
+	// chunks, evaluators (one per core) turn chunks into batches of text
+	// cells, and a converter turns batches into ClickHouse columns (the
+	// Inserter's sender writes them meanwhile). Rows reach the table in no
+	// particular order; the batch is one commit either way.
 	const batchRows = 8192
 	type evalBatch struct {
 		b     *formats.Batch
 		where [][2]int64 // partition, offset of each row
 	}
-	free := make(chan *evalBatch, 3)
+	evaluators := min(max(runtime.GOMAXPROCS(0), 1), 8)
+	free := make(chan *evalBatch, evaluators+2)
 	for i := 0; i < cap(free); i++ {
 		free <- &evalBatch{b: r.prog.NewBatch(batchRows), where: make([][2]int64, 0, batchRows)}
 	}
 	full := make(chan *evalBatch, 2)
 	var mu sync.Mutex // guards bad
 	var bad []badRecord
+	addBad := func(b badRecord) {
+		mu.Lock()
+		bad = append(bad, b)
+		mu.Unlock()
+	}
+	over := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return int64(len(bad)) > budget
+	}
 	convDone := make(chan error, 1)
 	go func() {
 		var err error
@@ -445,13 +462,11 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 			if err == nil {
 				var errs []chstore.RowError
 				if errs, err = ins.Add(eb.b, r.source); err == nil {
-					mu.Lock()
 					for _, e := range errs {
 						if i := int(e.Line) - 1; i >= 0 && i < len(eb.where) {
-							bad = append(bad, badRecord{partition: int32(eb.where[i][0]), offset: eb.where[i][1], msg: e.Msg})
+							addBad(badRecord{partition: int32(eb.where[i][0]), offset: eb.where[i][1], msg: e.Msg})
 						}
 					}
-					mu.Unlock()
 				}
 			}
 			recordeval.ResetBatch(eb.b)
@@ -460,58 +475,90 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		}
 		convDone <- err
 	}()
-	over := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return int64(len(bad)) > budget
-	}
-	var rec recordeval.Record
-	cur := <-free
-	errStop := fmt.Errorf("stop")
-	max := cl.MaxPollRecords()
-	if n, err := strconv.Atoi(r.Spec.Properties["batch_size_per_kafka_partition"]); err == nil && n > 0 {
-		max = n * len(end)
-	}
-	next, err := cl.Read(ctx, from, end, max, func(kr *kgo.Record) error {
-		res.Records++
-		rec = recordeval.Record{Key: kr.Key, Value: kr.Value, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp, Headers: rec.Headers[:0]}
-		for _, h := range kr.Headers {
-			rec.Headers = append(rec.Headers, recordeval.Header{Key: h.Key, Value: h.Value})
+	chunks := make(chan []*kgo.Record, evaluators)
+	spare := make(chan []*kgo.Record, evaluators*2+1)
+	recycle := func(chunk []*kgo.Record) {
+		clear(chunk) // the records' memory goes with their fetch
+		select {
+		case spare <- chunk[:0]:
+		default:
 		}
-		kept, err := r.prog.Append(cur.b, &rec)
-		if err != nil {
-			mu.Lock()
-			bad = append(bad, badRecord{partition: kr.Partition, offset: kr.Offset, msg: err.Error()})
-			mu.Unlock()
-			if over() {
-				return errStop
+	}
+	var filtered atomic.Int64
+	var evals sync.WaitGroup
+	for i := 0; i < evaluators; i++ {
+		evals.Go(func() {
+			var rec recordeval.Record
+			for chunk := range chunks {
+				if over() {
+					recycle(chunk)
+					continue // the batch is lost anyway: drain
+				}
+				eb := <-free
+				for _, kr := range chunk {
+					rec = recordeval.Record{Key: kr.Key, Value: kr.Value, Topic: kr.Topic, Partition: kr.Partition, Offset: kr.Offset, Timestamp: kr.Timestamp, Headers: rec.Headers[:0]}
+					for _, h := range kr.Headers {
+						rec.Headers = append(rec.Headers, recordeval.Header{Key: h.Key, Value: h.Value})
+					}
+					kept, err := r.prog.Append(eb.b, &rec)
+					if err != nil {
+						addBad(badRecord{partition: kr.Partition, offset: kr.Offset, msg: err.Error()})
+						continue
+					}
+					if !kept {
+						filtered.Add(1)
+						continue
+					}
+					// Line numbers the rows of this batch, so that a
+					// conversion error names its record.
+					eb.b.Line[eb.b.Rows-1] = int64(len(eb.where) + 1)
+					eb.where = append(eb.where, [2]int64{int64(kr.Partition), kr.Offset})
+				}
+				recycle(chunk)
+				full <- eb
 			}
-			return nil
-		}
-		if !kept {
-			res.Filtered++
-			return nil
-		}
-		// Line numbers the rows of this batch, so that a conversion error
-		// names its record.
-		cur.b.Line[cur.b.Rows-1] = int64(len(cur.where) + 1)
-		cur.where = append(cur.where, [2]int64{int64(kr.Partition), kr.Offset})
-		if cur.b.Rows >= batchRows {
-			full <- cur
-			cur = <-free
+		})
+	}
+	errStop := fmt.Errorf("stop")
+	limit := cl.MaxPollRecords()
+	if n, err := strconv.Atoi(r.Spec.Properties["batch_size_per_kafka_partition"]); err == nil && n > 0 {
+		limit = n * len(end)
+	}
+	chunk := make([]*kgo.Record, 0, batchRows)
+	next, err := cl.Read(ctx, from, end, limit, func(kr *kgo.Record) error {
+		res.Records++
+		chunk = append(chunk, kr)
+		if len(chunk) == batchRows {
+			chunks <- chunk
+			select {
+			case chunk = <-spare:
+			default:
+				chunk = make([]*kgo.Record, 0, batchRows)
+			}
 			if over() {
 				return errStop
 			}
 		}
 		return nil
 	})
-	if cur.b.Rows > 0 && err == nil {
-		full <- cur
+	if len(chunk) > 0 && err == nil {
+		chunks <- chunk
 	}
+	close(chunks)
+	evals.Wait()
 	close(full)
 	if cerr := <-convDone; err == nil {
 		err = cerr
 	}
+	res.Filtered = filtered.Load()
+	// Evaluators finish in any order: the bad records are put back in the
+	// topic's order, so that what is reported does not depend on timing.
+	slices.SortFunc(bad, func(a, b badRecord) int {
+		if c := cmp.Compare(a.partition, b.partition); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.offset, b.offset)
+	})
 	if err != nil && err != errStop {
 		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
@@ -524,7 +571,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		// The group keeps the position before the batch, so that a pipe
 		// re-created on it with a higher max_errors goes on from there.
 		_ = cl.CommitGroup(ctx, from)
-		f := bad[len(bad)-1]
+		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
 		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer, or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
 			r.rk.src.Topic, f.partition, f.offset, f.msg, r.rk.maxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.src.Group)
 		return workflows.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
@@ -547,7 +594,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 			res.Lag += e - next[p]
 		}
 	}
-	res.More = res.Records >= int64(max) && res.Lag > 0
+	res.More = res.Records >= int64(limit) && res.Lag > 0
 	res.Offsets = toPartitionOffsets(next)
 	if err := cl.CommitGroup(ctx, next); err != nil {
 		// Only monitoring depends on it; the next batch commits again.
