@@ -298,6 +298,31 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 	return strings.Join(parts, " UNION ALL "), nil
 }
 
+// maxSavedCommits bounds the commit list savedCommits returns: a DELETE
+// or UPDATE touching rows of more commits than that is not narrowed.
+const maxSavedCommits = 10000
+
+// savedCommits narrows the condition of a DELETE or UPDATE whose removed
+// rows saveRemoved has kept: to the rows of the commits those rows came
+// from. Rows that a load adds while the statement runs match its WHERE
+// too, but were not kept; without this the mutation would remove them
+// with no trace in the change log, and a stream that had shown them as
+// inserts would never show them go. It returns "0" when nothing was kept.
+func (e *Engine) savedCommits(ctx context.Context, schema, name string, commit uint64, cond string) (string, error) {
+	ids, err := e.st.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s = %d LIMIT %d",
+		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(CommitColumn), commit, maxSavedCommits+1))
+	if err != nil {
+		return "", fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+	}
+	switch {
+	case len(ids) == 0:
+		return "0", nil
+	case len(ids) > maxSavedCommits:
+		return cond, nil
+	}
+	return "(" + cond + ") AND " + chsql.QuoteIdent(CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
+}
+
 // saveRemoved copies the rows a DELETE or UPDATE is about to remove into the
 // change table, tagged with the statement's commit id.
 func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {

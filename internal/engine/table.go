@@ -490,9 +490,14 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 	if err := e.saveRemoved(ctx, schema, name, spec, commitDelete, commit, cond); err != nil {
 		return nil, err
 	}
-	res, err := e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
-	if err != nil {
+	if cond, err = e.savedCommits(ctx, schema, name, commit, cond); err != nil {
 		return nil, err
+	}
+	res := message("DELETE on %s done", display(schema, name))
+	if cond != "0" { // else no row matched
+		if res, err = e.mutate(ctx, schema, name, "DELETE WHERE "+cond); err != nil {
+			return nil, err
+		}
 	}
 	rows := e.commitRows(ctx, schemas.ChangesDB, changesTable(schema, name), commit)
 	if err := e.registerCommit(ctx, schema, name, commit, commitDelete, rows); err != nil {
@@ -541,6 +546,9 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 	if err := e.saveRemoved(ctx, schema, name, spec, "UPDATE_BEFORE", commit, cond); err != nil {
 		return nil, err
 	}
+	if cond, err = e.savedCommits(ctx, schema, name, commit, cond); err != nil {
+		return nil, err
+	}
 	exprs := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		if v, ok := setOf[c.Name]; ok {
@@ -554,9 +562,11 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
 		return nil, fmt.Errorf("UPDATE %s: %w", display(schema, name), err)
 	}
-	res, err := e.mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit))
-	if err != nil {
-		return nil, err
+	res := message("UPDATE on %s done", display(schema, name))
+	if cond != "0" { // else no row matched
+		if _, err = e.mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit)); err != nil {
+			return nil, err
+		}
 	}
 	rows := e.commitRows(ctx, schema, name, commit)
 	if err := e.registerCommit(ctx, schema, name, commit, commitUpdate, rows); err != nil {
