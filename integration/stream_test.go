@@ -254,33 +254,39 @@ func TestDeleteDuringInserts(t *testing.T) {
 	s.run(`CREATE TABLE churn (id BIGINT, grp STRING)`)
 	s.run(`ALTER TABLE churn SET PROPERTIES ('change_tracking' = 'true')`)
 	const writers, perWriter = 2, 150
-	done := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		go func() {
-			for i := 0; i < perWriter; i++ {
-				stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO churn VALUES (%d, 'x')`, w*perWriter+i))
-				if err == nil {
-					_, err = s.Eng.Exec(s.Ctx, stmts[0])
+	// during runs stmt over and over while the writers insert rows of grp
+	// (ids from first), and returns how many times it ran.
+	during := func(stmt, grp string, first int) int {
+		done := make(chan error, writers)
+		for w := 0; w < writers; w++ {
+			go func() {
+				for i := 0; i < perWriter; i++ {
+					stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO churn VALUES (%d, '%s')`, first+w*perWriter+i, grp))
+					if err == nil {
+						_, err = s.Eng.Exec(s.Ctx, stmts[0])
+					}
+					if err != nil {
+						done <- err
+						return
+					}
 				}
-				if err != nil {
-					done <- err
-					return
-				}
-			}
-			done <- nil
-		}()
-	}
-	deletes := 0
-	for finished := 0; finished < writers; {
-		select {
-		case err := <-done:
-			must(t, err)
-			finished++
-		default:
-			s.run(`DELETE FROM churn WHERE grp = 'x'`)
-			deletes++
+				done <- nil
+			}()
 		}
+		runs := 0
+		for finished := 0; finished < writers; {
+			select {
+			case err := <-done:
+				must(t, err)
+				finished++
+			default:
+				s.run(stmt)
+				runs++
+			}
+		}
+		return runs
 	}
+	deletes := during(`DELETE FROM churn WHERE grp = 'x'`, "x", 0)
 	counts, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM "+chsql.Table(schemas.ChangesDB, s.Schema+"__churn")+
 		" UNION ALL SELECT toString(count() + 1000000) FROM "+chsql.Table(s.Schema, "churn"))
 	must(t, err)
@@ -301,32 +307,7 @@ func TestDeleteDuringInserts(t *testing.T) {
 
 	// UPDATEs likewise: each one's new rows (still in the table, or kept
 	// when a later UPDATE replaced them) match the old rows it kept.
-	for w := 0; w < writers; w++ {
-		go func() {
-			for i := 0; i < perWriter; i++ {
-				stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO churn VALUES (%d, 'z')`, 10000+w*perWriter+i))
-				if err == nil {
-					_, err = s.Eng.Exec(s.Ctx, stmts[0])
-				}
-				if err != nil {
-					done <- err
-					return
-				}
-			}
-			done <- nil
-		}()
-	}
-	updates := 0
-	for finished := 0; finished < writers; {
-		select {
-		case err := <-done:
-			must(t, err)
-			finished++
-		default:
-			s.run(`UPDATE churn SET id = id + 0 WHERE grp = 'z'`)
-			updates++
-		}
-	}
+	updates := during(`UPDATE churn SET id = id + 0 WHERE grp = 'z'`, "z", 10000)
 	byCommit := func(q string) map[string]int {
 		t.Helper()
 		res, err := s.Store.Query(s.Ctx, q)
