@@ -186,15 +186,12 @@ func (p *incPlan) stateSelect(cond string, upto uint64) string {
 		cols = append(cols, a.fn+"State("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
 	}
 	cols = append(cols, "toUInt64("+strconv.FormatUint(upto, 10)+") AS _lp_upto")
-	where := cond
+	// cond picks commits: a PREWHERE, as in change queries.
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + chsql.Table(p.schema, p.table) + " PREWHERE " + cond
 	if p.where != "" {
-		where = "(" + p.where + ") AND " + cond
+		q += " WHERE " + p.where
 	}
-	groups := make([]string, len(p.keys))
-	for i, k := range p.keys {
-		groups[i] = k
-	}
-	return "SELECT " + strings.Join(cols, ", ") + " FROM " + chsql.Table(p.schema, p.table) + " WHERE " + where + " GROUP BY " + strings.Join(groups, ", ")
+	return q + " GROUP BY " + strings.Join(p.keys, ", ")
 }
 
 // mergeSelect turns state rows (those of versions ≤ lo, or = hi) into the
