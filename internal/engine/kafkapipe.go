@@ -437,7 +437,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		b     *formats.Batch
 		where [][2]int64 // partition, offset of each row
 	}
-	evaluators := min(max(runtime.GOMAXPROCS(0), 1), 8)
+	evaluators := min(runtime.GOMAXPROCS(0), 8)
 	free := make(chan *evalBatch, evaluators+2)
 	for i := 0; i < cap(free); i++ {
 		free <- &evalBatch{b: r.prog.NewBatch(batchRows), where: make([][2]int64, 0, batchRows)}
@@ -476,14 +476,6 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		convDone <- err
 	}()
 	chunks := make(chan []*kgo.Record, evaluators)
-	spare := make(chan []*kgo.Record, evaluators*2+1)
-	recycle := func(chunk []*kgo.Record) {
-		clear(chunk) // the records' memory goes with their fetch
-		select {
-		case spare <- chunk[:0]:
-		default:
-		}
-	}
 	var filtered atomic.Int64
 	var evals sync.WaitGroup
 	for i := 0; i < evaluators; i++ {
@@ -491,7 +483,6 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 			var rec recordeval.Record
 			for chunk := range chunks {
 				if over() {
-					recycle(chunk)
 					continue // the batch is lost anyway: drain
 				}
 				eb := <-free
@@ -514,7 +505,6 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 					eb.b.Line[eb.b.Rows-1] = int64(len(eb.where) + 1)
 					eb.where = append(eb.where, [2]int64{int64(kr.Partition), kr.Offset})
 				}
-				recycle(chunk)
 				full <- eb
 			}
 		})
@@ -530,11 +520,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		chunk = append(chunk, kr)
 		if len(chunk) == batchRows {
 			chunks <- chunk
-			select {
-			case chunk = <-spare:
-			default:
-				chunk = make([]*kgo.Record, 0, batchRows)
-			}
+			chunk = make([]*kgo.Record, 0, batchRows)
 			if over() {
 				return errStop
 			}
