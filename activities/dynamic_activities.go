@@ -30,6 +30,14 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.Refre
 	return res, err
 }
 
+// WaitRefresh waits for a dynamic table's refresh that another workflow
+// runs (under the table's refresh workflow id) and returns its result. It
+// only reads Temporal.
+func (a *Activities) WaitRefresh(ctx context.Context, in workflows.WaitRefreshInput) (workflows.RefreshChainResult, error) {
+	defer keepAlive(ctx)()
+	return a.Engine.WaitRefresh(ctx, in.WorkflowID)
+}
+
 // PlanRefresh lists a dynamic table's upstream dynamic tables in
 // dependency order. It only reads the catalog.
 func (a *Activities) PlanRefresh(ctx context.Context, in workflows.PlanInput) (workflows.PlanResult, error) {

@@ -64,6 +64,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	if acts != nil {
 		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: workflows.ActivityRefreshDynamicTable})
 		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: workflows.ActivityPlanRefresh})
+		w.RegisterActivityWithOptions(acts.WaitRefresh, activity.RegisterOptions{Name: workflows.ActivityWaitRefresh})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})

@@ -81,6 +81,10 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 	// From version 1 on, a scheduled refresh refreshes the table's upstream
 	// dynamic tables first (child workflows, dependency order).
 	chain := workflow.GetVersion(ctx, "refresh-chain", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, the scheduled refresh is a child workflow under the
+	// table's RefreshWorkflowID, so that it never overlaps a REFRESH
+	// statement's or another table's chain.
+	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DynamicTableStatus, error) {
 		return DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
@@ -138,7 +142,11 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		var err error
 		if chain {
 			var out RefreshChainResult
-			out, err = refreshChain(ctx, p, "SCHEDULED")
+			if serial {
+				out, err = refreshSerial(ctx, p, "SCHEDULED", false)
+			} else {
+				out, err = refreshChain(ctx, p, "SCHEDULED")
+			}
 			if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == p.Name {
 				res = out.Refreshes[n-1].Result
 			} else if err == nil {

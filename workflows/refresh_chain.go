@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -59,11 +61,56 @@ func refreshActivityOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// ActivityWaitRefresh waits for the refresh of a dynamic table that is
+// running under its RefreshWorkflowID and returns that refresh's result.
+const ActivityWaitRefresh = "WaitRefresh"
+
+// WaitRefreshInput names the refresh run to wait for.
+type WaitRefreshInput struct {
+	WorkflowID string
+}
+
+// RefreshWorkflowID is the workflow id every refresh of a dynamic table
+// runs under (from the "refresh-serial" version on): manual, scheduled and
+// chained alike. Temporal runs one workflow per id at a time, so refreshes
+// of one table never overlap; overlapping ones would count new rows twice.
+func RefreshWorkflowID(p DynamicTableParams) string {
+	return "dt." + p.Workspace + "." + p.Schema + "." + p.Name + ".refresh"
+}
+
+// refreshSerial runs a refresh of p (its upstream first unless alone) as a
+// child workflow under p's RefreshWorkflowID. While another refresh of p
+// runs there, it waits for it and starts its own after; should that find
+// the id taken again, the refresh it then waits for started after this
+// one was asked for, and its result is taken as this one's.
+func refreshSerial(ctx workflow.Context, p DynamicTableParams, trigger string, alone bool) (RefreshChainResult, error) {
+	id := RefreshWorkflowID(p)
+	var res RefreshChainResult
+	for attempt := 0; ; attempt++ {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            id,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		})
+		err := workflow.ExecuteChildWorkflow(cctx, RefreshChainWorkflowName, RefreshChainInput{Params: p, Trigger: trigger, Alone: alone}).Get(ctx, &res)
+		if !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			return res, err
+		}
+		res = RefreshChainResult{}
+		err = workflow.ExecuteActivity(refreshActivityOptions(ctx), ActivityWaitRefresh, WaitRefreshInput{WorkflowID: id}).Get(ctx, &res)
+		if err != nil || attempt == 1 {
+			return res, err
+		}
+	}
+}
+
 // refreshChain refreshes p's upstream dynamic tables, in dependency order,
 // as child workflows, then p itself. An upstream refresh that fails stops
 // the chain: p is not refreshed over stale inputs.
 func refreshChain(ctx workflow.Context, p DynamicTableParams, trigger string) (RefreshChainResult, error) {
 	ctx = refreshActivityOptions(ctx)
+	// From version 1 on, each upstream refresh runs under the upstream's
+	// RefreshWorkflowID, one at a time per table.
+	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
 	var out RefreshChainResult
 	var plan PlanResult
 	if err := workflow.ExecuteActivity(ctx, ActivityPlanRefresh, PlanInput{Params: p}).Get(ctx, &plan); err != nil {
@@ -71,13 +118,17 @@ func refreshChain(ctx workflow.Context, p DynamicTableParams, trigger string) (R
 	}
 	parent := workflow.GetInfo(ctx).WorkflowExecution
 	for i, u := range plan.Upstream {
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			// Unique per parent run and step, and apart from the upstream's
-			// own dt.… workflow.
-			WorkflowID: fmt.Sprintf("%s.chain.%s.%d", parent.ID, parent.RunID, i),
-		})
 		var res RefreshChainResult
-		if err := workflow.ExecuteChildWorkflow(cctx, RefreshChainWorkflowName, RefreshChainInput{Params: u, Trigger: "CHAIN", Alone: true}).Get(ctx, &res); err != nil {
+		var err error
+		if serial {
+			res, err = refreshSerial(ctx, u, "CHAIN", true)
+		} else {
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+				WorkflowID: fmt.Sprintf("%s.chain.%s.%d", parent.ID, parent.RunID, i),
+			})
+			err = workflow.ExecuteChildWorkflow(cctx, RefreshChainWorkflowName, RefreshChainInput{Params: u, Trigger: "CHAIN", Alone: true}).Get(ctx, &res)
+		}
+		if err != nil {
 			return out, fmt.Errorf("refresh upstream %s: %w", u.Name, err)
 		}
 		out.Refreshes = append(out.Refreshes, res.Refreshes...)

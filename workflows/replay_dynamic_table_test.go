@@ -18,7 +18,13 @@ import (
 //     refresh running two upstream refreshes as child workflows, suspend;
 //   - refresh_chain_manual.json: REFRESH DYNAMIC TABLE on the last of a
 //     chain of three (plan, two children, its own refresh);
-//   - refresh_chain_child.json: one child of that chain.
+//   - refresh_chain_child.json: one child of that chain;
+//   - dynamic_table_serial.json: the "refresh-serial" version: a scheduled
+//     refresh as a child under the table's refresh id, suspend, drop;
+//   - refresh_serial_chain.json: that child: upstream refreshes under
+//     their own refresh ids;
+//   - refresh_serial_wait.json: a REFRESH whose upstream was refreshing
+//     twice over: both child starts refused, both runs waited for.
 func TestReplayDynamicTable(t *testing.T) {
 	// Child workflow ids derive from the parent's id and run id, so those
 	// histories replay under their original execution.
@@ -27,6 +33,9 @@ func TestReplayDynamicTable(t *testing.T) {
 		{"dynamic_table_chain.json", "dt.default.it_eb79927566.fast", "01a237f4-27d2-73da-8c60-4e1a9bd0984e"},
 		{"refresh_chain_manual.json", "dt.default.it_eb79927566.grand.manual.d8176ed27f59e728", "01a237f4-2430-78c0-810c-f4b783f01674"},
 		{"refresh_chain_child.json", "", ""},
+		{"dynamic_table_serial.json", "", ""},
+		{"refresh_serial_chain.json", "", ""},
+		{"refresh_serial_wait.json", "", ""},
 	} {
 		t.Run(h.file, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()

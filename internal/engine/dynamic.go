@@ -254,12 +254,12 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 	if err != nil {
 		return nil, err
 	}
-	// The refresh chain: upstream dynamic tables first, as child workflows.
-	id := e.WithSchema(schema).DynamicTableWorkflowID(name) + ".manual." + newLoadID()
+	// The refresh chain: upstream dynamic tables first, as child workflows;
+	// under the id all refreshes of the table share, so none overlap.
 	in := workflows.RefreshChainInput{Trigger: "MANUAL",
 		Params: workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
 	var out workflows.RefreshChainResult
-	if err := orch.Run(ctx, id, workflows.RefreshChainWorkflowName, in, &out); err != nil {
+	if err := orch.Run(ctx, workflows.RefreshWorkflowID(in.Params), workflows.RefreshChainWorkflowName, in, &out); err != nil {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", display(schema, name), err)
 	}
 	n := len(out.Refreshes)
@@ -281,6 +281,17 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 		msg += " after its upstream " + strings.Join(up, ", ")
 	}
 	return message("%s", msg), nil
+}
+
+// WaitRefresh waits for the refresh of a dynamic table running under the
+// workflow id and returns its result.
+func (e *Engine) WaitRefresh(ctx context.Context, id string) (workflows.RefreshChainResult, error) {
+	var out workflows.RefreshChainResult
+	orch, err := e.orchestrator()
+	if err != nil {
+		return out, err
+	}
+	return out, orch.Wait(ctx, id, &out)
 }
 
 // PlanRefresh lists the upstream dynamic tables of a dynamic table, every

@@ -300,9 +300,18 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 	}
 	// One read, of ClickHouse's own tables, counts the new rows and the
 	// old and says whether there is an old table (not at a first refresh).
-	res, err := e.st.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE active AND database = "+chsql.QuoteString(schema)+
-		" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(fresh)+") GROUP BY table"+
-		" UNION ALL SELECT '', count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
+	// ClickHouse 18.16 lists system.parts table by table and fails when
+	// one of the schema's tables is renamed meanwhile (another dynamic
+	// table's swap): that is worth another try.
+	var res *chstore.Result
+	for try := 0; ; try++ {
+		res, err = e.st.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE active AND database = "+chsql.QuoteString(schema)+
+			" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(fresh)+") GROUP BY table"+
+			" UNION ALL SELECT '', count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
+		if err == nil || try == 4 || !chstore.IsCode(err, chstore.CodeUnknownTable) {
+			break
+		}
+	}
 	if err != nil {
 		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
 		return 0, 0, err

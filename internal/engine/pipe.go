@@ -31,8 +31,11 @@ type Orchestrator interface {
 	Start(ctx context.Context, id, workflow string, input any) error
 	// Query runs a workflow's query; state is its execution status.
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
-	// Run starts a workflow and waits for its result.
+	// Run runs a workflow under an id one run holds at a time and waits
+	// for its result (see orchestrator.Temporal.Run).
 	Run(ctx context.Context, id, workflow string, input, out any) error
+	// Wait waits for a workflow's latest run to end, for its result.
+	Wait(ctx context.Context, id string, out any) error
 }
 
 // WithOrchestrator returns a copy of the engine that runs pipes through o.
