@@ -347,8 +347,11 @@ func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec cata
 }
 
 // TrimChangeLog forgets the changes of schema.name committed before a
-// moment: their commits and the removed rows kept for them. Streams whose
-// offset is older become stale. Maintenance calls it with each tracked
+// moment: the DELETE and UPDATE commits and the removed rows kept for them.
+// Streams whose offset is older become stale. The INSERT and BASELINE
+// commits stay (one small row each): they say which of the table's rows
+// are committed, which a FULL refresh of an incremental dynamic table
+// needs for every row, however old. Maintenance calls it with each tracked
 // table's data_retention_days (default 7).
 func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before time.Time) error {
 	cut := uint64(before.UnixNano())
@@ -360,16 +363,18 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
 		return err
 	}
-	if len(old) > 0 {
-		ids := make([]uint64, len(old))
-		for i, c := range old {
-			ids[i] = c.id
+	var ids []uint64
+	for _, c := range old {
+		if c.kind == commitDelete || c.kind == commitUpdate {
+			ids = append(ids, c.id)
 		}
+	}
+	if len(ids) > 0 {
 		if _, err := e.mutate(ctx, schemas.ChangesDB, changesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
 			return err
 		}
-		if err := e.st.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d",
-			chsql.QuoteString(schema), chsql.QuoteString(name), cut)); err != nil {
+		if err := e.st.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
+			chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(commitDelete), chsql.QuoteString(commitUpdate))); err != nil {
 			return fmt.Errorf("table %s: trim its change log: %w", display(schema, name), err)
 		}
 	}
