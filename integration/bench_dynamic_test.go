@@ -17,7 +17,8 @@ import (
 // run: the source holds N rows (LAKEPIPE_BENCH_DT_ROWS, default
 // 10,000,000) in 20 categories; each round inserts 10,000 new rows
 // (LAKEPIPE_BENCH_DT_CHANGES), refreshes incrementally, then refreshes
-// FULL; 5 rounds, medians (target: incremental ≤ 1/50 of full).
+// FULL; 5 rounds, medians (target: incremental ≤ 1/50 of full). Each
+// round waits for ClickHouse's background merges of the new rows first.
 // Run: ./task bench:dynamic
 func BenchmarkDynamicRefresh(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_DT_ROWS", 10_000_000)
@@ -39,6 +40,7 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 	for round := 0; round < 5; round++ {
 		p.run(fmt.Sprintf(`INSERT INTO src SELECT id + %d, category, amount, dt FROM src WHERE id < %d`, n+round*changes, changes))
 		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+		waitMerges(p)                       // the steady state, as in bench:stream
 		t0 := time.Now()
 		res, err := eng.RefreshDynamicTable(p.ctx, "summary", "BENCH")
 		if err != nil || res.State != "SUCCEED" || res.Mode != "INCREMENTAL" {

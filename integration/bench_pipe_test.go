@@ -133,6 +133,19 @@ func benchTail(s string, n int) string {
 }
 
 // benchInt reads a positive whole number from the environment.
+// waitMerges waits (up to a minute) until ClickHouse runs no background
+// merge, so that a benchmark measures the steady state, not the merges of
+// the rows it has just loaded.
+func waitMerges(p *pipeBench) {
+	for i := 0; i < 600; i++ {
+		m, err := p.st.Strings(p.ctx, "SELECT toString(count()) FROM system.merges")
+		if err != nil || (len(m) == 1 && m[0] == "0") {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func benchInt(tb testing.TB, name string, def int) int {
 	tb.Helper()
 	v := os.Getenv(name)

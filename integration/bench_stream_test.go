@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
@@ -39,13 +40,7 @@ func BenchmarkStreamRead(b *testing.B) {
 	p.run(fmt.Sprintf(`INSERT INTO big SELECT id + %d, payload, amount FROM big WHERE id < %d`, n, changes))
 	time.Sleep(2500 * time.Millisecond) // changes become readable 2 s after their commit
 	// Measure the steady state, not the background merges of the load.
-	for i := 0; i < 600; i++ {
-		m, err := p.st.Strings(p.ctx, "SELECT toString(count()) FROM system.merges")
-		if err != nil || (len(m) == 1 && m[0] == "0") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitMerges(p)
 
 	const agg = `SELECT COUNT(*), SUM(amount), MAX(LENGTH(payload)) FROM `
 	timeQuery := func(q string) (time.Duration, string) {
@@ -55,7 +50,7 @@ func BenchmarkStreamRead(b *testing.B) {
 	}
 	var streamT, scanT []time.Duration
 	// The server's own timings come from its query log.
-	p.ctx = clickhouse.Context(p.ctx, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+	p.ctx = chstore.WithSettings(p.ctx, clickhouse.Settings{"log_queries": 1})
 	since := time.Now().Add(-time.Second)
 	b.ResetTimer()
 	for i := 0; i < 7; i++ {

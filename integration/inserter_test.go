@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
@@ -64,5 +67,50 @@ func TestInserterAbortThenDelete(t *testing.T) {
 		if n, err := st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE c = %d", table, round)); err != nil || n[0] != "0" {
 			t.Fatalf("round %d: %v rows of the aborted insert after deleting its commit (%v)", round, n, err)
 		}
+	}
+}
+
+// TestOneBlock: an INSERT … SELECT under chstore.OneBlock writes all its
+// rows as one part, however many blocks the SELECT gives (incremental
+// refreshes rely on it: their INSERT is their commit); without it, the same
+// INSERT writes several parts, which readers could see one by one. Its
+// settings add to those already on the context.
+func TestOneBlock(t *testing.T) {
+	st, _, err := openCatalog()
+	if err != nil {
+		t.Skipf("ClickHouse is not reachable: %v", err)
+	}
+	ctx := context.Background()
+	db := "oneblock_" + randID(5)
+	must(t, st.Exec(ctx, "CREATE DATABASE "+chsql.QuoteIdent(db)))
+	defer st.Exec(context.Background(), "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(db))
+	parts := func(table string) string {
+		n, err := st.Strings(ctx, "SELECT count() FROM system.parts WHERE active AND database = "+chsql.QuoteString(db)+" AND table = "+chsql.QuoteString(table))
+		must(t, err)
+		return n[0]
+	}
+	const rows = 3_000_000 // > min_insert_block_size_rows (1,048,576)
+	for _, c := range []struct {
+		table string
+		ctx   context.Context
+		one   bool
+	}{
+		{"plain", ctx, false},
+		{"one", chstore.OneBlock(chstore.WithSettings(ctx, clickhouse.Settings{"log_queries": 1})), true},
+	} {
+		table := chsql.Table(db, c.table)
+		must(t, st.Exec(ctx, "CREATE TABLE "+table+" (k UInt64) ENGINE = MergeTree ORDER BY k"))
+		must(t, st.Exec(ctx, "SYSTEM STOP MERGES "+table))
+		must(t, st.Exec(c.ctx, fmt.Sprintf("INSERT INTO %s (k) SELECT number FROM numbers(%d)", table, rows)))
+		if got := parts(c.table); (got == "1") != c.one {
+			t.Fatalf("%s: %s parts", c.table, got)
+		}
+	}
+	// log_queries, set before OneBlock, held for its INSERT.
+	must(t, st.Exec(ctx, "SYSTEM FLUSH LOGS"))
+	n, err := st.Strings(ctx, "SELECT count() FROM system.query_log WHERE type = 2 AND query LIKE "+chsql.QuoteString("INSERT INTO "+chsql.Table(db, "one")+"%"))
+	must(t, err)
+	if n[0] != "1" {
+		t.Fatalf("the INSERT under OneBlock(WithSettings(log_queries)) is logged %s times, want 1", n[0])
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
+
+	"github.com/lakepipe/lakepipe/internal/chstore"
 )
 
 // TestSecretsNeverShown runs scripts holding a storage connection's secret
@@ -144,7 +146,7 @@ DROP STORAGE CONNECTION %[1]s;
 		conn := "ql_conn_" + s.ID
 		s.dropAtEnd("STORAGE CONNECTION", conn)
 		plain := s.Ctx
-		s.Ctx = clickhouse.Context(plain, clickhouse.WithSettings(clickhouse.Settings{"log_queries": 1}))
+		s.Ctx = chstore.WithSettings(plain, clickhouse.Settings{"log_queries": 1})
 		s.run(fmt.Sprintf(`CREATE STORAGE CONNECTION %s TYPE OSS ENDPOINT = '%s' ACCESS_ID = '%s' ACCESS_KEY = '%s'`, conn, s3Endpoint, accessID, secret))
 		s.run(`DESC CONNECTION ` + conn)
 		s.run(`SHOW CONNECTIONS LIKE '` + conn + `'`)

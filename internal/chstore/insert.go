@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -259,4 +260,31 @@ func (in *Inserter) Abort() {
 	in.pending = 0
 	close(in.send)
 	<-in.done
+}
+
+// OneBlock makes an INSERT … SELECT run under ctx gather all its rows into
+// one block before writing: one part per partition, which appears to
+// readers at once, whole. The rows are held in memory meanwhile, so it is
+// for inserts of bounded size (partial aggregates, one row per group).
+func OneBlock(ctx context.Context) context.Context {
+	const all = 1 << 62
+	return WithSettings(ctx, clickhouse.Settings{"min_insert_block_size_rows": all, "min_insert_block_size_bytes": all})
+}
+
+type settingsKey struct{}
+
+// WithSettings adds ClickHouse settings to the queries run under ctx, on
+// top of those an earlier WithSettings put there (clickhouse.WithSettings
+// alone would replace them).
+func WithSettings(ctx context.Context, settings clickhouse.Settings) context.Context {
+	merged := clickhouse.Settings{}
+	if prev, ok := ctx.Value(settingsKey{}).(clickhouse.Settings); ok {
+		for k, v := range prev {
+			merged[k] = v
+		}
+	}
+	for k, v := range settings {
+		merged[k] = v
+	}
+	return clickhouse.Context(context.WithValue(ctx, settingsKey{}, merged), clickhouse.WithSettings(merged))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,65 +127,129 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 // contents in at once: readers see the old rows or the new, never a half
 // refresh, and a failed refresh leaves the old rows. The outcome is
 // recorded in the refresh history. It is the refresh activity's body too.
+// Refreshes of one table must not overlap (the refresh workflows see to
+// it: workflows.RefreshWorkflowID).
 func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
-	schema := e.cfg.Schema
-	_, _, spec, err := e.dynamicSpec(ctx, sqlparse.ObjectName{Parts: []string{schema, name}})
-	if err != nil {
-		if strings.Contains(err.Error(), "does not exist") {
-			return workflows.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
-		}
-		return workflows.RefreshResult{}, err
+	if res, ok, err := e.refreshCached(ctx, name, trigger); ok {
+		return res, err
 	}
-	return e.refreshDynamicTable(ctx, name, spec, trigger, false)
+	return e.refreshFresh(ctx, name, trigger, false)
 }
 
 // RefreshDynamicTableFull recomputes a dynamic table from all of its
 // source, even where an incremental refresh would do (state included).
 func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
-	_, _, spec, err := e.dynamicSpec(ctx, sqlparse.ObjectName{Parts: []string{e.cfg.Schema, name}})
-	if err != nil {
-		return workflows.RefreshResult{}, err
-	}
-	return e.refreshDynamicTable(ctx, name, spec, trigger, true)
+	return e.refreshFresh(ctx, name, trigger, true)
 }
 
-// refreshDynamicTable refreshes incrementally when it can (forceFull: it
-// rebuilds even so) and records the refresh.
-func (e *Engine) refreshDynamicTable(ctx context.Context, name string, spec catalog.DynamicTableSpec, trigger string, forceFull bool) (workflows.RefreshResult, error) {
+// refreshCached is an incremental refresh by the plan this process made of
+// the table at an earlier refresh: one INSERT, which checks in ClickHouse
+// that the dynamic table's and its source's specs are still those the plan
+// was made from, then the history. ok is false when there is no such plan
+// or the INSERT did not run (a spec changed, or the refresh must be FULL):
+// refreshFresh then reads everything afresh and decides.
+func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ workflows.RefreshResult, ok bool, _ error) {
 	schema := e.cfg.Schema
 	start := time.Now().UTC()
+	var spec catalog.DynamicTableSpec
+	v, found, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	if err != nil || !found || spec.ChangeVersion == 0 {
+		return workflows.RefreshResult{}, false, nil
+	}
+	p := e.plans.get(schema, name, v)
+	if p == nil {
+		return workflows.RefreshResult{}, false, nil
+	}
+	hi := changeReadHorizon()
+	checks := []string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v), catalog.VersionCheck(catalog.KindTable, p.schema, p.table, p.srcVersion)}
+	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
+		e.cat.Forget(catalog.KindDynamicTable, schema, name)
+		e.cat.Forget(catalog.KindTable, p.schema, p.table)
+		return workflows.RefreshResult{}, false, nil
+	}
+	res := workflows.RefreshResult{State: "SUCCEED", Mode: "INCREMENTAL"}
+	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
+		sources: spec.Sources, rows: touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
+}
+
+// refreshFresh refreshes from the catalog as it is now: incrementally when
+// it can (forceFull: it rebuilds even so), and records the refresh.
+func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (workflows.RefreshResult, error) {
+	schema := e.cfg.Schema
+	start := time.Now().UTC()
+	var spec catalog.DynamicTableSpec
+	e.cat.Forget(catalog.KindDynamicTable, schema, name)
+	version, ok, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	switch {
+	case err != nil:
+		return workflows.RefreshResult{}, err
+	case !ok:
+		return workflows.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
+	}
 	var (
-		rows, deleted int64
-		mode, reason  string
-		err           error
+		rows         = "0"
+		deleted      int64
+		mode, reason string
+		state        = chsql.Table(schemas.ChangesDB, stateTable(schema, name))
+		plan, why    = e.incrementalPlan(ctx, spec)
 	)
-	plan, why := e.incrementalPlan(ctx, spec)
 	if plan != nil {
-		var version uint64
-		rows, deleted, mode, reason, version, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
-		if err == nil {
-			spec.ChangeVersion = version
+		e.plans.put(schema, name, version, plan)
+		rows, deleted, mode, reason, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
+		if err == nil && spec.ChangeVersion == 0 {
+			// The state is built: refreshes from now on can be incremental.
+			spec.ChangeVersion = changeReadHorizon()
 			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
 		mode, reason = "FULL", why
-		rows, deleted, err = e.fullRefresh(ctx, schema, name, spec)
+		var n int64
+		n, deleted, err = e.fullRefresh(ctx, schema, name, spec)
+		rows = strconv.FormatInt(n, 10)
+		if err == nil && spec.ChangeVersion != 0 {
+			// No longer incremental (its source stopped tracking changes,
+			// say): the state would miss changes from now on, so it goes,
+			// and an incremental refresh later starts by building it.
+			_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+state)
+			spec.ChangeVersion = 0
+			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+		}
 	}
 	res := workflows.RefreshResult{Mode: mode}
 	if err != nil {
-		res.State, res.Error = "FAILED", err.Error()
+		res.State, res.Error, rows, deleted = "FAILED", err.Error(), "0", 0
 	} else {
-		res.State, res.Rows = "SUCCEED", rows
+		res.State = "SUCCEED"
+		res.Rows, _ = strconv.ParseInt(rows, 10, 64)
 	}
+	return res, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: reason,
+		sources: spec.Sources, rows: rows, deleted: deleted})
+}
+
+// refreshRecord is a row of the refresh history.
+type refreshRecord struct {
+	schema, name, trigger string
+	start                 time.Time
+	result                workflows.RefreshResult
+	reason                string
+	sources               []string
+	rows                  string // SQL counting the rows written: a number or a subquery
+	deleted               int64
+}
+
+// recordRefresh adds a refresh to the history: one INSERT … SELECT, which
+// also counts the rows written when that takes a query.
+func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
 	end := time.Now().UTC()
-	herr := e.st.InsertRows(ctx, schemas.SystemDB, "refresh_history",
-		[]string{"schema", "name", "refresh_id", "trigger", "state", "refresh_mode", "mode_reason", "start_time", "end_time", "duration_ms", "source_tables", "rows_inserted", "rows_deleted", "error_message"},
-		[][]any{{schema, name, refreshID(start), trigger, res.State, mode, reason, start, end, uint64(end.Sub(start).Milliseconds()),
-			strings.Join(spec.Sources, ","), uint64(rows), uint64(deleted), res.Error}})
-	if herr != nil {
-		return res, fmt.Errorf("record refresh of %s: %w", display(schema, name), herr)
+	q := "INSERT INTO lakepipe.refresh_history (schema, name, refresh_id, trigger, state, refresh_mode, mode_reason, start_time, end_time, duration_ms, source_tables, rows_inserted, rows_deleted, error_message) SELECT " +
+		strings.Join([]string{chsql.QuoteString(r.schema), chsql.QuoteString(r.name), chsql.QuoteString(refreshID(r.start)), chsql.QuoteString(r.trigger),
+			chsql.QuoteString(r.result.State), chsql.QuoteString(r.result.Mode), chsql.QuoteString(r.reason),
+			fmt.Sprintf("toDateTime(%d)", r.start.Unix()), fmt.Sprintf("toDateTime(%d)", end.Unix()), fmt.Sprintf("toUInt64(%d)", end.Sub(r.start).Milliseconds()),
+			chsql.QuoteString(strings.Join(r.sources, ",")), "toUInt64(" + r.rows + ")", fmt.Sprintf("toUInt64(%d)", r.deleted), chsql.QuoteString(r.result.Error)}, ", ")
+	if err := e.st.Exec(ctx, q); err != nil {
+		return fmt.Errorf("record refresh of %s: %w", display(r.schema, r.name), err)
 	}
-	return res, nil
+	return nil
 }
 
 // refreshID names a refresh; its first 16 hex digits are its start in
@@ -273,6 +338,10 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 	// The interval counts from this refresh, as the seeds say.
 	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
 	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
+	if res.Mode == "INCREMENTAL" {
+		// The history counts the groups it wrote.
+		msg = fmt.Sprintf("dynamic table %s refreshed (INCREMENTAL): the new rows were merged into the groups they touch", display(schema, name))
+	}
 	if n > 1 {
 		up := make([]string, n-1)
 		for i, st := range out.Refreshes[:n-1] {
