@@ -171,13 +171,8 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
 	}
 	if len(s.From) > 0 {
 		b.WriteString(" FROM ")
-		for i, f := range s.From {
-			if i > 0 {
-				b.WriteString(" CROSS JOIN ")
-			}
-			if err := t.tableRef(b, f); err != nil {
-				return err
-			}
+		if err := t.from(b, s.From); err != nil {
+			return err
 		}
 	}
 	if s.Where != nil {
@@ -200,6 +195,27 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
 	if s.Having != nil {
 		b.WriteString(" HAVING ")
 		if err := t.expr(b, s.Having); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// From translates the sources of a FROM clause (without the keyword).
+func (t *Translator) From(refs []sqlparse.TableRef) (string, error) {
+	var b strings.Builder
+	if err := t.from(&b, refs); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+func (t *Translator) from(b *strings.Builder, refs []sqlparse.TableRef) error {
+	for i, f := range refs {
+		if i > 0 {
+			b.WriteString(" CROSS JOIN ")
+		}
+		if err := t.tableRef(b, f); err != nil {
 			return err
 		}
 	}

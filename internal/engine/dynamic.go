@@ -161,15 +161,17 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ wor
 		return workflows.RefreshResult{}, false, nil
 	}
 	hi := changeReadHorizon()
-	checks := []string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v), catalog.VersionCheck(catalog.KindTable, p.schema, p.table, p.srcVersion)}
+	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
 	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
 		e.cat.Forget(catalog.KindDynamicTable, schema, name)
-		e.cat.Forget(catalog.KindTable, p.schema, p.table)
+		for _, src := range append(append([]incSource(nil), p.sources...), p.dims...) {
+			e.cat.Forget(catalog.KindTable, src.schema, src.table)
+		}
 		return workflows.RefreshResult{}, false, nil
 	}
 	res := workflows.RefreshResult{State: "SUCCEED", Mode: "INCREMENTAL"}
 	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
-		sources: spec.Sources, rows: touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
+		sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
 }
 
 // refreshFresh refreshes from the catalog as it is now: incrementally when
@@ -284,11 +286,14 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 
 // refreshModeOf says which mode the next refresh will use and why.
 func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (string, string) {
-	if plan, why := e.incrementalPlan(ctx, spec); plan == nil {
+	plan, why := e.incrementalPlan(ctx, spec)
+	switch {
+	case plan == nil:
 		return "FULL", why
-	}
-	if spec.ChangeVersion == 0 {
-		return "FULL", "first refresh: the state of the summary is built"
+	case spec.ChangeVersion == 0:
+		return "FULL", "first refresh: the state of the dynamic table is built"
+	case plan.appendRows:
+		return "INCREMENTAL", "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}
 	return "INCREMENTAL", "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
 }

@@ -37,6 +37,15 @@ import (
 // present when change tracking was turned on (the BASELINE commits) and
 // every INSERT commit registered since.
 //
+// Queries whose rows each come from one row of a changing table
+// (projections and filters of it, its INNER or LEFT joins with dimension
+// tables, UNION ALL of those: planAppend) keep their rows in the state
+// instead, a MergeTree ordered by (_lp_marker, _lp_upto): each refresh
+// INSERTs the rows its new source rows give plus one marker row carrying
+// the version, in one part; the view hides the markers. Summaries may read
+// such a join too (planAggregate). A dimension table that changed since the
+// state's version fails the INSERT (throwIf) and makes the refresh FULL.
+//
 // Refreshes of one table must not overlap (two from the same version
 // would both add the same rows): the refresh workflows run them one at a
 // time (workflows.RefreshWorkflowID).
@@ -48,49 +57,177 @@ type incAgg struct {
 	alias string
 }
 
-// incPlan is a summary query reduced to what incremental refresh needs.
+// incPlan is a dynamic table's query reduced to what incremental refresh
+// needs. Its first changing table is schema.table; an aggregate plan has
+// only that one, an append plan one per UNION ALL branch.
 type incPlan struct {
 	schema, table string
-	srcVersion    uint64   // catalog version of the source's spec it was made from
-	in            string   // " IN " or, in cluster mode, " GLOBAL IN "
-	where         string   // translated, "" for none
-	keys          []string // translated group keys
-	keyNames      []string // their column names in the dynamic table
-	aggs          []incAgg
-	order         []int // per select item: key index, or -(agg index)-1
+	srcVersion    uint64      // catalog version of the source's spec it was made from
+	sources       []incSource // the changing tables: their new rows are what a refresh adds
+	dims          []incSource // tables joined to them: any change makes the refresh FULL
+	in            string      // " IN " or, in cluster mode, " GLOBAL IN "
+
+	// Aggregate plans (GROUP BY).
+	from     string   // translated FROM with deltaToken(0) for the changing table's rows; "" for a plain table
+	where    string   // translated, "" for none
+	keys     []string // translated group keys
+	keyNames []string // their column names in the dynamic table
+	aggs     []incAgg
+	order    []int // per select item: key index, or -(agg index)-1
+
+	// Append plans (rows of the query appended as their source rows come).
+	appendRows bool
+	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
+	cols       []string // the state's columns before _lp_marker and _lp_upto, once known
+}
+
+// incSource is a table a plan reads, with the catalog version of its spec
+// the plan was made from.
+type incSource struct {
+	schema, table string
+	version       uint64
+}
+
+// deltaToken stands, in a plan's translated SQL, for the condition that
+// picks the rows of sources[i] a refresh reads; a NUL cannot appear in
+// translated SQL otherwise (quoting escapes it).
+func deltaToken(i int) string { return "\x00lp" + strconv.Itoa(i) + "\x00" }
+
+// render puts the conditions cond gives for each changing table into sql.
+func (p *incPlan) render(sql string, cond func(src incSource) string) string {
+	for i, src := range p.sources {
+		sql = strings.ReplaceAll(sql, deltaToken(i), cond(src))
+	}
+	return sql
 }
 
 // planIncremental analyses a dynamic table's query; reason says why it
 // cannot be refreshed incrementally when the plan is nil.
 func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
-	sel, ok := q.Body.(*sqlparse.Select)
-	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
-		return nil, "only a single SELECT … GROUP BY (no UNION, WITH, ORDER BY or LIMIT) is refreshed incrementally in this release"
+	if len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
+		return nil, "the query has WITH, ORDER BY or LIMIT, which are not refreshed incrementally"
 	}
-	if len(sel.From) != 1 || sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
-		return nil, "only GROUP BY summaries of one table (no JOIN, HAVING or DISTINCT) are refreshed incrementally in this release"
+	if sel, ok := q.Body.(*sqlparse.Select); ok && (len(sel.GroupBy) > 0 || hasAggregate(sel)) {
+		return e.planAggregate(ctx, sel)
 	}
-	tn, ok := sel.From[0].(*sqlparse.TableName)
-	if !ok {
-		return nil, "the query reads a subquery or a table function"
+	return e.planAppend(ctx, q)
+}
+
+// incFrom analyses the FROM clause of an incremental query: one table
+// that tracks changes, its rows the changing ones, with tables joined to it
+// (INNER or LEFT JOIN, it on the left) as dimensions, which must track
+// changes too. sess translates the clause with the changing table's rows
+// picked by deltaToken(token).
+func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []sqlparse.TableRef) (string, string) {
+	if len(from) != 1 {
+		return "", "it reads several tables without JOIN … ON"
 	}
-	schema, table, err := e.qualify(tn.Name)
+	var leaves []*sqlparse.TableName
+	var walk func(r sqlparse.TableRef, left bool) string
+	walk = func(r sqlparse.TableRef, left bool) string {
+		switch r := r.(type) {
+		case *sqlparse.TableName:
+			leaves = append(leaves, r)
+			return ""
+		case *sqlparse.JoinRef:
+			if k := strings.ToUpper(r.Kind); k != "" && k != "INNER" && k != "LEFT" {
+				return "it has a " + k + " JOIN (INNER and LEFT JOINs of a changing table with dimension tables are refreshed incrementally)"
+			}
+			if _, ok := r.Right.(*sqlparse.TableName); !ok {
+				return "it joins a subquery or a nested join"
+			}
+			if r.On != nil && containsQuery(r.On) {
+				return "its JOIN condition has a subquery"
+			}
+			if why := walk(r.Left, true); why != "" {
+				return why
+			}
+			return walk(r.Right, false)
+		}
+		return "the query reads a subquery or a table function"
+	}
+	if why := walk(from[0], true); why != "" {
+		return "", why
+	}
+	read := make([]incSource, len(leaves))
+	for i, l := range leaves {
+		schema, table, err := e.qualify(l.Name)
+		if err != nil {
+			return "", err.Error()
+		}
+		// Read afresh, with its version: refreshes by a cached plan check it.
+		var spec catalog.TableSpec
+		e.cat.Forget(catalog.KindTable, schema, table)
+		v, ok, err := e.cat.GetCached(ctx, catalog.KindTable, schema, table, &spec)
+		if err != nil || !ok {
+			return "", "its source " + display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
+		}
+		if !tracked(spec) {
+			return "", "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
+		}
+		for _, o := range read[:i] {
+			if o.schema == schema && o.table == table {
+				return "", "it reads " + display(schema, table) + " twice"
+			}
+		}
+		read[i] = incSource{schema, table, v}
+	}
+	token := -1
+	for i, src := range p.sources {
+		if src.schema == read[0].schema && src.table == read[0].table {
+			token = i
+		}
+	}
+	if token < 0 {
+		token = len(p.sources)
+		p.sources = append(p.sources, read[0])
+	}
+	p.dims = append(p.dims, read[1:]...)
+	changing := read[0]
+	tableRef := sess.tr.Table
+	defer func() { sess.tr.Table = tableRef }()
+	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
+		if schema, table, err := e.qualify(n); err == nil && schema == changing.schema && table == changing.table {
+			return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(token) + ")", nil
+		}
+		return tableRef(n)
+	}
+	text, err := sess.tr.From(from)
 	if err != nil {
-		return nil, err.Error()
+		return "", err.Error()
 	}
-	// Read afresh, with its version: refreshes by a cached plan check it.
-	var tspec catalog.TableSpec
-	e.cat.Forget(catalog.KindTable, schema, table)
-	srcVersion, ok, err := e.cat.GetCached(ctx, catalog.KindTable, schema, table, &tspec)
-	if err != nil || !ok {
-		return nil, "its source is not a table lakepipe keeps (a dynamic table or a stream)"
+	return text, ""
+}
+
+// crossCheck rejects plans whose changing tables are dimensions too.
+func (p *incPlan) crossCheck() string {
+	for _, d := range p.dims {
+		for _, s := range p.sources {
+			if d == s || (d.schema == s.schema && d.table == s.table) {
+				return display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
+			}
+		}
 	}
-	if !tracked(tspec) {
-		return nil, "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
+	return ""
+}
+
+// planAggregate plans a GROUP BY summary.
+func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incPlan, string) {
+	if sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
+		return nil, "only GROUP BY summaries (no HAVING or DISTINCT, no aggregate without GROUP BY) are refreshed incrementally in this release"
 	}
-	sess := e.WithSchema(schema).session(ctx)
+	sess := e.session(ctx)
 	defer sess.close()
-	p := &incPlan{schema: schema, table: table, srcVersion: srcVersion, in: e.globalIn()}
+	p := &incPlan{in: e.globalIn()}
+	from, why := e.incFrom(ctx, sess, p, sel.From)
+	if why != "" {
+		return nil, why
+	}
+	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
+	if len(p.dims) > 0 {
+		p.from = from
+	}
+	var err error
 	if sel.Where != nil {
 		if containsQuery(sel.Where) {
 			return nil, "its WHERE has a subquery"
@@ -202,7 +339,7 @@ func (p *incPlan) stateColumns() string {
 // stateSelect aggregates the source rows cond picks (a PREWHERE, as in
 // change queries) into state rows that bring the state to version upto;
 // checks are conditions the statement must pass to read anything.
-func (p *incPlan) stateSelect(cond string, upto uint64, checks []string) string {
+func (p *incPlan) stateSelect(cond func(incSource) string, upto uint64, checks []string) string {
 	cols := make([]string, 0, len(p.keys)+len(p.aggs)+1)
 	for i, k := range p.keys {
 		cols = append(cols, k+" AS "+chsql.QuoteIdent(fmt.Sprintf("k%d", i)))
@@ -211,7 +348,12 @@ func (p *incPlan) stateSelect(cond string, upto uint64, checks []string) string 
 		cols = append(cols, a.fn+"State("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
 	}
 	cols = append(cols, "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto")
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + chsql.Table(p.schema, p.table) + " PREWHERE " + cond
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM "
+	if p.from != "" {
+		q += p.render(p.from, cond)
+	} else {
+		q += chsql.Table(p.schema, p.table) + " PREWHERE " + cond(p.sources[0])
+	}
 	where := checks
 	if p.where != "" {
 		where = append([]string{"(" + p.where + ")"}, checks...)
@@ -238,6 +380,13 @@ func (p *incPlan) stateOrderBy() string {
 // viewSelect is the dynamic table as a view of its state: each group's
 // partial aggregates merged.
 func (p *incPlan) viewSelect(state string) string {
+	if p.appendRows {
+		cols := make([]string, len(p.cols))
+		for i, c := range p.cols {
+			cols[i] = chsql.QuoteIdent(c)
+		}
+		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0"
+	}
 	cols := make([]string, 0, len(p.order))
 	for _, o := range p.order {
 		if o >= 0 {
@@ -254,38 +403,85 @@ func (p *incPlan) viewSelect(state string) string {
 	return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " GROUP BY " + strings.Join(groups, ", ")
 }
 
-// committedUpTo is the condition on _lp_commit selecting the rows of
-// commits registered at or below version hi (baseline included).
-func (p *incPlan) committedUpTo(hi uint64) string {
-	return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
-		chsql.QuoteString(p.schema), chsql.QuoteString(p.table), hi)
+// committedUpTo is the condition on _lp_commit selecting the rows of a
+// source's commits registered at or below version hi (baseline included).
+func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
+	return func(src incSource) string {
+		return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
+			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), hi)
+	}
 }
 
-// newCommits is the condition on _lp_commit selecting the rows of the
-// commits after the state's version, up to hi. A commit in that range that
-// deleted or updated rows fails the statement (throwIf): only a FULL
-// refresh can take it.
-func (p *incPlan) newCommits(state string, hi uint64) string {
-	return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
-		"AND version > (SELECT maxMerge(_lp_upto) FROM %s) AND version <= %d) WHERE throwIf(kind != %s) = 0)",
-		chsql.QuoteString(p.schema), chsql.QuoteString(p.table), state, hi, chsql.QuoteString(commitInsert))
+// stateVersion is SQL reading the version a state brings its dynamic table
+// to.
+func (p *incPlan) stateVersion(state string) string {
+	if p.appendRows {
+		return "(SELECT max(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1)"
+	}
+	return "(SELECT maxMerge(_lp_upto) FROM " + state + ")"
 }
 
-// touched counts the groups of the state that the refresh to version hi
-// wrote (new or changed).
-func touched(state string, hi uint64) string {
+// newCommits is the condition on _lp_commit selecting the rows of a
+// source's commits after the state's version, up to hi. A commit in that
+// range that deleted or updated rows fails the statement (throwIf): only a
+// FULL refresh can take it.
+func (p *incPlan) newCommits(state string, hi uint64) func(incSource) string {
+	return func(src incSource) string {
+		return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
+			"AND version > %s AND version <= %d) WHERE throwIf(kind != %s) = 0)",
+			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), p.stateVersion(state), hi, chsql.QuoteString(commitInsert))
+	}
+}
+
+// dimChecks are conditions failing (throwIf) a refresh after which a
+// dimension table changed: only a FULL refresh can take that.
+func (p *incPlan) dimChecks(state string, hi uint64) []string {
+	var out []string
+	for _, d := range p.dims {
+		out = append(out, fmt.Sprintf("throwIf((SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %s AND version <= %d) != 0) = 0",
+			chsql.QuoteString(d.schema), chsql.QuoteString(d.table), p.stateVersion(state), hi))
+	}
+	return out
+}
+
+// touched counts the rows of the state that the refresh to version hi
+// wrote: groups (new or changed), or rows appended.
+func (p *incPlan) touched(state string, hi uint64) string {
+	if p.appendRows {
+		return fmt.Sprintf("(SELECT count() FROM %s PREWHERE _lp_marker = 0 AND _lp_upto = %d)", state, hi)
+	}
 	return fmt.Sprintf("(SELECT count() FROM %s WHERE finalizeAggregation(_lp_upto) = %d)", state, hi)
 }
 
-// incrementalDelta aggregates the rows committed after the state's version,
-// up to hi, into the state: one INSERT writing one part, so the new partial
-// aggregates and the version they bring the state to appear together, to
-// the dynamic table's readers too (a view of the state). It reads its
-// starting version in the same statement, so running it twice adds
-// nothing the second time. checks must hold for it to run.
+// incrementalDelta adds to the state what the rows committed after its
+// version, up to hi, bring: one INSERT writing one part, so the new rows
+// (or partial aggregates) and the version they bring the state to appear
+// together, to the dynamic table's readers too (a view of the state). It
+// reads its starting version in the same statement, so running it twice
+// adds nothing the second time. checks must hold for it to run.
 func (e *Engine) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
 	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
-	return e.st.Exec(chstore.OneBlock(ctx), "INSERT INTO "+state+" ("+p.stateColumns()+") "+p.stateSelect(p.newCommits(state, hi), hi, checks))
+	checks = append(p.dimChecks(state, hi), checks...)
+	if !p.appendRows {
+		return e.st.Exec(chstore.OneBlock(ctx), "INSERT INTO "+state+" ("+p.stateColumns()+") "+p.stateSelect(p.newCommits(state, hi), hi, checks))
+	}
+	if len(p.cols) == 0 {
+		return fmt.Errorf("dynamic table %s: the columns of its state are not known", display(schema, name))
+	}
+	cols := make([]string, len(p.cols))
+	anys := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		cols[i] = chsql.QuoteIdent(c)
+		anys[i] = "any(" + cols[i] + ")"
+	}
+	upto := strconv.FormatUint(hi, 10)
+	q := "INSERT INTO " + state + " (" + strings.Join(cols, ", ") + ", _lp_marker, _lp_upto) SELECT *, toUInt8(0), toUInt64(" + upto + ") FROM (" + p.render(p.body, p.newCommits(state, hi)) + ")"
+	if len(checks) > 0 {
+		q += " WHERE " + strings.Join(checks, " AND ")
+	}
+	// The marker row: the version, even when no row came.
+	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0"
+	return e.st.Exec(chstore.OneBlock(ctx), q)
 }
 
 // incrementalFull rebuilds a summary's state from the rows of commits up
@@ -297,12 +493,15 @@ func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *in
 	}
 	deleted = e.rowCount(ctx, chsql.Table(schema, name))
 	fresh := stateTable(schema, name) + "__new_" + newLoadID()
-	if err := e.st.Exec(ctx, "CREATE TABLE "+chsql.Table(schemas.ChangesDB, fresh)+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+
-		" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil)); err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, fresh))
+	freshTable := chsql.Table(schemas.ChangesDB, fresh)
+	if err := e.buildState(ctx, p, freshTable, hi); err != nil {
+		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+freshTable)
 		return 0, 0, queryError(err)
 	}
-	rows = e.rowCount(ctx, chsql.Table(schemas.ChangesDB, fresh))
+	rows = e.rowCount(ctx, freshTable)
+	if p.appendRows {
+		rows-- // the marker
+	}
 	if err := e.swapNames(ctx, schemas.ChangesDB, stateTable(schema, name), fresh); err != nil {
 		return 0, 0, err
 	}
@@ -314,6 +513,38 @@ func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *in
 		return 0, 0, queryError(err)
 	}
 	return rows, deleted, e.swapNames(ctx, schema, name, view)
+}
+
+// buildState creates table as a summary's state holding the rows of
+// commits up to hi.
+func (e *Engine) buildState(ctx context.Context, p *incPlan, table string, hi uint64) error {
+	if !p.appendRows {
+		return e.st.Exec(ctx, "CREATE TABLE "+table+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil))
+	}
+	upto := strconv.FormatUint(hi, 10)
+	if err := e.st.Exec(ctx, "CREATE TABLE "+table+" ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64("+upto+") AS _lp_upto FROM ("+
+		p.render(p.body, p.committedUpTo(hi))+")"); err != nil {
+		return err
+	}
+	if err := e.st.Exec(ctx, "INSERT INTO "+table+" (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64("+upto+")"); err != nil {
+		return err
+	}
+	return e.appendColumns(ctx, p, table)
+}
+
+// appendColumns learns the columns of an append plan's state.
+func (e *Engine) appendColumns(ctx context.Context, p *incPlan, table string) error {
+	res, err := e.st.Query(ctx, "SELECT * FROM "+table+" LIMIT 0")
+	if err != nil {
+		return err
+	}
+	p.cols = nil
+	for _, c := range res.Columns {
+		if c != "_lp_marker" && c != "_lp_upto" {
+			p.cols = append(p.cols, c)
+		}
+	}
+	return nil
 }
 
 // rowCount counts a table's rows; 0 when it cannot (no such table yet).
@@ -392,13 +623,23 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 	case forceFull:
 		reason = "a full refresh was asked for"
 	default:
-		err := e.incrementalDelta(ctx, schema, name, p, hi, nil)
+		err := error(nil)
+		if p.appendRows && len(p.cols) == 0 {
+			err = e.appendColumns(ctx, p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
+		}
 		if err == nil {
-			return touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, "INCREMENTAL", p.deltaReason(), nil
+			err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
+		}
+		if err == nil {
+			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, "INCREMENTAL", p.deltaReason(), nil
 		}
 		switch {
 		case chstore.IsCode(err, chstore.CodeThrowIf):
-			reason = "rows of " + display(p.schema, p.table) + " were deleted or updated since the last refresh: the summary is recomputed"
+			reason = "rows of " + p.sourceNames() + " were deleted or updated since the last refresh"
+			if len(p.dims) > 0 {
+				reason += ", or a table joined to them changed"
+			}
+			reason += ": the dynamic table is recomputed"
 		case chstore.IsCode(err, chstore.CodeUnknownTable):
 			reason = "the summary's state was missing, so it was rebuilt"
 		default:
@@ -411,7 +652,29 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 
 // deltaReason is the history's reason for an incremental refresh.
 func (p *incPlan) deltaReason() string {
-	return "rows committed to " + display(p.schema, p.table) + " since the last refresh were aggregated into the groups they touch"
+	if p.appendRows {
+		return "the rows committed to " + p.sourceNames() + " since the last refresh were added"
+	}
+	return "rows committed to " + p.sourceNames() + " since the last refresh were aggregated into the groups they touch"
+}
+
+// sourceNames lists the changing tables.
+func (p *incPlan) sourceNames() string {
+	names := make([]string, len(p.sources))
+	for i, s := range p.sources {
+		names[i] = display(s.schema, s.table)
+	}
+	return strings.Join(names, ", ")
+}
+
+// versionChecks are the catalog version checks of everything a cached
+// plan was made from, besides the dynamic table's own spec.
+func (p *incPlan) versionChecks() []string {
+	var out []string
+	for _, s := range append(append([]incSource(nil), p.sources...), p.dims...) {
+		out = append(out, catalog.VersionCheck(catalog.KindTable, s.schema, s.table, s.version))
+	}
+	return out
 }
 
 // planCache keeps, per dynamic table, the plan this process made at its
@@ -444,4 +707,147 @@ func (c *planCache) put(schema, name string, version uint64, p *incPlan) {
 		c.plans = map[string]cachedPlan{}
 	}
 	c.plans[schema+"."+name] = cachedPlan{version, p}
+}
+
+// aggregateNames are the aggregate functions a dynamic table's query may
+// call (lower case): a query calling one is planned as a summary.
+var aggregateNames = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true, "stddev": true, "variance": true,
+	"any_value": true, "approx_count_distinct": true, "uniq": true, "uniqexact": true, "grouparray": true,
+	"any": true, "anylast": true, "argmin": true, "argmax": true, "median": true, "count_if": true,
+}
+
+// perRowFuncs are the functions (lower case) known to give, for one row,
+// one value that depends on that row only: a query calling only these has
+// rows that each come from one source row, and can be appended to as new
+// rows come. Others (now(), rand(), aggregates, window functions, any not
+// listed) make the refresh FULL.
+var perRowFuncs = map[string]bool{
+	"upper": true, "lower": true, "length": true, "char_length": true, "substr": true, "substring": true,
+	"concat": true, "coalesce": true, "ifnull": true, "nvl": true, "nullif": true, "if": true, "iff": true,
+	"abs": true, "round": true, "floor": true, "ceil": true, "to_date": true, "date": true, "to_timestamp": true,
+	"year": true, "month": true, "day": true, "dayofmonth": true, "hour": true, "minute": true, "second": true,
+	"trim": true, "ltrim": true, "rtrim": true, "replace": true, "split": true, "md5": true,
+	"todate": true, "todatetime": true, "tostring": true, "toint64": true, "toyear": true, "tomonth": true,
+	"tostartofday": true, "tostartofhour": true, "parse_json": true, "to_json": true, "json": true,
+}
+
+// hasAggregate reports whether a SELECT calls an aggregate function.
+func hasAggregate(sel *sqlparse.Select) bool {
+	found := false
+	for _, it := range sel.Items {
+		sqlparse.Inspect(it.Expr, func(n any) bool {
+			if f, ok := n.(*sqlparse.FuncCall); ok && aggregateNames[strings.ToLower(f.Name)] {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// perRow says why a SELECT's rows do not each come from one source row
+// ("" when they do).
+func perRow(sel *sqlparse.Select) string {
+	if sel.Distinct || sel.Having != nil || len(sel.GroupBy) > 0 {
+		return "it has DISTINCT, GROUP BY or HAVING"
+	}
+	why := ""
+	check := func(x sqlparse.Expr) {
+		sqlparse.Inspect(x, func(n any) bool {
+			switch n := n.(type) {
+			case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+				why = "it has a subquery"
+			case *sqlparse.InExpr:
+				if n.Query != nil {
+					why = "it has a subquery"
+				}
+			case *sqlparse.FuncCall:
+				if n.Over != nil || !perRowFuncs[strings.ToLower(n.Name)] {
+					why = "function " + strings.ToUpper(n.Name) + " is not known to give one value per row (it may aggregate, or change with time)"
+				}
+			}
+			return why == ""
+		})
+	}
+	for _, it := range sel.Items {
+		if !it.Star {
+			check(it.Expr)
+		}
+	}
+	if sel.Where != nil {
+		check(sel.Where)
+	}
+	var joins func(r sqlparse.TableRef)
+	joins = func(r sqlparse.TableRef) {
+		if j, ok := r.(*sqlparse.JoinRef); ok {
+			joins(j.Left)
+			if j.On != nil {
+				check(j.On)
+			}
+		}
+	}
+	for _, f := range sel.From {
+		joins(f)
+	}
+	return why
+}
+
+// planAppend plans a query whose rows each come from one row of a changing
+// table (projections and filters of it, joins of it with dimension tables,
+// UNION ALL of those): a refresh appends the rows its new source rows give.
+func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+	var selects []*sqlparse.Select
+	var walk func(b sqlparse.SetExpr) string
+	walk = func(b sqlparse.SetExpr) string {
+		switch x := b.(type) {
+		case *sqlparse.Select:
+			selects = append(selects, x)
+			return ""
+		case *sqlparse.SetOp:
+			if x.Op != "UNION" || !x.All {
+				return "it has " + x.Op + " (UNION ALL is refreshed incrementally)"
+			}
+			if why := walk(x.Left); why != "" {
+				return why
+			}
+			return walk(x.Right)
+		}
+		return "it has a nested query with ORDER BY or LIMIT"
+	}
+	if why := walk(q.Body); why != "" {
+		return nil, why
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	p := &incPlan{appendRows: true, in: e.globalIn()}
+	for _, sel := range selects {
+		if why := perRow(sel); why != "" {
+			return nil, why
+		}
+		if _, why := e.incFrom(ctx, sess, p, sel.From); why != "" {
+			return nil, why
+		}
+	}
+	if why := p.crossCheck(); why != "" {
+		return nil, why
+	}
+	tableRef := sess.tr.Table
+	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
+		if schema, table, err := e.qualify(n); err == nil {
+			for i, src := range p.sources {
+				if src.schema == schema && src.table == table {
+					return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
+				}
+			}
+		}
+		return tableRef(n)
+	}
+	body, err := sess.tr.Query(q)
+	if err != nil {
+		return nil, err.Error()
+	}
+	p.body = body
+	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
+	return p, ""
 }
