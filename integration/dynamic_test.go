@@ -418,7 +418,7 @@ func TestDynamicTableIncrementalRowsProperty(t *testing.T) {
 	}
 	// What stays FULL says why.
 	for q, why := range map[string]string{
-		`SELECT k, now() AS t FROM ev`:                      "NOW",
+		`SELECT k, now() AS t FROM ev`:                       "NOW",
 		`SELECT DISTINCT k FROM ev`:                          "DISTINCT",
 		`SELECT e.k FROM ev e JOIN ev f ON e.k = f.k`:        "twice",
 		`SELECT k FROM ev UNION ALL SELECT k FROM dim`:       "",
