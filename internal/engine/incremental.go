@@ -123,8 +123,8 @@ func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []
 		return "", "it reads several tables without JOIN … ON"
 	}
 	var leaves []*sqlparse.TableName
-	var walk func(r sqlparse.TableRef, left bool) string
-	walk = func(r sqlparse.TableRef, left bool) string {
+	var walk func(r sqlparse.TableRef) string
+	walk = func(r sqlparse.TableRef) string {
 		switch r := r.(type) {
 		case *sqlparse.TableName:
 			leaves = append(leaves, r)
@@ -139,14 +139,14 @@ func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []
 			if r.On != nil && containsQuery(r.On) {
 				return "its JOIN condition has a subquery"
 			}
-			if why := walk(r.Left, true); why != "" {
+			if why := walk(r.Left); why != "" {
 				return why
 			}
-			return walk(r.Right, false)
+			return walk(r.Right)
 		}
 		return "the query reads a subquery or a table function"
 	}
-	if why := walk(from[0], true); why != "" {
+	if why := walk(from[0]); why != "" {
 		return "", why
 	}
 	read := make([]incSource, len(leaves))
@@ -203,7 +203,7 @@ func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []
 func (p *incPlan) crossCheck() string {
 	for _, d := range p.dims {
 		for _, s := range p.sources {
-			if d == s || (d.schema == s.schema && d.table == s.table) {
+			if d.schema == s.schema && d.table == s.table {
 				return display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
 			}
 		}
