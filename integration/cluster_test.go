@@ -237,10 +237,15 @@ func TestClusterPipes(t *testing.T) {
 	s.run(`ALTER TABLE t0 SET PROPERTIES ('change_tracking' = 'true')`)
 	s.run(`CREATE DYNAMIC TABLE per_pipe REFRESH INTERVAL 1 HOUR AS SELECT pipe, COUNT(*) AS n FROM t0 GROUP BY pipe`)
 	s.dropAtEnd("DYNAMIC TABLE", "per_pipe")
+	// And one of rows (a filter), appended to as rows come.
+	s.run(`CREATE DYNAMIC TABLE big_ids REFRESH INTERVAL 1 HOUR AS SELECT id, pipe FROM t0 WHERE id >= 999990`)
+	s.dropAtEnd("DYNAMIC TABLE", "big_ids")
 	s.run(`INSERT INTO t0 VALUES (999999, 0, 'extra')`)
 	time.Sleep(2500 * time.Millisecond) // changes are readable 2 s after their commit
 	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE per_pipe`).Message, "INCREMENTAL")
 	wantRows(t, "per_pipe", s.run(`SELECT pipe, n FROM per_pipe ORDER BY pipe`), "0|1001", "10|1000", "20|1000", "30|1000", "40|1000")
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE big_ids`).Message, "INCREMENTAL")
+	wantRows(t, "big_ids", s.run(`SELECT id, pipe FROM big_ids`), "999999|0")
 
 	// Every file recorded LOADED once, none left in the volumes.
 	res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
