@@ -326,6 +326,17 @@ func TestDynamicTableTrackingOffAndOn(t *testing.T) {
 	refresh("FULL")
 	s.run(`INSERT INTO visits VALUES ('d'), ('b')`)
 	refresh("INCREMENTAL")
+	// The history counts the groups each incremental refresh wrote, and
+	// says so when there was nothing new.
+	refresh("INCREMENTAL")
+	h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'per_site'`)
+	rows := table(h)
+	if got := rows[0][column(t, h, "mode_reason")] + "|" + rows[0][column(t, h, "rows_inserted")]; got != "no new rows since the last refresh|0" {
+		t.Fatalf("the last refresh's history: %s\n%s", got, rowsText(h))
+	}
+	if got := rows[1][column(t, h, "rows_inserted")]; got != "2" {
+		t.Fatalf("the refresh adding rows of two groups wrote %s groups:\n%s", got, rowsText(h))
+	}
 }
 
 // TestDynamicTableIncrementalRowsProperty: the queries besides GROUP BY

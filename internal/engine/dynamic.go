@@ -171,7 +171,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ wor
 	}
 	res := workflows.RefreshResult{State: "SUCCEED", Mode: "INCREMENTAL"}
 	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
-		sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
+		idle: noNewRows, sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
 }
 
 // refreshFresh refreshes from the catalog as it is now: incrementally when
@@ -224,9 +224,17 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		res.State = "SUCCEED"
 		res.Rows, _ = strconv.ParseInt(rows, 10, 64)
 	}
+	idle := ""
+	if mode == "INCREMENTAL" {
+		idle = noNewRows
+	}
 	return res, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: reason,
-		sources: spec.Sources, rows: rows, deleted: deleted})
+		idle: idle, sources: spec.Sources, rows: rows, deleted: deleted})
 }
+
+// noNewRows is the history's reason for an incremental refresh that had
+// nothing to add.
+const noNewRows = "no new rows since the last refresh"
 
 // refreshRecord is a row of the refresh history.
 type refreshRecord struct {
@@ -237,17 +245,23 @@ type refreshRecord struct {
 	sources               []string
 	rows                  string // SQL counting the rows written: a number or a subquery
 	deleted               int64
+	idle                  string // the reason when no row was written, if another than reason
 }
 
 // recordRefresh adds a refresh to the history: one INSERT … SELECT, which
 // also counts the rows written when that takes a query.
 func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
 	end := time.Now().UTC()
+	reason := chsql.QuoteString(r.reason)
+	if r.idle != "" {
+		reason = "if(_lp_rows = 0, " + chsql.QuoteString(r.idle) + ", " + reason + ")"
+	}
 	q := "INSERT INTO lakepipe.refresh_history (schema, name, refresh_id, trigger, state, refresh_mode, mode_reason, start_time, end_time, duration_ms, source_tables, rows_inserted, rows_deleted, error_message) SELECT " +
 		strings.Join([]string{chsql.QuoteString(r.schema), chsql.QuoteString(r.name), chsql.QuoteString(refreshID(r.start)), chsql.QuoteString(r.trigger),
-			chsql.QuoteString(r.result.State), chsql.QuoteString(r.result.Mode), chsql.QuoteString(r.reason),
+			chsql.QuoteString(r.result.State), chsql.QuoteString(r.result.Mode), reason,
 			fmt.Sprintf("toDateTime(%d)", r.start.Unix()), fmt.Sprintf("toDateTime(%d)", end.Unix()), fmt.Sprintf("toUInt64(%d)", end.Sub(r.start).Milliseconds()),
-			chsql.QuoteString(strings.Join(r.sources, ",")), "toUInt64(" + r.rows + ")", fmt.Sprintf("toUInt64(%d)", r.deleted), chsql.QuoteString(r.result.Error)}, ", ")
+			chsql.QuoteString(strings.Join(r.sources, ",")), "toUInt64(_lp_rows)", fmt.Sprintf("toUInt64(%d)", r.deleted), chsql.QuoteString(r.result.Error)}, ", ") +
+		" FROM (SELECT " + r.rows + " AS _lp_rows)"
 	if err := e.st.Exec(ctx, q); err != nil {
 		return fmt.Errorf("record refresh of %s: %w", display(r.schema, r.name), err)
 	}
