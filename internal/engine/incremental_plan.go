@@ -1,0 +1,460 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+)
+
+// incAgg is one aggregate of an incremental summary.
+type incAgg struct {
+	fn    string // ClickHouse aggregate: count, sum, min, max, avg, uniqExact
+	arg   string // translated argument; "" for COUNT(*)
+	alias string
+}
+
+// incPlan is a dynamic table's query reduced to what incremental refresh
+// needs. Its first changing table is schema.table; an aggregate plan has
+// only that one, an append plan one per UNION ALL branch.
+type incPlan struct {
+	schema, table string
+	srcVersion    uint64      // catalog version of the source's spec it was made from
+	sources       []incSource // the changing tables: their new rows are what a refresh adds
+	dims          []incSource // tables joined to them: any change makes the refresh FULL
+	in            string      // " IN " or, in cluster mode, " GLOBAL IN "
+
+	// Aggregate plans (GROUP BY).
+	from     string   // translated FROM with deltaToken(0) for the changing table's rows; "" for a plain table
+	where    string   // translated, "" for none
+	keys     []string // translated group keys
+	keyNames []string // their column names in the dynamic table
+	aggs     []incAgg
+	order    []int // per select item: key index, or -(agg index)-1
+
+	// Append plans (rows of the query appended as their source rows come).
+	appendRows bool
+	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
+	cols       []string // the state's columns before _lp_marker and _lp_upto, once known
+}
+
+// incSource is a table a plan reads, with the catalog version of its spec
+// the plan was made from.
+type incSource struct {
+	schema, table string
+	version       uint64
+}
+
+// deltaToken stands, in a plan's translated SQL, for the condition that
+// picks the rows of sources[i] a refresh reads; a NUL cannot appear in
+// translated SQL otherwise (quoting escapes it).
+func deltaToken(i int) string { return "\x00lp" + strconv.Itoa(i) + "\x00" }
+
+// render puts the conditions cond gives for each changing table into sql.
+func (p *incPlan) render(sql string, cond func(src incSource) string) string {
+	for i, src := range p.sources {
+		sql = strings.ReplaceAll(sql, deltaToken(i), cond(src))
+	}
+	return sql
+}
+
+// planIncremental analyses a dynamic table's query; reason says why it
+// cannot be refreshed incrementally when the plan is nil.
+func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+	if len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
+		return nil, "the query has WITH, ORDER BY or LIMIT, which are not refreshed incrementally"
+	}
+	if sel, ok := q.Body.(*sqlparse.Select); ok && (len(sel.GroupBy) > 0 || hasAggregate(sel)) {
+		return e.planAggregate(ctx, sel)
+	}
+	return e.planAppend(ctx, q)
+}
+
+// incFrom analyses the FROM clause of an incremental query: one table
+// that tracks changes, its rows the changing ones, with tables joined to it
+// (INNER or LEFT JOIN, it on the left) as dimensions, which must track
+// changes too. sess translates the clause with the changing table's rows
+// picked by deltaToken(token).
+func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []sqlparse.TableRef) (string, string) {
+	if len(from) != 1 {
+		return "", "it reads several tables without JOIN … ON"
+	}
+	var leaves []*sqlparse.TableName
+	var walk func(r sqlparse.TableRef) string
+	walk = func(r sqlparse.TableRef) string {
+		switch r := r.(type) {
+		case *sqlparse.TableName:
+			leaves = append(leaves, r)
+			return ""
+		case *sqlparse.JoinRef:
+			if k := strings.ToUpper(r.Kind); k != "" && k != "INNER" && k != "LEFT" {
+				return "it has a " + k + " JOIN (INNER and LEFT JOINs of a changing table with dimension tables are refreshed incrementally)"
+			}
+			if _, ok := r.Right.(*sqlparse.TableName); !ok {
+				return "it joins a subquery or a nested join"
+			}
+			if r.On != nil && containsQuery(r.On) {
+				return "its JOIN condition has a subquery"
+			}
+			if why := walk(r.Left); why != "" {
+				return why
+			}
+			return walk(r.Right)
+		}
+		return "the query reads a subquery or a table function"
+	}
+	if why := walk(from[0]); why != "" {
+		return "", why
+	}
+	read := make([]incSource, len(leaves))
+	for i, l := range leaves {
+		schema, table, err := e.qualify(l.Name)
+		if err != nil {
+			return "", err.Error()
+		}
+		// Read afresh, with its version: refreshes by a cached plan check it.
+		var spec catalog.TableSpec
+		e.cat.Forget(catalog.KindTable, schema, table)
+		v, ok, err := e.cat.GetCached(ctx, catalog.KindTable, schema, table, &spec)
+		if err != nil || !ok {
+			return "", "its source " + display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
+		}
+		if !tracked(spec) {
+			return "", "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
+		}
+		for _, o := range read[:i] {
+			if o.schema == schema && o.table == table {
+				return "", "it reads " + display(schema, table) + " twice"
+			}
+		}
+		read[i] = incSource{schema, table, v}
+	}
+	token := -1
+	for i, src := range p.sources {
+		if src.schema == read[0].schema && src.table == read[0].table {
+			token = i
+		}
+	}
+	if token < 0 {
+		token = len(p.sources)
+		p.sources = append(p.sources, read[0])
+	}
+	p.dims = append(p.dims, read[1:]...)
+	changing := read[0]
+	tableRef := sess.tr.Table
+	defer func() { sess.tr.Table = tableRef }()
+	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
+		if schema, table, err := e.qualify(n); err == nil && schema == changing.schema && table == changing.table {
+			return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(token) + ")", nil
+		}
+		return tableRef(n)
+	}
+	text, err := sess.tr.From(from)
+	if err != nil {
+		return "", err.Error()
+	}
+	return text, ""
+}
+
+// crossCheck rejects plans whose changing tables are dimensions too.
+func (p *incPlan) crossCheck() string {
+	for _, d := range p.dims {
+		for _, s := range p.sources {
+			if d.schema == s.schema && d.table == s.table {
+				return display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
+			}
+		}
+	}
+	return ""
+}
+
+// planAggregate plans a GROUP BY summary.
+func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incPlan, string) {
+	if sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
+		return nil, "only GROUP BY summaries (no HAVING or DISTINCT, no aggregate without GROUP BY) are refreshed incrementally in this release"
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	p := &incPlan{in: e.globalIn()}
+	from, why := e.incFrom(ctx, sess, p, sel.From)
+	if why != "" {
+		return nil, why
+	}
+	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
+	if len(p.dims) > 0 {
+		p.from = from
+	}
+	var err error
+	if sel.Where != nil {
+		if containsQuery(sel.Where) {
+			return nil, "its WHERE has a subquery"
+		}
+		if p.where, err = sess.tr.Expr(sel.Where); err != nil {
+			return nil, err.Error()
+		}
+	}
+	for _, g := range sel.GroupBy {
+		c, ok := g.(*sqlparse.ColumnRef)
+		if !ok {
+			return nil, "it groups by an expression (GROUP BY plain columns is refreshed incrementally)"
+		}
+		k, err := sess.tr.Expr(c)
+		if err != nil {
+			return nil, err.Error()
+		}
+		p.keys = append(p.keys, k)
+		p.keyNames = append(p.keyNames, "")
+	}
+	for _, it := range sel.Items {
+		if it.Star {
+			return nil, "it selects *"
+		}
+		if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
+			k, _ := sess.tr.Expr(c)
+			idx := -1
+			for i, key := range p.keys {
+				if key == k {
+					idx = i
+				}
+			}
+			if idx < 0 {
+				return nil, "it selects a column that is not grouped"
+			}
+			name := it.Alias
+			if name == "" {
+				name = c.Parts[len(c.Parts)-1]
+			}
+			p.keyNames[idx] = name
+			p.order = append(p.order, idx)
+			continue
+		}
+		f, ok := it.Expr.(*sqlparse.FuncCall)
+		if !ok || f.Over != nil {
+			return nil, "a SELECT item is an expression over aggregates (select the aggregates themselves to refresh incrementally)"
+		}
+		if it.Alias == "" {
+			return nil, "an aggregate has no name (write AS name to refresh incrementally)"
+		}
+		a := incAgg{alias: it.Alias}
+		switch {
+		case f.Name == "count" && f.Star:
+			a.fn = "count"
+		case f.Name == "count" && f.Distinct && len(f.Args) == 1:
+			a.fn = "uniqExact"
+		case !f.Distinct && len(f.Args) == 1 && (f.Name == "count" || f.Name == "sum" || f.Name == "min" || f.Name == "max" || f.Name == "avg"):
+			a.fn = f.Name
+		default:
+			return nil, "aggregate " + strings.ToUpper(f.Name) + " is not maintained incrementally (COUNT, SUM, MIN, MAX, AVG and COUNT(DISTINCT) are)"
+		}
+		if !f.Star {
+			if a.arg, err = sess.tr.Expr(f.Args[0]); err != nil {
+				return nil, err.Error()
+			}
+		}
+		p.aggs = append(p.aggs, a)
+		p.order = append(p.order, -len(p.aggs))
+	}
+	for i, n := range p.keyNames {
+		if n == "" {
+			p.keyNames[i] = fmt.Sprintf("__lp_key%d", i)
+			return nil, "a GROUP BY column is not selected"
+		}
+	}
+	return p, ""
+}
+
+func containsQuery(x sqlparse.Expr) bool {
+	found := false
+	sqlparse.Inspect(x, func(n any) bool {
+		switch n.(type) {
+		case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+			found = true
+		case *sqlparse.InExpr:
+			if n.(*sqlparse.InExpr).Query != nil {
+				found = true
+			}
+		}
+		return !found
+	})
+	return found
+}
+
+// planCache keeps, per dynamic table, the plan this process made at its
+// last refresh from afresh, with the catalog version of the table's spec
+// it was made from; copies of the engine share it.
+type planCache struct {
+	mu    sync.Mutex
+	plans map[string]cachedPlan
+}
+
+type cachedPlan struct {
+	version uint64
+	plan    *incPlan
+}
+
+// get returns the plan made from version of the dynamic table's spec.
+func (c *planCache) get(schema, name string, version uint64) *incPlan {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cp, ok := c.plans[schema+"."+name]; ok && cp.version == version {
+		return cp.plan
+	}
+	return nil
+}
+
+func (c *planCache) put(schema, name string, version uint64, p *incPlan) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plans == nil || len(c.plans) >= 4096 {
+		c.plans = map[string]cachedPlan{}
+	}
+	c.plans[schema+"."+name] = cachedPlan{version, p}
+}
+
+// aggregateNames are the aggregate functions a dynamic table's query may
+// call (lower case): a query calling one is planned as a summary.
+var aggregateNames = map[string]bool{
+	"count": true, "sum": true, "avg": true, "min": true, "max": true, "stddev": true, "variance": true,
+	"any_value": true, "approx_count_distinct": true, "uniq": true, "uniqexact": true, "grouparray": true,
+	"any": true, "anylast": true, "argmin": true, "argmax": true, "median": true, "count_if": true,
+}
+
+// perRowFuncs are the functions (lower case) known to give, for one row,
+// one value that depends on that row only: a query calling only these has
+// rows that each come from one source row, and can be appended to as new
+// rows come. Others (now(), rand(), aggregates, window functions, any not
+// listed) make the refresh FULL.
+var perRowFuncs = map[string]bool{
+	"upper": true, "lower": true, "length": true, "char_length": true, "substr": true, "substring": true,
+	"concat": true, "coalesce": true, "ifnull": true, "nvl": true, "nullif": true, "if": true, "iff": true,
+	"abs": true, "round": true, "floor": true, "ceil": true, "to_date": true, "date": true, "to_timestamp": true,
+	"year": true, "month": true, "day": true, "dayofmonth": true, "hour": true, "minute": true, "second": true,
+	"trim": true, "ltrim": true, "rtrim": true, "replace": true, "split": true, "md5": true,
+	"todate": true, "todatetime": true, "tostring": true, "toint64": true, "toyear": true, "tomonth": true,
+	"tostartofday": true, "tostartofhour": true, "parse_json": true, "to_json": true, "json": true,
+}
+
+// hasAggregate reports whether a SELECT calls an aggregate function.
+func hasAggregate(sel *sqlparse.Select) bool {
+	found := false
+	for _, it := range sel.Items {
+		sqlparse.Inspect(it.Expr, func(n any) bool {
+			if f, ok := n.(*sqlparse.FuncCall); ok && aggregateNames[strings.ToLower(f.Name)] {
+				found = true
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// perRow says why a SELECT's rows do not each come from one source row
+// ("" when they do).
+func perRow(sel *sqlparse.Select) string {
+	if sel.Distinct || sel.Having != nil || len(sel.GroupBy) > 0 {
+		return "it has DISTINCT, GROUP BY or HAVING"
+	}
+	why := ""
+	check := func(x sqlparse.Expr) {
+		sqlparse.Inspect(x, func(n any) bool {
+			switch n := n.(type) {
+			case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+				why = "it has a subquery"
+			case *sqlparse.InExpr:
+				if n.Query != nil {
+					why = "it has a subquery"
+				}
+			case *sqlparse.FuncCall:
+				if n.Over != nil || !perRowFuncs[strings.ToLower(n.Name)] {
+					why = "function " + strings.ToUpper(n.Name) + " is not known to give one value per row (it may aggregate, or change with time)"
+				}
+			}
+			return why == ""
+		})
+	}
+	for _, it := range sel.Items {
+		if !it.Star {
+			check(it.Expr)
+		}
+	}
+	if sel.Where != nil {
+		check(sel.Where)
+	}
+	var joins func(r sqlparse.TableRef)
+	joins = func(r sqlparse.TableRef) {
+		if j, ok := r.(*sqlparse.JoinRef); ok {
+			joins(j.Left)
+			if j.On != nil {
+				check(j.On)
+			}
+		}
+	}
+	for _, f := range sel.From {
+		joins(f)
+	}
+	return why
+}
+
+// planAppend plans a query whose rows each come from one row of a changing
+// table (projections and filters of it, joins of it with dimension tables,
+// UNION ALL of those): a refresh appends the rows its new source rows give.
+func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+	var selects []*sqlparse.Select
+	var walk func(b sqlparse.SetExpr) string
+	walk = func(b sqlparse.SetExpr) string {
+		switch x := b.(type) {
+		case *sqlparse.Select:
+			selects = append(selects, x)
+			return ""
+		case *sqlparse.SetOp:
+			if x.Op != "UNION" || !x.All {
+				return "it has " + x.Op + " (UNION ALL is refreshed incrementally)"
+			}
+			if why := walk(x.Left); why != "" {
+				return why
+			}
+			return walk(x.Right)
+		}
+		return "it has a nested query with ORDER BY or LIMIT"
+	}
+	if why := walk(q.Body); why != "" {
+		return nil, why
+	}
+	sess := e.session(ctx)
+	defer sess.close()
+	p := &incPlan{appendRows: true, in: e.globalIn()}
+	for _, sel := range selects {
+		if why := perRow(sel); why != "" {
+			return nil, why
+		}
+		if _, why := e.incFrom(ctx, sess, p, sel.From); why != "" {
+			return nil, why
+		}
+	}
+	if why := p.crossCheck(); why != "" {
+		return nil, why
+	}
+	tableRef := sess.tr.Table
+	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
+		if schema, table, err := e.qualify(n); err == nil {
+			for i, src := range p.sources {
+				if src.schema == schema && src.table == table {
+					return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
+				}
+			}
+		}
+		return tableRef(n)
+	}
+	body, err := sess.tr.Query(q)
+	if err != nil {
+		return nil, err.Error()
+	}
+	p.body = body
+	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
+	return p, ""
+}
