@@ -149,6 +149,25 @@ func TestDynamicTableIncrementalSeed(t *testing.T) {
 	}
 }
 
+// randomFacts is an INSERT of n random rows into a table (k STRING, g INT,
+// x DECIMAL(10,2), d STRING): six keys and NULLs, g from -2 to 9, some x
+// NULL.
+func randomFacts(rng *rand.Rand, table string, n int) string {
+	vals := make([]string, n)
+	for i := range vals {
+		k := fmt.Sprintf("'k%d'", rng.Intn(6))
+		if rng.Intn(10) == 0 {
+			k = "NULL"
+		}
+		x := fmt.Sprintf("%d.%02d", rng.Intn(1000), rng.Intn(100))
+		if rng.Intn(8) == 0 {
+			x = "NULL"
+		}
+		vals[i] = fmt.Sprintf("(%s, %d, %s, '2026-06-%02d')", k, rng.Intn(12)-2, x, 1+rng.Intn(28))
+	}
+	return `INSERT INTO ` + table + ` VALUES ` + strings.Join(vals, ", ")
+}
+
 // TestDynamicTableIncrementalProperty: random inserts (with NULLs, rows the
 // WHERE drops, new and old groups) and deletes on a tracked table; after
 // each round the dynamic table equals its query computed afresh, whether
@@ -162,21 +181,7 @@ func TestDynamicTableIncrementalProperty(t *testing.T) {
 	s.run(`CREATE TABLE facts (k STRING, g INT, x DECIMAL(10,2), d STRING)`)
 	s.run(`ALTER TABLE facts SET PROPERTIES ('change_tracking' = 'true')`)
 	query := `SELECT k, COUNT(*) AS n, COUNT(x) AS cx, SUM(x) AS sx, MIN(x) AS mn, MAX(d) AS mx, AVG(x) AS ax, COUNT(DISTINCT g) AS dg FROM facts WHERE g >= 0 GROUP BY k`
-	insert := func(n int) {
-		vals := make([]string, n)
-		for i := range vals {
-			k := fmt.Sprintf("'k%d'", rng.Intn(6))
-			if rng.Intn(10) == 0 {
-				k = "NULL"
-			}
-			x := fmt.Sprintf("%d.%02d", rng.Intn(1000), rng.Intn(100))
-			if rng.Intn(8) == 0 {
-				x = "NULL"
-			}
-			vals[i] = fmt.Sprintf("(%s, %d, %s, '2026-06-%02d')", k, rng.Intn(12)-2, x, 1+rng.Intn(28))
-		}
-		s.run(`INSERT INTO facts VALUES ` + strings.Join(vals, ", "))
-	}
+	insert := func(n int) { s.run(randomFacts(rng, "facts", n)) }
 	insert(40)
 	s.run(`CREATE DYNAMIC TABLE facts_sum REFRESH INTERVAL 1 HOUR AS ` + query)
 	s.dropAtEnd("DYNAMIC TABLE", "facts_sum")
@@ -356,21 +361,7 @@ func TestDynamicTableIncrementalRowsProperty(t *testing.T) {
 	s.run(`INSERT INTO dim VALUES ('k0', 'zero'), ('k1', 'one'), ('k2', 'two'), ('k3', 'three')`)
 	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
 	s.run(`ALTER TABLE dim SET PROPERTIES ('change_tracking' = 'true')`)
-	insert := func(n int) {
-		vals := make([]string, n)
-		for i := range vals {
-			k := fmt.Sprintf("'k%d'", rng.Intn(6))
-			if rng.Intn(10) == 0 {
-				k = "NULL"
-			}
-			x := fmt.Sprintf("%d.%02d", rng.Intn(1000), rng.Intn(100))
-			if rng.Intn(8) == 0 {
-				x = "NULL"
-			}
-			vals[i] = fmt.Sprintf("(%s, %d, %s, '2026-06-%02d')", k, rng.Intn(12)-2, x, 1+rng.Intn(28))
-		}
-		s.run(`INSERT INTO ev VALUES ` + strings.Join(vals, ", "))
-	}
+	insert := func(n int) { s.run(randomFacts(rng, "ev", n)) }
 	insert(30)
 	tables := map[string]string{
 		"ev_rows":   `SELECT k, x, upper(d) AS ud, g * 2 AS g2 FROM ev WHERE g >= 0 AND x IS NOT NULL`,
