@@ -183,10 +183,16 @@ func TestDynamicTableIncrementalProperty(t *testing.T) {
 	query := `SELECT k, COUNT(*) AS n, COUNT(x) AS cx, SUM(x) AS sx, MIN(x) AS mn, MAX(d) AS mx, AVG(x) AS ax, COUNT(DISTINCT g) AS dg FROM facts WHERE g >= 0 GROUP BY k`
 	insert := func(n int) { s.run(randomFacts(rng, "facts", n)) }
 	insert(40)
+	// A group whose values are all NULL: its SUM, MIN and AVG are NULL.
+	s.run(`INSERT INTO facts VALUES ('kz', 1, NULL, '2026-06-01')`)
 	s.run(`CREATE DYNAMIC TABLE facts_sum REFRESH INTERVAL 1 HOUR AS ` + query)
 	s.dropAtEnd("DYNAMIC TABLE", "facts_sum")
 	modes := map[string]int{}
 	for round := 0; round < 10; round++ {
+		if round == 0 {
+			// Such a group again, new at an incremental refresh.
+			s.run(`INSERT INTO facts VALUES ('ky', 2, NULL, '2026-06-02')`)
+		}
 		if rng.Intn(3) == 0 {
 			s.run(fmt.Sprintf(`DELETE FROM facts WHERE g = %d`, rng.Intn(10)))
 		}

@@ -52,14 +52,46 @@ func stateTable(schema, name string) string { return "dt__" + schema + "__" + na
 
 // stateColumns are the state table's columns, in stateSelect's order.
 func (p *incPlan) stateColumns() string {
-	cols := make([]string, 0, len(p.keys)+len(p.aggs)+1)
+	cols := make([]string, 0, len(p.keys)+2*len(p.aggs)+1)
 	for i := range p.keys {
 		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("k%d", i)))
 	}
-	for i := range p.aggs {
+	for i, a := range p.aggs {
 		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
+		if a.guarded() {
+			cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("n%d", i)))
+		}
 	}
 	return strings.Join(append(cols, "_lp_upto"), ", ")
+}
+
+// guarded reports whether an aggregate is NULL for a group with no value
+// (SUM, MIN, MAX, AVG of only NULLs): its state then comes with a count
+// of the values, n<i>, because ClickHouse's -State drops the NULL case
+// (and avgMerge of no values fails for Decimals).
+func (a incAgg) guarded() bool { return a.fn != "count" && a.fn != "uniqExact" }
+
+// stateFn is the ClickHouse aggregate whose state an aggregate keeps:
+// AVG keeps a sum, divided by the count of values when read.
+func (a incAgg) stateFn() string {
+	if a.fn == "avg" {
+		return "sum"
+	}
+	return a.fn
+}
+
+// merged reads an aggregate from the state columns of aggregate i.
+func (a incAgg) merged(i int) string {
+	st := chsql.QuoteIdent(fmt.Sprintf("a%d", i))
+	if !a.guarded() {
+		return a.fn + "Merge(" + st + ")"
+	}
+	n := "countMerge(" + chsql.QuoteIdent(fmt.Sprintf("n%d", i)) + ")"
+	v := a.stateFn() + "Merge(" + st + ")"
+	if a.fn == "avg" {
+		v += " / greatest(" + n + ", 1)"
+	}
+	return "if(" + n + " = 0, NULL, " + v + ")"
 }
 
 // stateSelect aggregates the source rows cond picks (a PREWHERE, as in
@@ -71,7 +103,10 @@ func (p *incPlan) stateSelect(cond func(incSource) string, upto uint64, checks [
 		cols = append(cols, k+" AS "+chsql.QuoteIdent(fmt.Sprintf("k%d", i)))
 	}
 	for i, a := range p.aggs {
-		cols = append(cols, a.fn+"State("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
+		cols = append(cols, a.stateFn()+"State("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
+		if a.guarded() {
+			cols = append(cols, "countState("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("n%d", i)))
+		}
 	}
 	cols = append(cols, "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto")
 	q := "SELECT " + strings.Join(cols, ", ") + " FROM "
@@ -119,7 +154,7 @@ func (p *incPlan) viewSelect(state string) string {
 			cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("k%d", o))+" AS "+chsql.QuoteIdent(p.keyNames[o]))
 		} else {
 			a := p.aggs[-o-1]
-			cols = append(cols, a.fn+"Merge("+chsql.QuoteIdent(fmt.Sprintf("a%d", -o-1))+") AS "+chsql.QuoteIdent(a.alias))
+			cols = append(cols, a.merged(-o-1)+" AS "+chsql.QuoteIdent(a.alias))
 		}
 	}
 	groups := make([]string, len(p.keys))
