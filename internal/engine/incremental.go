@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,19 +57,31 @@ func (p *incPlan) stateColumns() string {
 	for i := range p.keys {
 		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("k%d", i)))
 	}
-	for i, a := range p.aggs {
+	for i := range p.aggs {
 		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
-		if a.guarded() {
-			cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("n%d", i)))
-		}
+	}
+	for j := range p.guards() {
+		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("n%d", j)))
 	}
 	return strings.Join(append(cols, "_lp_upto"), ", ")
 }
 
+// guards are the distinct arguments of the guarded aggregates: the state
+// keeps a count of the values of each, n<j>.
+func (p *incPlan) guards() []string {
+	var out []string
+	for _, a := range p.aggs {
+		if a.guarded() && !slices.Contains(out, a.arg) {
+			out = append(out, a.arg)
+		}
+	}
+	return out
+}
+
 // guarded reports whether an aggregate is NULL for a group with no value
 // (SUM, MIN, MAX, AVG of only NULLs): its state then comes with a count
-// of the values, n<i>, because ClickHouse's -State drops the NULL case
-// (and avgMerge of no values fails for Decimals).
+// of the values of its argument (see guards), because ClickHouse's -State
+// drops the NULL case (and avgMerge of no values fails for Decimals).
 func (a incAgg) guarded() bool { return a.fn != "count" && a.fn != "uniqExact" }
 
 // stateFn is the ClickHouse aggregate whose state an aggregate keeps:
@@ -80,13 +93,14 @@ func (a incAgg) stateFn() string {
 	return a.fn
 }
 
-// merged reads an aggregate from the state columns of aggregate i.
-func (a incAgg) merged(i int) string {
+// merged reads aggregate i from the state.
+func (p *incPlan) merged(i int) string {
+	a := p.aggs[i]
 	st := chsql.QuoteIdent(fmt.Sprintf("a%d", i))
 	if !a.guarded() {
 		return a.fn + "Merge(" + st + ")"
 	}
-	n := "countMerge(" + chsql.QuoteIdent(fmt.Sprintf("n%d", i)) + ")"
+	n := "countMerge(" + chsql.QuoteIdent(fmt.Sprintf("n%d", slices.Index(p.guards(), a.arg))) + ")"
 	v := a.stateFn() + "Merge(" + st + ")"
 	if a.fn == "avg" {
 		v += " / greatest(" + n + ", 1)"
@@ -104,9 +118,9 @@ func (p *incPlan) stateSelect(cond func(incSource) string, upto uint64, checks [
 	}
 	for i, a := range p.aggs {
 		cols = append(cols, a.stateFn()+"State("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("a%d", i)))
-		if a.guarded() {
-			cols = append(cols, "countState("+a.arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("n%d", i)))
-		}
+	}
+	for j, arg := range p.guards() {
+		cols = append(cols, "countState("+arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("n%d", j)))
 	}
 	cols = append(cols, "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto")
 	q := "SELECT " + strings.Join(cols, ", ") + " FROM "
@@ -154,7 +168,7 @@ func (p *incPlan) viewSelect(state string) string {
 			cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("k%d", o))+" AS "+chsql.QuoteIdent(p.keyNames[o]))
 		} else {
 			a := p.aggs[-o-1]
-			cols = append(cols, a.merged(-o-1)+" AS "+chsql.QuoteIdent(a.alias))
+			cols = append(cols, p.merged(-o-1)+" AS "+chsql.QuoteIdent(a.alias))
 		}
 	}
 	groups := make([]string, len(p.keys))
