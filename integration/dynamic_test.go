@@ -450,3 +450,40 @@ func TestDynamicTableIncrementalRowsProperty(t *testing.T) {
 	}
 	s.dropAtEnd("DYNAMIC TABLE", "ev_other")
 }
+
+// TestDynamicTableReplaceAndDrop: CREATE OR REPLACE moves a dynamic table
+// between a summary, a table of rows and a query refreshed FULL, each right
+// from its first refresh on; DROP leaves nothing of it in ClickHouse.
+func TestDynamicTableReplaceAndDrop(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.run(`CREATE TABLE clicks (page STRING, ms INT)`)
+	s.run(`ALTER TABLE clicks SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO clicks VALUES ('a', 5), ('b', 7)`)
+	for i, c := range []struct{ query, mode string }{
+		{`SELECT page, SUM(ms) AS total FROM clicks GROUP BY page`, "INCREMENTAL"},
+		{`SELECT page, ms FROM clicks WHERE ms > 4`, "INCREMENTAL"},
+		{`SELECT page, ms FROM clicks ORDER BY ms LIMIT 2`, "FULL"},
+		{`SELECT page, COUNT(*) AS n FROM clicks GROUP BY page`, "INCREMENTAL"},
+	} {
+		s.run(`CREATE OR REPLACE DYNAMIC TABLE dt REFRESH INTERVAL 1 HOUR AS ` + c.query)
+		s.run(fmt.Sprintf(`INSERT INTO clicks VALUES ('c', %d)`, 10+i))
+		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+		checkMessage(t, s.run(`REFRESH DYNAMIC TABLE dt`).Message, c.mode)
+		if got, want := rowsText(s.run(`SELECT * FROM dt ORDER BY 1, 2`)), rowsText(s.run(`SELECT * FROM (`+c.query+`) ORDER BY 1, 2`)); got != want {
+			t.Fatalf("%s: the dynamic table\n%s\nwant\n%s", c.query, indent(got), indent(want))
+		}
+		state, err := s.Store.Strings(s.Ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+" AND name = "+chsql.QuoteString("dt__"+s.Schema+"__dt"))
+		must(t, err)
+		if want := map[string]string{"INCREMENTAL": "1", "FULL": "0"}[c.mode]; state[0] != want {
+			t.Fatalf("%s: %s state tables, want %s", c.query, state[0], want)
+		}
+	}
+	s.run(`DROP DYNAMIC TABLE dt`)
+	left, err := s.Store.Strings(s.Ctx, "SELECT concat(database, '.', name) FROM system.tables WHERE (database = "+chsql.QuoteString(s.Schema)+" AND name LIKE 'dt%') OR (database = "+
+		chsql.QuoteString(schemas.ChangesDB)+" AND name LIKE "+chsql.QuoteString("dt\\_\\_"+s.Schema+"\\_\\_dt%")+")")
+	must(t, err)
+	if len(left) != 0 {
+		t.Fatalf("after DROP DYNAMIC TABLE these remain: %v", left)
+	}
+}

@@ -208,13 +208,16 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		var n int64
 		n, deleted, err = e.fullRefresh(ctx, schema, name, spec)
 		rows = strconv.FormatInt(n, 10)
-		if err == nil && spec.ChangeVersion != 0 {
-			// No longer incremental (its source stopped tracking changes,
-			// say): the state would miss changes from now on, so it goes,
-			// and an incremental refresh later starts by building it.
+		if err == nil {
+			// Not incremental (any more: its source stopped tracking
+			// changes, or CREATE OR REPLACE changed the query): a state
+			// would miss changes from now on, so it goes, and an
+			// incremental refresh later starts by building it.
 			_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+state)
-			spec.ChangeVersion = 0
-			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+			if spec.ChangeVersion != 0 {
+				spec.ChangeVersion = 0
+				err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+			}
 		}
 	}
 	res := workflows.RefreshResult{Mode: mode}
