@@ -164,7 +164,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ wor
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
 	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
 		e.cat.Forget(catalog.KindDynamicTable, schema, name)
-		for _, src := range append(append([]incSource(nil), p.sources...), p.dims...) {
+		for _, src := range p.read() {
 			e.cat.Forget(catalog.KindTable, src.schema, src.table)
 		}
 		return workflows.RefreshResult{}, false, nil

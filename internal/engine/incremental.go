@@ -127,7 +127,7 @@ func (p *incPlan) stateSelect(cond func(incSource) string, upto uint64, checks [
 	if p.from != "" {
 		q += p.render(p.from, cond)
 	} else {
-		q += chsql.Table(p.schema, p.table) + " PREWHERE " + cond(p.sources[0])
+		q += chsql.Table(p.sources[0].schema, p.sources[0].table) + " PREWHERE " + cond(p.sources[0])
 	}
 	where := checks
 	if p.where != "" {
@@ -446,8 +446,12 @@ func (p *incPlan) sourceNames() string {
 // plan was made from, besides the dynamic table's own spec.
 func (p *incPlan) versionChecks() []string {
 	var out []string
-	for _, s := range append(append([]incSource(nil), p.sources...), p.dims...) {
+	for _, s := range p.read() {
 		out = append(out, catalog.VersionCheck(catalog.KindTable, s.schema, s.table, s.version))
 	}
 	return out
 }
+
+// read lists every table a plan reads: the changing ones and the
+// dimensions.
+func (p *incPlan) read() []incSource { return slices.Concat(p.sources, p.dims) }

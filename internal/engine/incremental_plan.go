@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,14 +21,12 @@ type incAgg struct {
 }
 
 // incPlan is a dynamic table's query reduced to what incremental refresh
-// needs. Its first changing table is schema.table; an aggregate plan has
-// only that one, an append plan one per UNION ALL branch.
+// needs. An aggregate plan has one changing table, an append plan one per
+// UNION ALL branch.
 type incPlan struct {
-	schema, table string
-	srcVersion    uint64      // catalog version of the source's spec it was made from
-	sources       []incSource // the changing tables: their new rows are what a refresh adds
-	dims          []incSource // tables joined to them: any change makes the refresh FULL
-	in            string      // " IN " or, in cluster mode, " GLOBAL IN "
+	sources []incSource // the changing tables: their new rows are what a refresh adds
+	dims    []incSource // tables joined to them: any change makes the refresh FULL
+	in      string      // " IN " or, in cluster mode, " GLOBAL IN "
 
 	// Aggregate plans (GROUP BY).
 	from     string   // translated FROM with deltaToken(0) for the changing table's rows; "" for a plain table
@@ -78,11 +77,10 @@ func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPl
 // incFrom analyses the FROM clause of an incremental query: one table
 // that tracks changes, its rows the changing ones, with tables joined to it
 // (INNER or LEFT JOIN, it on the left) as dimensions, which must track
-// changes too. sess translates the clause with the changing table's rows
-// picked by deltaToken(token).
-func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []sqlparse.TableRef) (string, string) {
+// changes too. It adds them to p's sources and dims, or says why not.
+func (e *Engine) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableRef) string {
 	if len(from) != 1 {
-		return "", "it reads several tables without JOIN … ON"
+		return "it reads several tables without JOIN … ON"
 	}
 	var leaves []*sqlparse.TableName
 	var walk func(r sqlparse.TableRef) string
@@ -109,63 +107,58 @@ func (e *Engine) incFrom(ctx context.Context, sess *session, p *incPlan, from []
 		return "the query reads a subquery or a table function"
 	}
 	if why := walk(from[0]); why != "" {
-		return "", why
+		return why
 	}
 	read := make([]incSource, len(leaves))
 	for i, l := range leaves {
 		schema, table, err := e.qualify(l.Name)
 		if err != nil {
-			return "", err.Error()
+			return err.Error()
 		}
 		// Read afresh, with its version: refreshes by a cached plan check it.
 		var spec catalog.TableSpec
 		e.cat.Forget(catalog.KindTable, schema, table)
 		v, ok, err := e.cat.GetCached(ctx, catalog.KindTable, schema, table, &spec)
 		if err != nil || !ok {
-			return "", "its source " + display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
+			return "its source " + display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
 		}
 		if !tracked(spec) {
-			return "", "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
-		}
-		for _, o := range read[:i] {
-			if o.schema == schema && o.table == table {
-				return "", "it reads " + display(schema, table) + " twice"
-			}
+			return "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 		read[i] = incSource{schema, table, v}
-	}
-	token := -1
-	for i, src := range p.sources {
-		if src.schema == read[0].schema && src.table == read[0].table {
-			token = i
+		if slices.ContainsFunc(read[:i], read[i].same) {
+			return "it reads " + display(schema, table) + " twice"
 		}
 	}
-	if token < 0 {
-		token = len(p.sources)
+	if !slices.ContainsFunc(p.sources, read[0].same) {
 		p.sources = append(p.sources, read[0])
 	}
 	p.dims = append(p.dims, read[1:]...)
-	changing := read[0]
+	return ""
+}
+
+// same reports whether two sources are the same table.
+func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.table == o.table }
+
+// deltaTables makes sess translate each changing table of p as the rows
+// of it that deltaToken picks, for render to fill in.
+func (e *Engine) deltaTables(sess *session, p *incPlan) {
 	tableRef := sess.tr.Table
-	defer func() { sess.tr.Table = tableRef }()
 	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
-		if schema, table, err := e.qualify(n); err == nil && schema == changing.schema && table == changing.table {
-			return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(token) + ")", nil
+		if schema, table, err := e.qualify(n); err == nil {
+			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
+				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
+			}
 		}
 		return tableRef(n)
 	}
-	text, err := sess.tr.From(from)
-	if err != nil {
-		return "", err.Error()
-	}
-	return text, ""
 }
 
 // crossCheck rejects plans whose changing tables are dimensions too.
 func (p *incPlan) crossCheck() string {
 	for _, d := range p.dims {
 		for _, s := range p.sources {
-			if d.schema == s.schema && d.table == s.table {
+			if d.same(s) {
 				return display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
 			}
 		}
@@ -181,15 +174,18 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 	sess := e.session(ctx)
 	defer sess.close()
 	p := &incPlan{in: e.globalIn()}
-	from, why := e.incFrom(ctx, sess, p, sel.From)
-	if why != "" {
+	if why := e.incFrom(ctx, p, sel.From); why != "" {
 		return nil, why
 	}
-	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
-	if len(p.dims) > 0 {
-		p.from = from
-	}
 	var err error
+	if len(p.dims) > 0 {
+		// A plain table is read with PREWHERE directly (stateSelect); a
+		// join reads the changing table's rows through a subquery.
+		e.deltaTables(sess, p)
+		if p.from, err = sess.tr.From(sel.From); err != nil {
+			return nil, err.Error()
+		}
+	}
 	if sel.Where != nil {
 		if containsQuery(sel.Where) {
 			return nil, "its WHERE has a subquery"
@@ -432,29 +428,18 @@ func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, s
 		if why := perRow(sel); why != "" {
 			return nil, why
 		}
-		if _, why := e.incFrom(ctx, sess, p, sel.From); why != "" {
+		if why := e.incFrom(ctx, p, sel.From); why != "" {
 			return nil, why
 		}
 	}
 	if why := p.crossCheck(); why != "" {
 		return nil, why
 	}
-	tableRef := sess.tr.Table
-	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
-		if schema, table, err := e.qualify(n); err == nil {
-			for i, src := range p.sources {
-				if src.schema == schema && src.table == table {
-					return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
-				}
-			}
-		}
-		return tableRef(n)
-	}
+	e.deltaTables(sess, p)
 	body, err := sess.tr.Query(q)
 	if err != nil {
 		return nil, err.Error()
 	}
 	p.body = body
-	p.schema, p.table, p.srcVersion = p.sources[0].schema, p.sources[0].table, p.sources[0].version
 	return p, ""
 }
