@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
@@ -218,6 +222,26 @@ func TestStreamCachedSpecs(t *testing.T) {
 	s.run(`CREATE TABLE sink (id BIGINT)`)
 	s.run(`INSERT INTO events VALUES (1, 'a'), (2, 'b')`)
 	s.waitStream(`SELECT id FROM events_stream`, "1", "2") // cached now
+
+	// Reads with nothing written meanwhile: the cached values are checked
+	// by the parts token alone, the change log is not read again (but for
+	// a read that follows a background merge of the catalog).
+	logged := *s
+	logged.Ctx = chstore.WithSettings(s.Ctx, clickhouse.Settings{"log_queries": 1})
+	since := time.Now().Add(-time.Second)
+	const reads = 5
+	for range reads {
+		if got := logged.streamRows(`SELECT id FROM events_stream`); !slices.Equal(got, []string{"1", "2"}) {
+			t.Fatalf("read again: %v", got)
+		}
+	}
+	must(t, s.Store.Exec(s.Ctx, "SYSTEM FLUSH LOGS"))
+	checks, err := s.Store.Strings(s.Ctx, fmt.Sprintf("SELECT toString(count()) FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(%d) AND query LIKE %s",
+		since.Unix(), chsql.QuoteString("%FROM lakepipe.table_commits WHERE %db = "+chsql.QuoteString(s.Schema)+"%")))
+	must(t, err)
+	if n, _ := strconv.Atoi(checks[0]); n > 2 {
+		t.Fatalf("%d reads with nothing written read the change log %d times, want at most 2", reads, n)
+	}
 
 	// Another process: an engine with a catalog (and cache) of its own.
 	cat2, err := catalog.Open(s.Ctx, s.Store)

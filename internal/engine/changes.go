@@ -198,12 +198,21 @@ func idList(ids []uint64) string {
 // remote shard ("non constant in source stream but must be constant").
 const noChange = "materialize('INSERT') AS __change_type, materialize(toUInt64(0)) AS __commit_version, materialize(toDateTime(0)) AS __commit_timestamp"
 
+// changeRead is how changeQuery reads a table's changes.
+type changeRead struct {
+	appendOnly bool // inserts only
+	initial    bool // from version 0, every row present at hi as an INSERT
+	// meta adds the columns __change_type, __commit_version and
+	// __commit_timestamp; a statement that reads none of them is spared
+	// computing them (transform over the commit list, on every row).
+	meta bool
+}
+
 // changeQuery renders, as one ClickHouse query, the changes of a table
-// between two versions: its columns plus __change_type, __commit_version and
-// __commit_timestamp. appendOnly keeps inserts only; initial (from version
-// 0) shows every row present at hi as an INSERT. read lists the commits of
-// the table above a version (see session.readCommits).
-func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, appendOnly, initial bool, read func(from uint64) ([]commitRef, error)) (string, error) {
+// between two versions: its columns, plus the metadata columns when
+// how.meta. read lists the commits of the table above a version (see
+// session.readCommits).
+func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how changeRead, read func(from uint64) ([]commitRef, error)) (string, error) {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = chsql.QuoteIdent(c.Name)
@@ -211,13 +220,21 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 	colList := strings.Join(cols, ", ")
 	table := chsql.Table(schema, name)
 	commitCol := chsql.QuoteIdent(CommitColumn)
-	if initial && lo == 0 {
+	appendOnly := how.appendOnly
+	// withMeta appends the metadata columns, when the statement reads them.
+	withMeta := func(m string) string {
+		if !how.meta {
+			return ""
+		}
+		return ", " + m
+	}
+	if how.initial && lo == 0 {
 		// Every row present, less what was written after hi.
 		later, err := read(hi)
 		if err != nil {
 			return "", err
 		}
-		q := "SELECT " + colList + ", " + noChange + " FROM " + table
+		q := "SELECT " + colList + withMeta(noChange) + " FROM " + table
 		var ids []uint64
 		for _, c := range later {
 			if c.kind != commitDelete {
@@ -255,9 +272,9 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 			del = append(del, c.id)
 		}
 	}
-	meta := func(kind string) string {
-		return kind + " AS __change_type, transform(" + commitCol + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
-			"toDateTime(transform(" + commitCol + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp"
+	meta := func(kind, commitCol string) string {
+		return withMeta(kind + " AS __change_type, transform(" + commitCol + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
+			"toDateTime(transform(" + commitCol + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp")
 	}
 	// The commit conditions are PREWHEREs: the granules at the edges of a
 	// commit's range hold other commits' rows, and PREWHERE reads their
@@ -266,7 +283,7 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 	// key columns to PREWHERE by itself).
 	var parts []string
 	if len(ins) > 0 {
-		parts = append(parts, "SELECT "+colList+", "+meta("materialize('INSERT')")+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(ins)+")")
+		parts = append(parts, "SELECT "+colList+meta("materialize('INSERT')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(ins)+")")
 		// Rows added up to hi but removed since (by a commit after hi) were
 		// there at hi: they are read from the change log, as inserts, so
 		// that a later read's DELETE has its INSERT.
@@ -277,19 +294,17 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 			}
 		}
 		if len(removedLater) > 0 {
-			origMeta := "materialize('INSERT') AS __change_type, transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
-				"toDateTime(transform(" + chsql.QuoteIdent(origCommitColumn) + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp"
-			parts = append(parts, "SELECT "+colList+", "+origMeta+" FROM "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+
+			parts = append(parts, "SELECT "+colList+meta("materialize('INSERT')", chsql.QuoteIdent(origCommitColumn))+" FROM "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+
 				" PREWHERE "+commitCol+" IN ("+idList(removedLater)+") AND "+chsql.QuoteIdent(origCommitColumn)+" IN ("+idList(ins)+")")
 		}
 	}
 	if !appendOnly {
 		if len(upd) > 0 {
-			parts = append(parts, "SELECT "+colList+", "+meta("materialize('UPDATE_AFTER')")+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(upd)+")")
+			parts = append(parts, "SELECT "+colList+meta("materialize('UPDATE_AFTER')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(upd)+")")
 		}
 		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
 			// A row both added and removed since lo is no change at all.
-			q := "SELECT " + colList + ", " + meta(chsql.QuoteIdent(changeTypeColumn)) + " FROM " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
+			q := "SELECT " + colList + meta(chsql.QuoteIdent(changeTypeColumn), commitCol) + " FROM " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
 				" PREWHERE " + commitCol + " IN (" + idList(gone) + ")"
 			if added := append(append([]uint64(nil), ins...), upd...); len(added) > 0 {
 				q += " AND " + chsql.QuoteIdent(origCommitColumn) + " NOT IN (" + idList(added) + ")"
@@ -298,7 +313,7 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, app
 		}
 	}
 	if len(parts) == 0 {
-		return "SELECT " + colList + ", " + noChange + " FROM " + table + " WHERE 0", nil
+		return "SELECT " + colList + withMeta(noChange) + " FROM " + table + " WHERE 0", nil
 	}
 	return strings.Join(parts, " UNION ALL "), nil
 }

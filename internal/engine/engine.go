@@ -46,6 +46,9 @@ type Engine struct {
 	// commits caches change-log reads of table streams (see
 	// session.readCommits); copies of the engine share it.
 	commits *commitCache
+	// fresh lets stream reads skip their full check when nothing was
+	// written since the last one (see freshness); shared by copies.
+	fresh *freshness
 	// plans caches incremental refresh plans (see refreshCached); copies
 	// of the engine share it.
 	plans *planCache
@@ -68,7 +71,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), plans: new(planCache)}
+	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache)}
 }
 
 // Result is what a statement returns: rows with named columns, or just a

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -40,6 +42,24 @@ type session struct {
 	// statement checks against the change log while its query runs.
 	speculate bool
 	unchecked []commitRead
+	// noMeta spares stream reads the metadata columns: set for a query
+	// that reads none of them (see readsChangeColumns).
+	noMeta bool
+	// used fingerprints the cached values the statement was translated
+	// from (catalog entries, commit lists), for freshness.
+	used map[string]string
+	// token is the parts token read before the statement's first check
+	// of the change log, and checked what those checks found current.
+	token   string
+	checked map[string]string
+}
+
+// use notes a cached value the statement's translation relies on.
+func (s *session) use(key, print string) {
+	if s.used == nil {
+		s.used = map[string]string{}
+	}
+	s.used[key] = print
 }
 
 func sameCommit(a, b commitRef) bool {
@@ -60,14 +80,29 @@ func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, er
 	if s.speculate {
 		if c, ok := s.e.commits.get(schema, name, from); ok {
 			s.unchecked = append(s.unchecked, commitRead{schema, name, from, c})
+			s.use(commitsUse(schema, name, from), commitsPrint(c))
 			return c, nil
 		}
+	}
+	if s.cached && s.token == "" {
+		// Read before the check below, so that what it finds current can
+		// be vouched for by this token in later reads (see freshness); on
+		// an error the statement just records nothing.
+		s.token, _ = s.e.partsToken(s.ctx)
 	}
 	c, err := s.e.commitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))
 	if err == nil {
 		s.e.commits.put(schema, name, from, c)
+		s.use(commitsUse(schema, name, from), commitsPrint(c))
+		// The read checked every cached catalog entry used so far.
+		s.checked = maps.Clone(s.used)
 	}
 	return c, err
+}
+
+// commitsUse names a commit list among the values a statement used.
+func commitsUse(schema, name string, from uint64) string {
+	return fmt.Sprintf("commits %s.%s %d", schema, name, from)
 }
 
 // checkCommits reads afresh the commits the statement took from the cache,
@@ -106,6 +141,7 @@ func (s *session) cachedGet(kind catalog.Kind, schema, name string, out any) (bo
 	if err != nil || !ok {
 		return ok, err
 	}
+	s.use(fmt.Sprintf("%s %s.%s", kind, schema, name), strconv.FormatUint(v, 10))
 	check := catalog.VersionCheck(kind, schema, name, v)
 	if !slices.Contains(s.checks, check) {
 		s.checks = append(s.checks, check)

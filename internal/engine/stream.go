@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,6 +195,23 @@ type streamRead struct {
 	hi           uint64
 }
 
+// readsChangeColumns reports whether a query may read a stream's metadata
+// columns: it names one of them, or selects *.
+func readsChangeColumns(q *sqlparse.Query) bool {
+	found := false
+	sqlparse.Inspect(q, func(n any) bool {
+		switch x := n.(type) {
+		case *sqlparse.Select:
+			found = found || slices.ContainsFunc(x.Items, func(it sqlparse.SelectItem) bool { return it.Star })
+		case *sqlparse.ColumnRef:
+			last := x.Parts[len(x.Parts)-1]
+			found = found || slices.ContainsFunc(streamColumns, func(c string) bool { return strings.EqualFold(c, last) })
+		}
+		return !found
+	})
+	return found
+}
+
 // streamSource renders a stream as a subquery of its changes since its
 // offset, and remembers the version read up to, so that a DML statement
 // reading it can consume it.
@@ -220,7 +238,8 @@ func (s *session) streamSource(schema, name string, spec catalog.StreamSpec) (st
 		}
 		s.streams[key] = r
 	}
-	q, err := changeQuery(tschema, tname, tspec, spec.Offset, r.hi, spec.Mode == streamAppendOnly, spec.ShowInitialRows, func(from uint64) ([]commitRef, error) {
+	how := changeRead{appendOnly: spec.Mode == streamAppendOnly, initial: spec.ShowInitialRows, meta: !s.noMeta}
+	q, err := changeQuery(tschema, tname, tspec, spec.Offset, r.hi, how, func(from uint64) ([]commitRef, error) {
 		return s.readCommits(tschema, tname, from)
 	})
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -601,9 +603,12 @@ func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result
 
 // A query reading a table stream is translated from what this process
 // cached: the stream's and its table's catalog entries and the table's
-// commits. It then runs while the commits are read again with the entries'
-// version checks; the result counts only if they all held. So a stream read
-// costs one round trip when nothing changed, and three when something did.
+// commits. It then runs while they are checked: by the parts token alone
+// when an earlier check found these same values current and nothing was
+// written since (see freshness), else by reading the commits again with
+// the entries' version checks. The result counts only if the check held.
+// So a stream read costs one round trip (and a cheap one alongside) when
+// nothing changed, and three when something did.
 func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {
 	mode := querySpeculative
 	for {
@@ -630,6 +635,7 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	sess := e.session(ctx)
 	sess.cached = mode >= queryCached
 	sess.speculate = mode == querySpeculative
+	sess.noMeta = !readsChangeColumns(q)
 	defer sess.close()
 	stale := func(err error) queryMode {
 		if sess.staleCache(err) {
@@ -641,10 +647,20 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	if err != nil {
 		return nil, stale(err), err
 	}
+	if len(sess.streams) > 0 {
+		// Changes are read through the primary index, a few granules per
+		// commit: small reads, which ClickHouse serves faster from its
+		// cache of decompressed blocks (a read of more than
+		// merge_tree_max_rows_to_use_cache rows bypasses it).
+		ctx = chstore.WithSettings(ctx, clickhouse.Settings{"use_uncompressed_cache": 1})
+	}
 	if len(sess.unchecked) == 0 {
 		r, err := e.st.Query(ctx, text)
 		if err != nil {
 			return nil, stale(err), queryError(err)
+		}
+		if sess.token != "" {
+			e.fresh.record(sess.token, sess.checked)
 		}
 		return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 	}
@@ -657,14 +673,22 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 		defer close(done)
 		r, qerr = e.st.Query(qctx, text)
 	}()
-	same, err := sess.checkCommits(ctx)
-	if err != nil || !same {
-		cancel()
-		<-done
-		if err != nil {
-			return nil, stale(err), err
+	// The parts token is read before the full check, so that the values
+	// the check finds current are current at that token (see freshness).
+	token, terr := e.partsToken(ctx)
+	if terr != nil || !e.fresh.holds(token, sess.used) {
+		same, err := sess.checkCommits(ctx)
+		if err != nil || !same {
+			cancel()
+			<-done
+			if err != nil {
+				return nil, stale(err), err
+			}
+			return nil, queryCached, nil // new commits: translate again
 		}
-		return nil, queryCached, nil // new commits: translate again
+		if terr == nil {
+			e.fresh.record(token, sess.used)
+		}
 	}
 	<-done
 	if qerr != nil {

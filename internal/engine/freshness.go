@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"maps"
+	"strconv"
+	"sync"
+)
+
+// partsTokenQuery names the active parts of the catalog and the change
+// log. ClickHouse never reuses a part name (block numbers only grow), so
+// the answer changes whenever either table is written (an insert adds a
+// part, a mutation renames one) and stays the same while neither is. A
+// merge changes it too, which only costs a check that was not needed.
+const partsTokenQuery = "SELECT arrayStringConcat(arraySort(groupArray(concat(table, '/', name))), ' ') FROM system.parts " +
+	"WHERE database = 'lakepipe' AND table IN ('objects', 'table_commits') AND active"
+
+// freshness remembers what the last full check of a stream read found
+// current (the catalog entries' versions, the cached commit lists), and
+// the parts token read before that check. A later read that used the same
+// cached values and reads the same token needs no full check: nothing was
+// written to the catalog or the change log in between. One cheap
+// system.parts read instead of three MergeTree reads (the version checks
+// and the change log), about 1.5 ms instead of 5 on ClickHouse 18.16.
+// Copies of the engine share it.
+type freshness struct {
+	mu    sync.Mutex
+	token string
+	// current maps a cached value's key to its fingerprint as found
+	// current while the parts token was token.
+	current map[string]string
+}
+
+// holds reports whether every value in used was found current at token.
+func (f *freshness) holds(token string, used map[string]string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if token != f.token || len(used) == 0 {
+		return false
+	}
+	for k, v := range used {
+		if cur, ok := f.current[k]; !ok || cur != v {
+			return false
+		}
+	}
+	return true
+}
+
+// record notes that the values in used were found current by a check
+// that started after the parts token was read as token. Values found at
+// an older token are forgotten.
+func (f *freshness) record(token string, used map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if token != f.token || f.current == nil || len(f.current) >= maxCached {
+		f.token = token
+		f.current = map[string]string{}
+	}
+	maps.Copy(f.current, used)
+}
+
+// maxCached bounds what freshness remembers at one token.
+const maxCached = 4096
+
+// partsToken reads the parts token (see partsTokenQuery).
+func (e *Engine) partsToken(ctx context.Context) (string, error) {
+	v, err := e.st.Strings(ctx, partsTokenQuery)
+	if err != nil || len(v) != 1 {
+		return "", err
+	}
+	return v[0], nil
+}
+
+// commitsPrint fingerprints a cached commit list.
+func commitsPrint(commits []commitRef) string {
+	h := fnv.New64a()
+	var b [8]byte
+	put := func(v uint64) {
+		binary.LittleEndian.PutUint64(b[:], v)
+		h.Write(b[:])
+	}
+	for _, c := range commits {
+		put(c.version)
+		put(c.id)
+		put(uint64(c.at.UnixNano()))
+		put(uint64(len(c.kind)))
+		h.Write([]byte(c.kind))
+	}
+	return strconv.FormatUint(h.Sum64(), 16) + "/" + strconv.Itoa(len(commits))
+}
