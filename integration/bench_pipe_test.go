@@ -58,6 +58,7 @@ func newPipeBench(tb testing.TB) *pipeBench {
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(p.schema))
+		forgetSchema(cctx, st, c, p.schema)
 		if s3Client != nil {
 			objs := s3Client.ListObjects(cctx, s3Bucket, minio.ListObjectsOptions{Prefix: p.prefix, Recursive: true})
 			for range s3Client.RemoveObjects(cctx, s3Bucket, objs, minio.RemoveObjectsOptions{}) {

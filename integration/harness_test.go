@@ -179,8 +179,9 @@ func newStack(t *testing.T) *Stack {
 	return s
 }
 
-// forgetSchema removes a test schema's tables from the catalog, and its
-// dropped tables from the trash, so that runs do not pile them up.
+// forgetSchema removes a test schema's tables from the catalog, its change
+// logs, and its dropped tables from the trash, so that runs do not pile
+// them up.
 func forgetSchema(ctx context.Context, st *chstore.Store, c *catalog.Catalog, schema string) {
 	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable, catalog.KindStream} {
 		objs, _ := c.List(ctx, k, schema)
@@ -188,6 +189,13 @@ func forgetSchema(ctx context.Context, st *chstore.Store, c *catalog.Catalog, sc
 			_ = c.Delete(ctx, k, schema, o.Name)
 		}
 	}
+	// The schema's change logs and dynamic-table states, and its commits.
+	logs, _ := st.Strings(ctx, "SELECT name FROM system.tables WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+
+		" AND (startsWith(name, "+chsql.QuoteString(schema+"__")+") OR startsWith(name, "+chsql.QuoteString("dt__"+schema+"__")+"))")
+	for _, l := range logs {
+		_ = st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, l))
+	}
+	_ = st.Exec(ctx, "ALTER TABLE lakepipe.table_commits DELETE WHERE db = "+chsql.QuoteString(schema))
 	dropped, _ := c.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
 	for _, o := range dropped {
 		var d catalog.DroppedTableSpec

@@ -358,3 +358,57 @@ func TestDeleteDuringInserts(t *testing.T) {
 	}
 	t.Logf("%d UPDATEs during %d inserts: each kept as many old rows as it wrote", updates, writers*perWriter)
 }
+
+// TestChangeLogPurgedWithTable: a change-tracked table's change log (its
+// change table and its commits) stays while the table is in the trash
+// (UNDROP needs it) and while a table of the same name exists, and goes
+// when the last of them is purged from the trash.
+func TestChangeLogPurgedWithTable(t *testing.T) {
+	s := newStack(t)
+	state := func() (changeTable bool, commits string) {
+		n, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM system.tables WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+" AND name = "+chsql.QuoteString(s.Schema+"__ev"))
+		must(t, err)
+		c, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'ev'")
+		must(t, err)
+		return n[0] == "1", c[0]
+	}
+	// purge empties the trash: an engine that keeps no dropped table
+	// drops a table, which purges the trash.
+	cat, err := catalog.Open(s.Ctx, s.Store)
+	must(t, err)
+	purger := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema, TrashRetentionDays: -1})}
+	purge := func() {
+		purger.run(`CREATE TABLE scratch (id BIGINT)`)
+		purger.run(`DROP TABLE scratch`)
+	}
+
+	s.run(`CREATE TABLE ev (id BIGINT)`)
+	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO ev VALUES (1), (2)`)
+	s.run(`DELETE FROM ev WHERE id = 1`)
+	if ok, c := state(); !ok || c == "0" {
+		t.Fatalf("a tracked table with an insert and a delete: change table %v, %s commits", ok, c)
+	}
+	s.run(`DROP TABLE ev`)
+	if ok, c := state(); !ok || c == "0" {
+		t.Fatalf("dropped (in the trash): change table %v, %s commits; UNDROP needs them", ok, c)
+	}
+	// A table of the same name, created since, shares the log's name.
+	s.run(`CREATE TABLE ev (id BIGINT)`)
+	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO ev VALUES (3)`)
+	_, before := state()
+	purge()
+	if ok, c := state(); !ok || c != before {
+		t.Fatalf("old ev purged, new ev live: change table %v, %s commits, want it and %s", ok, c, before)
+	}
+	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
+	s.run(`DELETE FROM ev WHERE id = 3`) // the change table still works
+	s.waitStream(`SELECT id, __change_type FROM ev_s`, "3|DELETE")
+	s.run(`DROP TABLE STREAM ev_s`)
+	s.run(`DROP TABLE ev`)
+	purge()
+	if ok, c := state(); ok || c != "0" {
+		t.Fatalf("every ev purged: change table %v, %s commits; want neither", ok, c)
+	}
+}

@@ -23,7 +23,9 @@ type Config struct {
 	// ClickHouse database of the schema's tables.
 	Workspace string
 	Schema    string
-	// TrashRetentionDays is how long a dropped table can be UNDROPped.
+	// TrashRetentionDays is how long a dropped table can be UNDROPped
+	// (default 7). Below zero, none can: the next purge of the trash
+	// (every DROP TABLE, and maintenance) removes every dropped table.
 	TrashRetentionDays int
 	// LoadHistoryDays is how long load_history() keeps a file's record.
 	LoadHistoryDays int

@@ -168,8 +168,8 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 		if o.Decode(&d) != nil || d.DroppedAt.After(cutoff) {
 			continue
 		}
-		if e.dropStoredTable(ctx, schemas.TrashDB, o.Name) == nil {
-			_ = e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name)
+		if e.dropStoredTable(ctx, schemas.TrashDB, o.Name) == nil && e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name) == nil {
+			_ = e.dropChangeLog(ctx, d.Schema, d.Name, d.DroppedAt)
 		}
 	}
 }
