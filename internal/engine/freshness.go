@@ -7,6 +7,9 @@ import (
 	"maps"
 	"strconv"
 	"sync"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/schemas"
 )
 
 // partsTokenQuery names the active parts of the catalog and the change
@@ -14,8 +17,8 @@ import (
 // the answer changes whenever either table is written (an insert adds a
 // part, a mutation renames one) and stays the same while neither is. A
 // merge changes it too, which only costs a check that was not needed.
-const partsTokenQuery = "SELECT arrayStringConcat(arraySort(groupArray(concat(table, '/', name))), ' ') FROM system.parts " +
-	"WHERE database = 'lakepipe' AND table IN ('objects', 'table_commits') AND active"
+var partsTokenQuery = "SELECT arrayStringConcat(arraySort(groupArray(concat(table, '/', name))), ' ') FROM system.parts " +
+	"WHERE database = " + chsql.QuoteString(schemas.SystemDB) + " AND table IN ('objects', 'table_commits') AND active"
 
 // freshness remembers what the last full check of a stream read found
 // current (the catalog entries' versions, the cached commit lists), and

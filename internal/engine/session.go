@@ -50,8 +50,9 @@ type session struct {
 	used map[string]string
 	// token is the parts token read before the statement's first check
 	// of the change log, and checked what those checks found current.
-	token   string
-	checked map[string]string
+	token     string
+	tokenRead bool
+	checked   map[string]string
 }
 
 // use notes a cached value the statement's translation relies on.
@@ -84,10 +85,11 @@ func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, er
 			return c, nil
 		}
 	}
-	if s.cached && s.token == "" {
-		// Read before the check below, so that what it finds current can
-		// be vouched for by this token in later reads (see freshness); on
-		// an error the statement just records nothing.
+	if s.cached && !s.tokenRead {
+		// Read before the first check, so that what the checks find
+		// current can be vouched for by this token in later reads (see
+		// freshness); on an error the statement just records nothing.
+		s.tokenRead = true
 		s.token, _ = s.e.partsToken(s.ctx)
 	}
 	c, err := s.e.commitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))

@@ -659,6 +659,8 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 		if err != nil {
 			return nil, stale(err), queryError(err)
 		}
+		// Every value used was checked after sess.token was read (no
+		// commits came from the cache unchecked).
 		if sess.token != "" {
 			e.fresh.record(sess.token, sess.checked)
 		}
@@ -686,7 +688,10 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 			}
 			return nil, queryCached, nil // new commits: translate again
 		}
-		if terr == nil {
+		// The check covered the catalog entries and the cached commits;
+		// commits the translation read itself (sess.tokenRead) were
+		// checked before the token was read, so nothing is recorded then.
+		if terr == nil && !sess.tokenRead {
 			e.fresh.record(token, sess.used)
 		}
 	}
