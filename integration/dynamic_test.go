@@ -5,6 +5,7 @@ package integration
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -478,8 +479,21 @@ func TestDynamicTableReplaceAndDrop(t *testing.T) {
 		if want := map[string]string{"INCREMENTAL": "1", "FULL": "0"}[c.mode]; state[0] != want {
 			t.Fatalf("%s: %s state tables, want %s", c.query, state[0], want)
 		}
+		// The history is this table's: the replaced ones' rows are not.
+		h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'dt'`)
+		var triggers []string
+		for _, r := range table(h) {
+			triggers = append(triggers, r[column(t, h, "trigger")]+"/"+r[column(t, h, "refresh_mode")])
+		}
+		if want := []string{"MANUAL/" + c.mode, "CREATE/FULL"}; !slices.Equal(triggers, want) {
+			t.Fatalf("%s: refresh history %v, want %v", c.query, triggers, want)
+		}
 	}
 	s.run(`DROP DYNAMIC TABLE dt`)
+	// With no table of the name, the history of every one that had it.
+	if h := table(s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'dt'`)); len(h) != 8 {
+		t.Fatalf("after DROP DYNAMIC TABLE, %d history rows, want the 8 of the four tables", len(h))
+	}
 	left, err := s.Store.Strings(s.Ctx, "SELECT concat(database, '.', name) FROM system.tables WHERE (database = "+chsql.QuoteString(s.Schema)+" AND name LIKE 'dt%') OR (database = "+
 		chsql.QuoteString(schemas.ChangesDB)+" AND name LIKE "+chsql.QuoteString("dt\\_\\_"+s.Schema+"\\_\\_dt%")+")")
 	must(t, err)

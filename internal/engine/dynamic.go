@@ -432,6 +432,25 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]workflows.Dyna
 
 func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*Result, error) {
 	where := "schema = " + chsql.QuoteString(e.cfg.Schema)
+	// A dynamic table's history starts at its creation: a table of the
+	// same name dropped or replaced before it keeps its rows (they show
+	// while no table has the name), but they are not this table's. A
+	// refresh id starts with its start in nanoseconds (see refreshID).
+	objs, err := e.cat.List(ctx, catalog.KindDynamicTable, e.cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	var names, since []string
+	for _, o := range objs {
+		var spec catalog.DynamicTableSpec
+		if o.Decode(&spec) == nil && !spec.CreatedAt.IsZero() {
+			names = append(names, chsql.QuoteString(o.Name))
+			since = append(since, chsql.QuoteString(refreshID(spec.CreatedAt)[:16]))
+		}
+	}
+	if len(names) > 0 {
+		where += " AND refresh_id >= transform(name, [" + strings.Join(names, ", ") + "], [" + strings.Join(since, ", ") + "], '')"
+	}
 	if s.Where != nil {
 		tr := &chsql.Translator{}
 		cond, err := tr.Expr(s.Where)
