@@ -412,3 +412,59 @@ func TestChangeLogPurgedWithTable(t *testing.T) {
 		t.Fatalf("every ev purged: change table %v, %s commits; want neither", ok, c)
 	}
 }
+
+// TestStreamLagsManyCommits: a stream that many commits went past (a
+// pipe committing every second, unconsumed for a day) still reads and
+// consumes them: the commit lists no longer fit in a query's text. The
+// same with a few commits, listed in the query. Both kinds of stream see
+// rows inserted and then deleted since their offset: STANDARD as no
+// change, APPEND_ONLY as inserts.
+func TestStreamLagsManyCommits(t *testing.T) {
+	s := newStack(t)
+	for _, n := range []int{20000, 50} {
+		ev, evS, evA, sink := fmt.Sprintf("ev%d", n), fmt.Sprintf("ev%d_s", n), fmt.Sprintf("ev%d_a", n), fmt.Sprintf("sink%d", n)
+		s.run(`CREATE TABLE ` + ev + ` (id BIGINT, v STRING)`)
+		s.run(`ALTER TABLE ` + ev + ` SET PROPERTIES ('change_tracking' = 'true')`)
+		s.run(`CREATE TABLE STREAM ` + evS + ` ON TABLE ` + ev)
+		s.run(`CREATE TABLE STREAM ` + evA + ` ON TABLE ` + ev + ` WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')`)
+		s.run(`CREATE TABLE ` + sink + ` (id BIGINT)`)
+		// The commits go above both streams' offsets.
+		var offset uint64
+		for _, st := range []string{evS, evA} {
+			d := s.run(`DESC TABLE STREAM ` + st)
+			var o uint64
+			for _, r := range table(d) {
+				if r[0] == "offset_version" {
+					o, _ = strconv.ParseUint(r[1], 10, 64)
+				}
+			}
+			if o == 0 {
+				t.Fatalf("no offset_version in DESC TABLE STREAM %s:\n%s", st, rowsText(d))
+			}
+			offset = max(offset, o)
+		}
+		// n one-row commits, as as many loads would leave them.
+		must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s (id, v, %s) SELECT number, 'loaded', 1000000 + number FROM numbers(%d)",
+			chsql.Table(s.Schema, ev), chsql.QuoteIdent(engine.CommitColumn), n)))
+		must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) "+
+			"SELECT %s, %s, %d + number, 1000000 + number, 'INSERT', 1, now() FROM numbers(%d)", chsql.QuoteString(s.Schema), chsql.QuoteString(ev), offset+1, n)))
+		s.run(`DELETE FROM ` + ev + ` WHERE id < 10`)
+		time.Sleep(2500 * time.Millisecond) // readable 2 s after the commit
+		for _, c := range []struct{ stream, want string }{
+			{evS, fmt.Sprintf("%d|%d|%d", n-10, offset+11, offset+uint64(n))},
+			{evA, fmt.Sprintf("%d|%d|%d", n, offset+1, offset+uint64(n))},
+		} {
+			got := s.streamRows(`SELECT COUNT(*), MIN(__commit_version), MAX(__commit_version) FROM ` + c.stream)
+			if len(got) != 1 || got[0] != c.want {
+				t.Fatalf("%s: count, min and max commit version %v, want %s", c.stream, got, c.want)
+			}
+		}
+		s.run(`INSERT INTO ` + sink + ` SELECT id FROM ` + evS)
+		if got := s.streamRows(`SELECT COUNT(*), MIN(id) FROM ` + sink); len(got) != 1 || got[0] != fmt.Sprintf("%d|10", n-10) {
+			t.Fatalf("consumed into %s: %v, want %d rows from id 10", sink, got, n-10)
+		}
+		if got := s.streamRows(`SELECT COUNT(*) FROM ` + evS); got[0] != "0" {
+			t.Fatalf("after the consume, %s still has %s rows", evS, got[0])
+		}
+	}
+}

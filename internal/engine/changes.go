@@ -242,7 +242,8 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			}
 		}
 		if len(ids) > 0 {
-			q += " WHERE " + commitCol + " NOT IN (" + idList(ids) + ")"
+			log := commitLog{schema: schema, name: name, listed: len(later) <= maxListedCommits}
+			q += " WHERE " + commitCol + " NOT IN " + log.set(ids, fmt.Sprintf("version > %d", hi), commitBaseline, commitInsert, commitUpdate)
 		}
 		return q, nil
 	}
@@ -272,9 +273,16 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			del = append(del, c.id)
 		}
 	}
+	log := commitLog{schema: schema, name: name, listed: len(commits)+len(later) <= maxListedCommits}
+	inRange := fmt.Sprintf("version > %d AND version <= %d", lo, hi)
+	after := fmt.Sprintf("version > %d", hi)
+	allArrays := [3]string{"[" + idList(all) + "]", "[" + idList(versions) + "]", "[" + idList(stamps) + "]"}
+	if !log.listed {
+		allArrays = [3]string{log.array("commit_id", inRange), log.array("version", inRange), log.array("toUInt64(committed_at)", inRange)}
+	}
 	meta := func(kind, commitCol string) string {
-		return withMeta(kind + " AS __change_type, transform(" + commitCol + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
-			"toDateTime(transform(" + commitCol + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp")
+		return withMeta(kind + " AS __change_type, transform(" + commitCol + ", " + allArrays[0] + ", " + allArrays[1] + ", toUInt64(0)) AS __commit_version, " +
+			"toDateTime(transform(" + commitCol + ", " + allArrays[0] + ", " + allArrays[2] + ", toUInt64(0))) AS __commit_timestamp")
 	}
 	// The commit conditions are PREWHEREs: the granules at the edges of a
 	// commit's range hold other commits' rows, and PREWHERE reads their
@@ -283,31 +291,38 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	// key columns to PREWHERE by itself).
 	var parts []string
 	if len(ins) > 0 {
-		parts = append(parts, "SELECT "+colList+meta("materialize('INSERT')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(ins)+")")
+		parts = append(parts, "SELECT "+colList+meta("materialize('INSERT')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN "+log.set(ins, inRange, commitInsert))
 		// Rows added up to hi but removed since (by a commit after hi) were
 		// there at hi: they are read from the change log, as inserts, so
-		// that a later read's DELETE has its INSERT.
-		var removedLater []uint64
+		// that a later read's DELETE has its INSERT. An APPEND_ONLY stream
+		// shows every row added since lo, also those removed before hi
+		// (a STANDARD one shows no change for them).
+		var removed []uint64
+		removedCond := after
+		if appendOnly {
+			removed = append(append(removed, del...), upd...)
+			removedCond = fmt.Sprintf("version > %d", lo)
+		}
 		for _, c := range later {
 			if c.kind != commitInsert {
-				removedLater = append(removedLater, c.id)
+				removed = append(removed, c.id)
 			}
 		}
-		if len(removedLater) > 0 {
+		if len(removed) > 0 {
 			parts = append(parts, "SELECT "+colList+meta("materialize('INSERT')", chsql.QuoteIdent(origCommitColumn))+" FROM "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+
-				" PREWHERE "+commitCol+" IN ("+idList(removedLater)+") AND "+chsql.QuoteIdent(origCommitColumn)+" IN ("+idList(ins)+")")
+				" PREWHERE "+commitCol+" IN "+log.set(removed, removedCond, commitDelete, commitUpdate)+" AND "+chsql.QuoteIdent(origCommitColumn)+" IN "+log.set(ins, inRange, commitInsert))
 		}
 	}
 	if !appendOnly {
 		if len(upd) > 0 {
-			parts = append(parts, "SELECT "+colList+meta("materialize('UPDATE_AFTER')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN ("+idList(upd)+")")
+			parts = append(parts, "SELECT "+colList+meta("materialize('UPDATE_AFTER')", commitCol)+" FROM "+table+" PREWHERE "+commitCol+" IN "+log.set(upd, inRange, commitUpdate))
 		}
 		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
 			// A row both added and removed since lo is no change at all.
 			q := "SELECT " + colList + meta(chsql.QuoteIdent(changeTypeColumn), commitCol) + " FROM " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
-				" PREWHERE " + commitCol + " IN (" + idList(gone) + ")"
+				" PREWHERE " + commitCol + " IN " + log.set(gone, inRange, commitDelete, commitUpdate)
 			if added := append(append([]uint64(nil), ins...), upd...); len(added) > 0 {
-				q += " AND " + chsql.QuoteIdent(origCommitColumn) + " NOT IN (" + idList(added) + ")"
+				q += " AND " + chsql.QuoteIdent(origCommitColumn) + " NOT IN " + log.set(added, inRange, commitInsert, commitUpdate)
 			}
 			parts = append(parts, q)
 		}
@@ -316,6 +331,45 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 		return "SELECT " + colList + withMeta(noChange) + " FROM " + table + " WHERE 0", nil
 	}
 	return strings.Join(parts, " UNION ALL "), nil
+}
+
+// maxListedCommits is how many commits a change query lists by id. A
+// query's text is limited (max_query_size, 256 KiB by default), and a
+// stream that many commits went past (a pipe committing every second,
+// unconsumed for a day) reads them with subqueries of the change log
+// instead: slower (ClickHouse 18.16 takes tens of milliseconds for them),
+// but of any size.
+const maxListedCommits = 1000
+
+// commitLog renders sets of a table's commits for a change query: as lists
+// of ids, or as subqueries of lakepipe.table_commits over the same
+// versions and kinds.
+type commitLog struct {
+	schema, name string
+	listed       bool
+}
+
+// set is ids in parentheses, or the commits with versions in cond and one
+// of kinds, which are the same.
+func (l commitLog) set(ids []uint64, cond string, kinds ...string) string {
+	if l.listed {
+		return "(" + idList(ids) + ")"
+	}
+	quoted := make([]string, len(kinds))
+	for i, k := range kinds {
+		quoted[i] = chsql.QuoteString(k)
+	}
+	return "(SELECT commit_id FROM lakepipe.table_commits WHERE " + l.where(cond) + " AND kind IN (" + strings.Join(quoted, ", ") + "))"
+}
+
+// array is an array of expr over the commits with versions in cond, in
+// version order, as a scalar subquery.
+func (l commitLog) array(expr, cond string) string {
+	return "(SELECT groupArray(x) FROM (SELECT " + expr + " AS x FROM lakepipe.table_commits WHERE " + l.where(cond) + " ORDER BY version, commit_id))"
+}
+
+func (l commitLog) where(cond string) string {
+	return "db = " + chsql.QuoteString(l.schema) + " AND table = " + chsql.QuoteString(l.name) + " AND " + cond
 }
 
 // maxSavedCommits bounds the commit list savedCommits returns: a DELETE
