@@ -468,3 +468,22 @@ func TestStreamLagsManyCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteManyCommits: a DELETE whose rows came from more commits than
+// fit in a query's text is narrowed to them by a subquery of the change
+// log, and its changes show in a stream.
+func TestDeleteManyCommits(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE ev (id BIGINT)`)
+	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
+	must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s (id, %s) SELECT number, 1000000 + number FROM numbers(12000)",
+		chsql.Table(s.Schema, "ev"), chsql.QuoteIdent(engine.CommitColumn))))
+	must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) "+
+		"SELECT %s, 'ev', 1000 + number, 1000000 + number, 'INSERT', 1, now() FROM numbers(12000)", chsql.QuoteString(s.Schema))))
+	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
+	s.run(`DELETE FROM ev WHERE id >= 1000`) // rows of 11,000 commits
+	if got := s.streamRows(`SELECT COUNT(*), MAX(id) FROM ev`); got[0] != "1000|999" {
+		t.Fatalf("after the DELETE: %v, want 1000 rows up to id 999", got)
+	}
+	s.waitStream(`SELECT COUNT(*), MIN(id), __change_type FROM ev_s GROUP BY __change_type`, "11000|1000|DELETE")
+}

@@ -372,8 +372,8 @@ func (l commitLog) where(cond string) string {
 	return "db = " + chsql.QuoteString(l.schema) + " AND table = " + chsql.QuoteString(l.name) + " AND " + cond
 }
 
-// maxSavedCommits bounds the commit list savedCommits returns: a DELETE
-// or UPDATE touching rows of more commits than that is not narrowed.
+// maxSavedCommits bounds the commit list savedCommits returns (~210 KB of
+// a query's 256 KiB); past it, the commits are read by a subquery.
 const maxSavedCommits = 10000
 
 // savedCommits narrows the condition of a DELETE or UPDATE whose removed
@@ -391,8 +391,13 @@ func (e *Engine) savedCommits(ctx context.Context, schema, name string, commit u
 	switch {
 	case len(ids) == 0:
 		return "0", nil
-	case len(ids) > maxSavedCommits:
+	case len(ids) > maxSavedCommits && e.sharded(schema):
+		// The shards run the mutation, and the change table is on this
+		// server only: the statement is not narrowed.
 		return cond, nil
+	case len(ids) > maxSavedCommits:
+		return "(" + cond + ") AND " + chsql.QuoteIdent(CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(origCommitColumn) + " FROM " +
+			chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
 	}
 	return "(" + cond + ") AND " + chsql.QuoteIdent(CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
 }
