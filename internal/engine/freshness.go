@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/fnv"
 	"maps"
 	"strconv"
@@ -34,13 +35,52 @@ type freshness struct {
 	// current maps a cached value's key to its fingerprint as found
 	// current while the parts token was token.
 	current map[string]string
+	// changed counts the reads in a row that found the token changed;
+	// skip, the reads left that go without it (see worthReading).
+	changed, skip int
+}
+
+// A process whose catalog or change log is written all the time (pipes
+// committing every second) mostly finds the token changed, and then pays
+// for it on top of the full check. After tokenMisses such reads in a row,
+// the next tokenSkips reads run the full check at once, alongside their
+// query, as reads did before the token; then the token is tried again.
+const (
+	tokenMisses = 3
+	tokenSkips  = 16
+)
+
+// worthReading reports whether a read should read the parts token.
+func (f *freshness) worthReading() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.skip > 0 {
+		f.skip--
+		return false
+	}
+	return true
+}
+
+// skipping reports whether reads go without the token for now, without
+// counting a read (for the reads of a statement's translation).
+func (f *freshness) skipping() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.skip > 0
 }
 
 // holds reports whether every value in used was found current at token.
 func (f *freshness) holds(token string, used map[string]string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if token != f.token || len(used) == 0 {
+	if token != f.token {
+		if f.changed++; f.changed >= tokenMisses {
+			f.changed, f.skip = 0, tokenSkips
+		}
+		return false
+	}
+	f.changed = 0
+	if len(used) == 0 {
 		return false
 	}
 	for k, v := range used {
@@ -66,6 +106,9 @@ func (f *freshness) record(token string, used map[string]string) {
 
 // maxCached bounds what freshness remembers at one token.
 const maxCached = 4096
+
+// errTokenSkipped stands for a parts token not read (see worthReading).
+var errTokenSkipped = errors.New("parts token not read")
 
 // partsToken reads the parts token (see partsTokenQuery).
 func (e *Engine) partsToken(ctx context.Context) (string, error) {

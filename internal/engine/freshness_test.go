@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,6 +41,39 @@ func TestFreshness(t *testing.T) {
 	f.record("tok2", map[string]string{"table t.y": "1"})
 	if f.holds("tok2", used) {
 		t.Error("values found at an older token still hold at a newer one")
+	}
+}
+
+// TestFreshnessBusy: reads that keep finding the token changed stop
+// reading it for a while, then try again.
+func TestFreshnessBusy(t *testing.T) {
+	var f freshness
+	used := map[string]string{"table t.x": "1"}
+	f.record("tok0", used)
+	for i := range tokenMisses {
+		if !f.worthReading() {
+			t.Fatalf("read %d: the token is skipped after %d changes", i, i)
+		}
+		f.holds(fmt.Sprintf("tok%d", i+1), used)
+	}
+	for i := range tokenSkips {
+		if !f.skipping() || f.worthReading() {
+			t.Fatalf("read %d after %d changes in a row: the token is read", i, tokenMisses)
+		}
+	}
+	if f.skipping() || !f.worthReading() {
+		t.Fatalf("after %d reads without it, the token is still skipped", tokenSkips)
+	}
+	// A token found unchanged resets the count.
+	f.record("tok9", used)
+	for range 2 * tokenMisses {
+		f.holds("tok8", used)
+		if !f.holds("tok9", used) {
+			t.Fatal("the recorded values do not hold at their token")
+		}
+	}
+	if f.skipping() {
+		t.Fatal("changes that were not in a row made reads skip the token")
 	}
 }
 

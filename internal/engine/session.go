@@ -90,7 +90,9 @@ func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, er
 		// current can be vouched for by this token in later reads (see
 		// freshness); on an error the statement just records nothing.
 		s.tokenRead = true
-		s.token, _ = s.e.partsToken(s.ctx)
+		if !s.e.fresh.skipping() {
+			s.token, _ = s.e.partsToken(s.ctx)
+		}
 	}
 	c, err := s.e.commitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))
 	if err == nil {

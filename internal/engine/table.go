@@ -677,7 +677,10 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	}()
 	// The parts token is read before the full check, so that the values
 	// the check finds current are current at that token (see freshness).
-	token, terr := e.partsToken(ctx)
+	token, terr := "", errTokenSkipped
+	if e.fresh.worthReading() {
+		token, terr = e.partsToken(ctx)
+	}
 	if terr != nil || !e.fresh.holds(token, sess.used) {
 		same, err := sess.checkCommits(ctx)
 		if err != nil || !same {
