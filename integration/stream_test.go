@@ -487,3 +487,51 @@ func TestDeleteManyCommits(t *testing.T) {
 	}
 	s.waitStream(`SELECT COUNT(*), MIN(id), __change_type FROM ev_s GROUP BY __change_type`, "11000|1000|DELETE")
 }
+
+// TestStreamReadsWhileWriting: one process reads a stream over and over
+// while another keeps inserting into its table. Each read counts at least
+// what the one before it did (no read is served from outdated caches),
+// and once the writer stops, the next read past the 2 s fence counts every
+// row.
+func TestStreamReadsWhileWriting(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE ev (id BIGINT)`)
+	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
+	cat2, err := catalog.Open(s.Ctx, s.Store)
+	must(t, err)
+	other := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat2, engine.Config{Workspace: "default", Schema: s.Schema})}
+	const inserts = 60
+	done := make(chan error, 1)
+	go func() {
+		for i := range inserts {
+			stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO ev VALUES (%d)`, i))
+			if err == nil {
+				_, err = other.Eng.Exec(s.Ctx, stmts[0])
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	last, reads := 0, 0
+	for writing := true; writing; {
+		select {
+		case err := <-done:
+			must(t, err)
+			writing = false
+		default:
+		}
+		n, _ := strconv.Atoi(s.streamRows(`SELECT COUNT(*) FROM ev_s`)[0])
+		if n < last {
+			t.Fatalf("read %d counts %d rows, the read before it %d", reads, n, last)
+		}
+		last, reads = n, reads+1
+	}
+	time.Sleep(2100 * time.Millisecond) // the fence
+	if got := s.streamRows(`SELECT COUNT(*), COUNT(DISTINCT id) FROM ev_s`); got[0] != fmt.Sprintf("%d|%d", inserts, inserts) {
+		t.Fatalf("after the writer stopped (%d reads meanwhile): %v, want %d rows", reads, got, inserts)
+	}
+}
