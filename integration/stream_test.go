@@ -45,6 +45,30 @@ func (s *Stack) waitStream(q string, want ...string) {
 	})
 }
 
+// otherProcess is the stack as another lakepipe process sees it: an
+// engine with a catalog (and caches) of its own.
+func (s *Stack) otherProcess() *Stack {
+	s.T.Helper()
+	cat, err := catalog.Open(s.Ctx, s.Store)
+	must(s.T, err)
+	return &Stack{T: s.T, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})}
+}
+
+// execEach runs n statements, the i-th stmt(i), one after the other; for
+// writers in goroutines, it returns the first error instead of failing.
+func (s *Stack) execEach(n int, stmt func(i int) string) error {
+	for i := range n {
+		stmts, err := sqlparse.ParseScript(stmt(i))
+		if err == nil {
+			_, err = s.Eng.Exec(s.Ctx, stmts[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TestStreamAppendOnlyFromPipe: rows a pipe loads appear in an APPEND_ONLY
 // stream; INSERT … SELECT … FROM the stream consumes it (a second consume
 // reads nothing); a consume that fails leaves the offset where it was.
@@ -243,10 +267,7 @@ func TestStreamCachedSpecs(t *testing.T) {
 		t.Fatalf("%d reads with nothing written read the change log %d times, want at most 2", reads, n)
 	}
 
-	// Another process: an engine with a catalog (and cache) of its own.
-	cat2, err := catalog.Open(s.Ctx, s.Store)
-	must(t, err)
-	other := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat2, engine.Config{Workspace: "default", Schema: s.Schema})}
+	other := s.otherProcess()
 	other.run(`INSERT INTO sink SELECT id FROM events_stream`)
 	if got := s.streamRows(`SELECT id FROM events_stream`); len(got) != 0 {
 		t.Fatalf("after another process consumed the stream, this one still reads %v", got)
@@ -284,17 +305,9 @@ func TestDeleteDuringInserts(t *testing.T) {
 		done := make(chan error, writers)
 		for w := 0; w < writers; w++ {
 			go func() {
-				for i := 0; i < perWriter; i++ {
-					stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO churn VALUES (%d, '%s')`, first+w*perWriter+i, grp))
-					if err == nil {
-						_, err = s.Eng.Exec(s.Ctx, stmts[0])
-					}
-					if err != nil {
-						done <- err
-						return
-					}
-				}
-				done <- nil
+				done <- s.execEach(perWriter, func(i int) string {
+					return fmt.Sprintf(`INSERT INTO churn VALUES (%d, '%s')`, first+w*perWriter+i, grp)
+				})
 			}()
 		}
 		runs := 0
@@ -498,23 +511,11 @@ func TestStreamReadsWhileWriting(t *testing.T) {
 	s.run(`CREATE TABLE ev (id BIGINT)`)
 	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
 	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
-	cat2, err := catalog.Open(s.Ctx, s.Store)
-	must(t, err)
-	other := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat2, engine.Config{Workspace: "default", Schema: s.Schema})}
+	other := s.otherProcess()
 	const inserts = 60
 	done := make(chan error, 1)
 	go func() {
-		for i := range inserts {
-			stmts, err := sqlparse.ParseScript(fmt.Sprintf(`INSERT INTO ev VALUES (%d)`, i))
-			if err == nil {
-				_, err = other.Eng.Exec(s.Ctx, stmts[0])
-			}
-			if err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
+		done <- other.execEach(inserts, func(i int) string { return fmt.Sprintf(`INSERT INTO ev VALUES (%d)`, i) })
 	}()
 	last, reads := 0, 0
 	for writing := true; writing; {
