@@ -536,3 +536,31 @@ func TestStreamReadsWhileWriting(t *testing.T) {
 		t.Fatalf("after the writer stopped (%d reads meanwhile): %v, want %d rows", reads, got, inserts)
 	}
 }
+
+// TestStreamStaleAfterTableRecreated: a stream whose table was dropped and
+// a table of the same name created again is stale (the changes of another
+// table are not its own), and says how to recreate it; a stream whose
+// table was dropped and restored with UNDROP goes on.
+func TestStreamStaleAfterTableRecreated(t *testing.T) {
+	s := newStack(t)
+	for _, tb := range []string{"ev", "kept"} {
+		s.run(`CREATE TABLE ` + tb + ` (id BIGINT)`)
+		s.run(`CREATE TABLE STREAM ` + tb + `_s ON TABLE ` + tb)
+		s.run(`INSERT INTO ` + tb + ` VALUES (1)`)
+		s.run(`DROP TABLE ` + tb)
+	}
+	s.run(`CREATE TABLE ev (id BIGINT)`)
+	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO ev VALUES (2)`)
+	s.mustFail(`SELECT id FROM ev_s`, "stale", "dropped and created again", "CREATE OR REPLACE TABLE STREAM ev_s ON TABLE")
+	sh := s.run(`SHOW TABLE STREAMS LIKE 'ev_s'`)
+	if rows := table(sh); len(rows) != 1 || rows[0][column(t, sh, "stale")] != "true" {
+		t.Fatalf("SHOW TABLE STREAMS:\n%s", rowsText(sh))
+	}
+	s.run(`CREATE OR REPLACE TABLE STREAM ev_s ON TABLE ev`)
+	s.run(`INSERT INTO ev VALUES (3)`)
+	s.waitStream(`SELECT id FROM ev_s`, "3")
+
+	s.run(`UNDROP TABLE kept`)
+	s.waitStream(`SELECT id, __change_type FROM kept_s`, "1|INSERT")
+}

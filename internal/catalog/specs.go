@@ -97,4 +97,9 @@ type StreamSpec struct {
 	Comment         string    `json:"comment,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	ConsumedAt      time.Time `json:"consumed_at,omitempty"`
+	// TableCreatedAt is when the stream's table was created: a table of
+	// that name created again since (dropped, then created) is another
+	// table, and the stream is stale. Zero for streams made before it
+	// was recorded.
+	TableCreatedAt time.Time `json:"table_created_at,omitempty"`
 }

@@ -45,7 +45,7 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 	if err != nil {
 		return nil, fmt.Errorf("table stream %s: %w", name, err)
 	}
-	spec := catalog.StreamSpec{Table: display(tschema, tname), Mode: streamStandard, CreatedAt: time.Now().UTC()}
+	spec := catalog.StreamSpec{Table: display(tschema, tname), Mode: streamStandard, CreatedAt: time.Now().UTC(), TableCreatedAt: tspec.CreatedAt}
 	for _, p := range s.Props {
 		v := strings.ToUpper(strings.TrimSpace(p.Value))
 		switch strings.ToUpper(p.Key) {
@@ -130,6 +130,11 @@ func (e *Engine) streamStateWith(name string, spec catalog.StreamSpec, get func(
 	}
 	if !ok {
 		return "", "", tspec, "", fmt.Errorf("table stream %s: its table %s no longer exists; drop the stream (DROP TABLE STREAM %s)", name, spec.Table, name)
+	}
+	if !spec.TableCreatedAt.IsZero() && !spec.TableCreatedAt.Equal(tspec.CreatedAt) {
+		stale = fmt.Sprintf("table stream %s is stale: its table %s was dropped and created again (at %s) since the stream was made; recreate it: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s",
+			name, spec.Table, tspec.CreatedAt.Format("2006-01-02 15:04:05"), name, spec.Table)
+		return tschema, tname, tspec, stale, nil
 	}
 	if since, _ := strconv.ParseUint(tspec.Properties[changesRetainedSince], 10, 64); since > 0 && spec.Offset < since && !(spec.Offset == 0 && spec.ShowInitialRows) {
 		stale = fmt.Sprintf("table stream %s is stale: its offset (%s) is older than the change log %s keeps (changes since %s, data_retention_days); recreate it: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s",
