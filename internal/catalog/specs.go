@@ -83,9 +83,12 @@ type DynamicTableSpec struct {
 	Sources         []string `json:"source_tables"`
 	// ChangeVersion is the change-log version of its source an
 	// incrementally refreshed summary reflects (0: not built yet).
-	ChangeVersion uint64    `json:"change_version,omitempty"`
-	Comment       string    `json:"comment,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
+	ChangeVersion uint64 `json:"change_version,omitempty"`
+	// StateOf names the tables the state was built from, with their
+	// creation times; a refresh that finds them otherwise rebuilds it.
+	StateOf   string    `json:"state_of,omitempty"`
+	Comment   string    `json:"comment,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // StreamSpec is a table stream: the changes of a table since its offset.

@@ -198,9 +198,9 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 	if plan != nil {
 		e.plans.put(schema, name, version, plan)
 		rows, deleted, mode, reason, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
-		if err == nil && spec.ChangeVersion == 0 {
+		if err == nil && (spec.ChangeVersion == 0 || spec.StateOf != plan.stateOf()) {
 			// The state is built: refreshes from now on can be incremental.
-			spec.ChangeVersion = changeReadHorizon()
+			spec.ChangeVersion, spec.StateOf = changeReadHorizon(), plan.stateOf()
 			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
@@ -309,6 +309,8 @@ func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpe
 		return "FULL", why
 	case spec.ChangeVersion == 0:
 		return "FULL", "first refresh: the state of the dynamic table is built"
+	case spec.StateOf != plan.stateOf():
+		return "FULL", recreatedSource
 	case plan.appendRows:
 		return "INCREMENTAL", "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}

@@ -395,6 +395,8 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 	switch {
 	case spec.ChangeVersion == 0:
 		reason = "first refresh: the state of the summary is built"
+	case spec.StateOf != p.stateOf():
+		reason = recreatedSource
 	case forceFull:
 		reason = "a full refresh was asked for"
 	default:
@@ -425,12 +427,28 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 	return strconv.FormatInt(rows, 10), deleted, "FULL", reason, err
 }
 
+// recreatedSource is the reason to rebuild a state built from a table
+// that was dropped and created again since (or built before lakepipe
+// recorded what it was built from).
+const recreatedSource = "a table it reads was created again since its state was built: the state is rebuilt"
+
 // deltaReason is the history's reason for an incremental refresh.
 func (p *incPlan) deltaReason() string {
 	if p.appendRows {
 		return "the rows committed to " + p.sourceNames() + " since the last refresh were added"
 	}
 	return "rows committed to " + p.sourceNames() + " since the last refresh were aggregated into the groups they touch"
+}
+
+// stateOf names the tables a state is built from, each with its creation
+// time: a state built from a table dropped and created again since is of
+// another table (see DynamicTableSpec.StateOf).
+func (p *incPlan) stateOf() string {
+	var b strings.Builder
+	for _, s := range p.read() {
+		fmt.Fprintf(&b, "%s@%d;", display(s.schema, s.table), s.created.UnixNano())
+	}
+	return b.String()
 }
 
 // sourceNames lists the changing tables.

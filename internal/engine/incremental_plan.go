@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -47,6 +48,7 @@ type incPlan struct {
 type incSource struct {
 	schema, table string
 	version       uint64
+	created       time.Time // the table's creation: a table made again is another
 }
 
 // deltaToken stands, in a plan's translated SQL, for the condition that
@@ -125,7 +127,7 @@ func (e *Engine) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableR
 		if !tracked(spec) {
 			return "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
-		read[i] = incSource{schema, table, v}
+		read[i] = incSource{schema, table, v, spec.CreatedAt}
 		if slices.ContainsFunc(read[:i], read[i].same) {
 			return "it reads " + display(schema, table) + " twice"
 		}
