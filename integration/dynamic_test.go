@@ -307,6 +307,18 @@ func TestDynamicTableAfterTrim(t *testing.T) {
 	wantRows(t, "per_shop after an incremental refresh", s.run(`SELECT shop, n, total FROM per_shop ORDER BY shop`), "x|2|4", "y|1|5")
 }
 
+// refreshPerSite refreshes the dynamic table per_site once its source's
+// changes are readable, checks the refresh said mode, and that the table
+// equals its query (site, n) run afresh.
+func (s *Stack) refreshPerSite(query, mode string) {
+	s.T.Helper()
+	time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+	checkMessage(s.T, s.run(`REFRESH DYNAMIC TABLE per_site`).Message, mode)
+	if got, want := rowsText(s.run(`SELECT site, n FROM per_site ORDER BY site`)), rowsText(s.run(query+` ORDER BY site`)); got != want {
+		s.T.Fatalf("after a %s refresh the dynamic table is\n%s\nwant\n%s", mode, indent(got), indent(want))
+	}
+}
+
 // TestDynamicTableTrackingOffAndOn: a summary whose source stops tracking
 // changes is refreshed FULL and gives up its state; when tracking is on
 // again, the rows written meanwhile are counted (a FULL refresh builds the
@@ -320,14 +332,7 @@ func TestDynamicTableTrackingOffAndOn(t *testing.T) {
 	query := `SELECT site, COUNT(*) AS n FROM visits GROUP BY site`
 	s.run(`CREATE DYNAMIC TABLE per_site REFRESH INTERVAL 1 HOUR AS ` + query)
 	s.dropAtEnd("DYNAMIC TABLE", "per_site")
-	refresh := func(mode string) {
-		t.Helper()
-		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
-		checkMessage(t, s.run(`REFRESH DYNAMIC TABLE per_site`).Message, mode)
-		if got, want := rowsText(s.run(`SELECT site, n FROM per_site ORDER BY site`)), rowsText(s.run(query+` ORDER BY site`)); got != want {
-			t.Fatalf("after a %s refresh the dynamic table is\n%s\nwant\n%s", mode, indent(got), indent(want))
-		}
-	}
+	refresh := func(mode string) { t.Helper(); s.refreshPerSite(query, mode) }
 	s.run(`INSERT INTO visits VALUES ('a')`)
 	refresh("INCREMENTAL")
 	s.run(`ALTER TABLE visits SET PROPERTIES ('change_tracking' = 'false')`)
@@ -509,14 +514,7 @@ func TestDynamicTableSourceRecreated(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
 	query := `SELECT site, COUNT(*) AS n FROM visits GROUP BY site`
-	check := func(mode string) {
-		t.Helper()
-		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
-		checkMessage(t, s.run(`REFRESH DYNAMIC TABLE per_site`).Message, mode)
-		if got, want := rowsText(s.run(`SELECT site, n FROM per_site ORDER BY site`)), rowsText(s.run(query+` ORDER BY site`)); got != want {
-			t.Fatalf("after a %s refresh the dynamic table is\n%s\nwant\n%s", mode, indent(got), indent(want))
-		}
-	}
+	check := func(mode string) { t.Helper(); s.refreshPerSite(query, mode) }
 	s.run(`CREATE TABLE visits (site STRING)`)
 	s.run(`ALTER TABLE visits SET PROPERTIES ('change_tracking' = 'true')`)
 	s.run(`INSERT INTO visits VALUES ('a'), ('b')`)
