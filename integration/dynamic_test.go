@@ -176,9 +176,7 @@ func randomFacts(rng *rand.Rand, table string, n int) string {
 func TestDynamicTableIncrementalProperty(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(testSeed(t, "LAKEPIPE_TEST_SEED")))
 	s.run(`CREATE TABLE facts (k STRING, g INT, x DECIMAL(10,2), d STRING)`)
 	s.run(`ALTER TABLE facts SET PROPERTIES ('change_tracking' = 'true')`)
 	query := `SELECT k, COUNT(*) AS n, COUNT(x) AS cx, SUM(x) AS sx, MIN(x) AS mn, MAX(d) AS mx, AVG(x) AS ax, COUNT(DISTINCT g) AS dg FROM facts WHERE g >= 0 GROUP BY k`
@@ -365,9 +363,7 @@ func TestDynamicTableTrackingOffAndOn(t *testing.T) {
 func TestDynamicTableIncrementalRowsProperty(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(testSeed(t, "LAKEPIPE_TEST_SEED")))
 	s.run(`CREATE TABLE ev (k STRING, g INT, x DECIMAL(10,2), d STRING)`)
 	s.run(`CREATE TABLE dim (k STRING, label STRING)`)
 	s.run(`INSERT INTO dim VALUES ('k0', 'zero'), ('k1', 'one'), ('k2', 'two'), ('k3', 'three')`)

@@ -173,10 +173,7 @@ func TestPipeFaults(t *testing.T) {
 	} else {
 		bigRows = faultEnvInt(t, "LAKEPIPE_FAULT_BIG_ROWS", bigRows)
 	}
-	seed := time.Now().UnixNano()
-	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
-		seed, _ = strconv.ParseInt(v, 10, 64)
-	}
+	seed := testSeed(t, "LAKEPIPE_FAULT_SEED")
 	rng := rand.New(rand.NewSource(seed))
 
 	// The files: file i holds fileRows[i] rows, ids first[i]+1 onwards.
@@ -202,8 +199,8 @@ func TestPipeFaults(t *testing.T) {
 		first[i] = want
 		want += n
 	}
-	t.Logf("fault test: %d files × %d rows (%d of them %d rows), %d rows in all, %d kills, MAX_FILES_PER_BATCH %d, seed %d (LAKEPIPE_FAULT_SEED)",
-		nFiles, rowsPer, nBig, bigRows, want, nKills, batch, seed)
+	t.Logf("fault test: %d files × %d rows (%d of them %d rows), %d rows in all, %d kills, MAX_FILES_PER_BATCH %d",
+		nFiles, rowsPer, nBig, bigRows, want, nKills, batch)
 
 	s := newStack(t)
 	// Each kill inside an activity costs a heartbeat timeout (2 min) before

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -555,4 +556,20 @@ func writeFile(t testing.TB, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// testSeed seeds a randomized test: from the variable env when set (to
+// replay a failure), else from the clock. It logs the seed and how to
+// replay it.
+func testSeed(t testing.TB, env string) int64 {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	if v := os.Getenv(env); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: want a whole number", env, v)
+		}
+	}
+	t.Logf("seed %d (replay with %s=%d)", seed, env, seed)
+	return seed
 }

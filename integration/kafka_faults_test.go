@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -32,12 +31,8 @@ import (
 func TestKafkaPipeFaults(t *testing.T) {
 	nRecords := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_RECORDS", 100_000)
 	nKills := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_KILLS", 2)
-	seed := time.Now().UnixNano()
-	if v := os.Getenv("LAKEPIPE_FAULT_SEED"); v != "" {
-		seed, _ = strconv.ParseInt(v, 10, 64)
-	}
-	rng := rand.New(rand.NewSource(seed))
-	t.Logf("kafka fault test: %d records on 6 partitions, %d kills, seed %d (LAKEPIPE_FAULT_SEED)", nRecords, nKills, seed)
+	rng := rand.New(rand.NewSource(testSeed(t, "LAKEPIPE_FAULT_SEED")))
+	t.Logf("kafka fault test: %d records on 6 partitions, %d kills", nRecords, nKills)
 
 	s := newStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+2*time.Minute*time.Duration(nKills))

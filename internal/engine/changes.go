@@ -466,25 +466,15 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 	return e.cat.Put(ctx, catalog.KindTable, schema, name, spec, "")
 }
 
-// dropChangeLog removes the change log of a table purged from the trash:
-// its change table and its commits up to the moment it was dropped. The log
-// is named after the table, so while a table of that name exists, live or
-// still in the trash, it stays; commits after the drop belong to a table
-// created since and are kept in any case.
+// dropChangeLog removes the change log of a table purged from the trash,
+// none of whose name is left there (purgeTrash sees to that): its change
+// table and its commits up to the moment it was dropped. The log is named
+// after the table, so while a live table has the name, it stays; commits
+// after the drop belong to a table created since and are kept in any case.
 func (e *Engine) dropChangeLog(ctx context.Context, schema, name string, droppedAt time.Time) error {
 	var live catalog.TableSpec
 	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil || ok {
 		return err
-	}
-	dropped, err := e.cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
-	if err != nil {
-		return err
-	}
-	for _, o := range dropped {
-		var d catalog.DroppedTableSpec
-		if o.Decode(&d) == nil && d.Schema == schema && d.Name == name {
-			return nil
-		}
 	}
 	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))); err != nil {
 		return fmt.Errorf("table %s: drop its change log: %w", display(schema, name), err)

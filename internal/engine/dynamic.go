@@ -198,9 +198,9 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 	if plan != nil {
 		e.plans.put(schema, name, version, plan)
 		rows, deleted, mode, reason, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
-		if err == nil && (spec.ChangeVersion == 0 || spec.StateOf != plan.stateOf()) {
+		if of := plan.stateOf(); err == nil && (spec.ChangeVersion == 0 || spec.StateOf != of) {
 			// The state is built: refreshes from now on can be incremental.
-			spec.ChangeVersion, spec.StateOf = changeReadHorizon(), plan.stateOf()
+			spec.ChangeVersion, spec.StateOf = changeReadHorizon(), of
 			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {

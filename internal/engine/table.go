@@ -163,13 +163,26 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 		return
 	}
 	cutoff := time.Now().Add(-time.Duration(e.cfg.TrashRetentionDays) * 24 * time.Hour)
+	// A change log is named after its table: it goes once no table of
+	// that name is left in the trash (nor live, see dropChangeLog).
+	type tableName struct{ schema, name string }
+	purged := map[tableName]time.Time{} // the latest drop purged
+	kept := map[tableName]bool{}
 	for _, o := range objs {
 		var d catalog.DroppedTableSpec
-		if o.Decode(&d) != nil || d.DroppedAt.After(cutoff) {
+		if o.Decode(&d) != nil {
 			continue
 		}
-		if e.dropStoredTable(ctx, schemas.TrashDB, o.Name) == nil && e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name) == nil {
-			_ = e.dropChangeLog(ctx, d.Schema, d.Name, d.DroppedAt)
+		n := tableName{d.Schema, d.Name}
+		if d.DroppedAt.After(cutoff) || e.dropStoredTable(ctx, schemas.TrashDB, o.Name) != nil || e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name) != nil {
+			kept[n] = true
+		} else if d.DroppedAt.After(purged[n]) {
+			purged[n] = d.DroppedAt
+		}
+	}
+	for n, at := range purged {
+		if !kept[n] {
+			_ = e.dropChangeLog(ctx, n.schema, n.name, at)
 		}
 	}
 }
