@@ -67,6 +67,10 @@ type PipeInput struct {
 	Counters PipeCounters
 	// Kafka is the position of a Kafka pipe (nil for volume pipes).
 	Kafka *KafkaState `json:",omitempty"`
+	// InvalidReason says why a volume pipe paused itself: an error no
+	// retry fixes (its table, volume or connection gone, credentials
+	// refused). Resume clears it. Kafka pipes keep theirs in Kafka.
+	InvalidReason string `json:",omitempty"`
 }
 
 // PipeStatus is what the status query answers.
@@ -76,6 +80,8 @@ type PipeStatus struct {
 	Running  bool // a turn is in progress
 	Counters PipeCounters
 	Kafka    *KafkaState `json:",omitempty"`
+	// InvalidReason: see PipeInput.
+	InvalidReason string `json:",omitempty"`
 }
 
 // FilesSignal carries object paths (relative to the volume) that an event
@@ -128,6 +134,18 @@ type CopyResult struct {
 // was dropped; the workflow ends when it sees it.
 const ErrTypePipeGone = "PipeGone"
 
+// ErrTypePipeInvalid is the application error type of activities that met
+// an error no retry fixes (the COPY's table, volume or connection gone,
+// credentials refused): the pipe pauses with the message as its
+// invalid_reason, and resuming it after the fix goes on.
+const ErrTypePipeInvalid = "PipeInvalid"
+
+// maxHints bounds the event-notified paths a pipe keeps between turns: a
+// flood of notifications must not grow the history without bound. Paths
+// beyond it are dropped; the wake-up stays, and the turn's listing finds
+// their files anyway.
+const maxHints = 1000
+
 // Activity names, registered by the worker.
 const (
 	ActivityListFiles = "ListFiles"
@@ -149,7 +167,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	if p.MaxFilesPerTurn <= 0 {
 		p.MaxFilesPerTurn = 500
 	}
-	paused, counters := in.Paused, in.Counters
+	paused, counters, invalid := in.Paused, in.Counters, in.InvalidReason
 	running, dropped, wake := false, false, false
 	kst := in.Kafka
 	if p.Kind == KindKafka && kst == nil {
@@ -165,7 +183,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	signalsDuringTurn := workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
-		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst}, nil
+		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid}, nil
 	}); err != nil {
 		return err
 	}
@@ -181,7 +199,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
 			// Retries go on: a pipe waits out a ClickHouse or S3 outage.
-			NonRetryableErrorTypes: []string{ErrTypePipeGone},
+			NonRetryableErrorTypes: []string{ErrTypePipeGone, ErrTypePipeInvalid},
 		},
 	})
 
@@ -197,7 +215,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = true })
 		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, nil)
-			paused, wake = false, true
+			paused, wake, invalid = false, true, ""
 			if kst != nil {
 				kst.InvalidReason = ""
 			}
@@ -206,7 +224,9 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
 			var f FilesSignal
 			c.Receive(ctx, &f)
-			hints = append(hints, f.Paths...)
+			if room := maxHints - len(hints); room > 0 {
+				hints = append(hints, f.Paths[:min(room, len(f.Paths))]...)
+			}
 			wake = true
 		})
 		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
@@ -268,6 +288,14 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		if err != nil {
 			counters.LastError = err.Error()
 			workflow.GetLogger(ctx).Warn("pipe turn failed", "pipe", p.Name, "error", err)
+			// From version 1 on, an error no retry fixes pauses the pipe
+			// (runs recorded before retried it at every poll). The version
+			// is asked only when such an error comes, so that histories
+			// without one replay unchanged.
+			if errors.As(err, &appErr) && appErr.Type() == ErrTypePipeInvalid &&
+				workflow.GetVersion(ctx, "pause-on-invalid", workflow.DefaultVersion, 1) >= 1 {
+				paused, invalid = true, appErr.Message()
+			}
 		}
 
 		info := workflow.GetInfo(ctx)
@@ -278,7 +306,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst})
+			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid})
 		}
 		if more || wake || len(hints) > 0 || paused || dropped {
 			continue

@@ -612,3 +612,55 @@ func TestManyTurnsContinueAsNew(t *testing.T) {
 	eq(t, "continued runs", in.Counters.ContinuedRuns, int64(1))
 	eq(t, "last turn", in.Counters.LastTurnTime, t0.Add(time.Duration(n-1)*time.Second))
 }
+
+func TestInvalidErrorPausesUntilResume(t *testing.T) {
+	invalid := temporal.NewNonRetryableApplicationError("table public.t does not exist", workflows.ErrTypePipeInvalid, nil)
+	for _, tc := range []struct {
+		name             string
+		listErr, copyErr func(n int, attempt int32) error
+		lists            []int
+	}{
+		{name: "from ListFiles", lists: []int{0, 100},
+			listErr: func(n int, _ int32) error { return iff(n == 0, invalid) }},
+		{name: "from CopyFiles", lists: []int{0, 100},
+			copyErr: func(n int, _ int32) error { return iff(n == 0, invalid) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, l := newPipeEnv(t, "a.csv")
+			l.listErr, l.copyErr = tc.listErr, tc.copyErr
+			paused := statusAt(t, env, 50*time.Second)
+			signal(env, 100*time.Second, workflows.SignalResume, nil)
+			resumed := statusAt(t, env, 105*time.Second)
+			signal(env, 108*time.Second, workflows.SignalDrop, nil)
+			run(env, workflows.PipeInput{Params: params(10, 0)})
+			requireClean(t, env)
+			// Paused: no turn at the polls of 10, 20, … s; the resume
+			// runs one at once.
+			eq(t, "ListFiles at (s)", l.listTimes(), tc.lists)
+			eq(t, "paused", paused.Paused, true)
+			eq(t, "invalid_reason", paused.InvalidReason, "table public.t does not exist")
+			eq(t, "paused after resume", resumed.Paused, false)
+			eq(t, "invalid_reason after resume", resumed.InvalidReason, "")
+			eq(t, "files loaded after resume", resumed.Counters.FilesLoaded, int64(1))
+		})
+	}
+}
+
+func TestHintsAreBounded(t *testing.T) {
+	env, l := newPipeEnv(t)
+	signal(env, 5*time.Second, workflows.SignalPause, nil)
+	many := make([]string, 700)
+	for i := range many {
+		many[i] = "f" + string(rune('a'+i%26)) + ".csv"
+	}
+	// 2,100 paths arrive while paused; the pipe keeps 1,000 of them.
+	for i := range 3 {
+		signal(env, time.Duration(10+i)*time.Second, workflows.SignalFiles, workflows.FilesSignal{Paths: many})
+	}
+	signal(env, 20*time.Second, workflows.SignalResume, nil)
+	signal(env, 25*time.Second, workflows.SignalDrop, nil)
+	run(env, workflows.PipeInput{Params: params(10, 0)})
+	requireClean(t, env)
+	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 20})
+	eq(t, "hints passed", len(l.lists[1].hint), 1000)
+}
