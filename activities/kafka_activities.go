@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -44,9 +45,13 @@ func (a *Activities) KafkaBatch(ctx context.Context, in workflows.KafkaBatchInpu
 	run.Warn = func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) }
 	start := time.Now()
 	res, err := run.LoadBatch(ctx, in, in.Retry || activity.GetInfo(ctx).Attempt > 1)
+	// A record's error may quote a whole record: the result travels in the
+	// history, so its texts are bounded.
+	res.FirstError = errtext.Cap(res.FirstError, errtext.MaxMessage)
+	res.Reason = errtext.Cap(res.Reason, errtext.MaxMessage)
 	if err != nil {
 		a.Metrics.Error(in.Params)
-		return res, err
+		return res, classify(err)
 	}
 	a.Metrics.KafkaBatch(in.Params, res, time.Since(start))
 	return res, nil

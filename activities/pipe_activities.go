@@ -6,6 +6,9 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/workflows"
 )
@@ -30,7 +34,32 @@ func (a *Activities) open(ctx context.Context, p workflows.PipeParams) (*engine.
 	if errors.Is(err, engine.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypePipeGone, err)
 	}
-	return run, err
+	return run, classify(err)
+}
+
+// classify makes an error the activity returns fit for Temporal: one a
+// retry cannot fix (engine.IsPermanent) is non-retryable of type
+// PipeInvalid, which pauses the pipe with it as its invalid_reason; any
+// other is retried with backoff. Either way its text is bounded, since it
+// travels in the history.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return err
+	}
+	msg := errtext.Cap(err.Error(), errtext.MaxMessage)
+	if engine.IsPermanent(err) {
+		// The cause is not attached: its text is msg already, and a
+		// wrapped driver error may be large.
+		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypePipeInvalid, nil)
+	}
+	if len(msg) < len(err.Error()) {
+		return errors.New(msg)
+	}
+	return err
 }
 
 // ListFiles lists the files a pipe has not loaded yet. It heartbeats while
@@ -49,7 +78,7 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 	}
 	files, backlog, err := run.ListFiles(ctx, in.Hint, max)
 	if err != nil {
-		return workflows.ListResult{}, err
+		return workflows.ListResult{}, classify(err)
 	}
 	var oldest time.Time
 	for _, f := range files {
@@ -121,7 +150,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			defer wg.Done()
 			defer func() { <-sem }()
 			start := time.Now()
-			r, err := run.LoadFile(ctx, f)
+			r, err := loadOne(ctx, run, f)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -140,9 +169,23 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 	wg.Wait()
 	close(stop)
 	if firstErr != nil {
-		return workflows.CopyResult{}, firstErr
+		return workflows.CopyResult{}, classify(firstErr)
 	}
 	return workflows.CopyResult{Files: results}, nil
+}
+
+// loadOne loads a file on a goroutine of its own, where a panic would end
+// the process: the engine turns panics of reading and converting into the
+// file's FAILED record; one anywhere else fails this attempt, and the
+// retry goes on.
+func loadOne(ctx context.Context, run *engine.PipeRun, f workflows.FileRef) (r workflows.FileResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("panic in a pipe's load", "pipe", run.Name, "file", f.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("pipe %s: load of %s failed: %s", run.Name, f.Path, errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+		}
+	}()
+	return run.LoadFile(ctx, f)
 }
 
 // keepAlive heartbeats every few seconds until the returned stop is called:

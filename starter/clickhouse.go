@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 )
 
@@ -50,4 +52,15 @@ func (c *clickhouseFlags) tlsConfig() (*tls.Config, error) {
 	}
 	return tlsfiles.Files{CA: c.caFile, Cert: c.certFile, Key: c.keyFile, ServerName: c.serverName}.Config(
 		tlsfiles.Names{CA: "LAKEPIPE_CLICKHOUSE_TLS_CA", Cert: "LAKEPIPE_CLICKHOUSE_TLS_CERT", Key: "LAKEPIPE_CLICKHOUSE_TLS_KEY"})
+}
+
+// engineConfig is the engine's configuration: names from the flags, the
+// reader limits from the environment (LAKEPIPE_MAX_LINE_BYTES, …; see
+// docs/security.md).
+func (c *connFlags) engineConfig() (engine.Config, error) {
+	limits, err := formats.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	return engine.Config{Workspace: c.workspace, Schema: c.schema, Limits: limits}, nil
 }

@@ -25,7 +25,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	c.register(fs)
 	listen := fs.String("listen", env("LAKEPIPE_TUNNEL_ADDR", "127.0.0.1:8090"), "address of the write service's HTTP API (LAKEPIPE_TUNNEL_ADDR)")
-	maxFlush := fs.Int64("max-flush-bytes", 256<<20, "largest flush body accepted; larger ones get 413")
+	maxFlush := fs.Int64("max-flush-bytes", tunnelserver.DefaultMaxFlushBytes, "largest flush body accepted, as sent (compressed); larger ones get 413")
+	maxPlain := fs.Int64("max-flush-decompressed-bytes", 0, "largest flush body accepted once decompressed; larger ones get 413 (0: 4 × --max-flush-bytes, 1 GiB by default)")
+	maxRecords := fs.Int64("max-flush-records", tunnelserver.DefaultMaxFlushRecords, "most records accepted in one flush; more get 413")
+	readTimeout := fs.Duration("read-timeout", tunnelserver.DefaultReadTimeout, "how long a request body may take to arrive; a slower one gets 408 (10m is 256 MiB at 3.5 Mbit/s)")
+	stallTimeout := fs.Duration("stall-timeout", tunnelserver.DefaultStallTimeout, "how long the service waits for the next bytes of a request body; a body that stalls longer gets 408")
+	writeTimeout := fs.Duration("write-timeout", 0, "how long a request may take from its headers to the end of its answer (0: --read-timeout + 5m)")
+	idleTimeout := fs.Duration("idle-timeout", tunnelserver.DefaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	slots := fs.Int("slots", 0, "flushes of one session run at once when the session asks for 0 slots (0: 2 × CPUs)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
 	if err := fs.Parse(args); err != nil {
@@ -33,7 +39,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log := newLogger(*logFormat, stderr)
 	// The token has no flag on purpose: flags show up in process lists.
-	err := serve(ctx, *listen, c, tunnelserver.Config{Token: os.Getenv("LAKEPIPE_TUNNEL_TOKEN"), MaxFlushBytes: *maxFlush, Slots: *slots, Logger: log}, log)
+	err := serve(ctx, *listen, c, tunnelserver.Config{
+		Token: os.Getenv("LAKEPIPE_TUNNEL_TOKEN"), MaxFlushBytes: *maxFlush, MaxFlushDecompressedBytes: *maxPlain, MaxFlushRecords: *maxRecords,
+		ReadTimeout: *readTimeout, StallTimeout: *stallTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
+		Slots: *slots, Logger: log,
+	}, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe serve:", err)
 		return 1
@@ -47,7 +57,11 @@ func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Con
 		return err
 	}
 	defer closeStore()
-	srv, err := tunnelserver.New(engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}), cfg)
+	ecfg, err := c.engineConfig()
+	if err != nil {
+		return err
+	}
+	srv, err := tunnelserver.New(engine.New(cat, ecfg), cfg)
 	if err != nil {
 		return err
 	}
@@ -55,10 +69,13 @@ func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Con
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", listen, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	hs := srv.HTTPServer()
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
-	log.Info("lakepipe write service running", "addr", ln.Addr().String(), "max_flush_bytes", cfg.MaxFlushBytes)
+	cfg = srv.Config()
+	log.Info("lakepipe write service running", "addr", ln.Addr().String(), "max_flush_bytes", cfg.MaxFlushBytes,
+		"max_flush_decompressed_bytes", cfg.MaxFlushDecompressedBytes, "max_flush_records", cfg.MaxFlushRecords,
+		"read_timeout", cfg.ReadTimeout.String(), "stall_timeout", cfg.StallTimeout.String(), "write_timeout", cfg.WriteTimeout.String())
 	select {
 	case err := <-done:
 		return err

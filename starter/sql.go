@@ -120,7 +120,12 @@ func connect(ctx context.Context, c *connFlags) (*engine.Engine, func(), error) 
 		return nil, nil, err
 	}
 	orch := orchestrator.New(tc)
-	eng := engine.New(cat, engine.Config{Workspace: c.workspace, Schema: c.schema}).WithOrchestrator(orch)
+	ecfg, err := c.engineConfig()
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	eng := engine.New(cat, ecfg).WithOrchestrator(orch)
 	return eng, func() { orch.Close(); closeStore() }, nil
 }
 

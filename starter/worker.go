@@ -18,13 +18,16 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lakepipe worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c.register(fs)
-	httpAddr := fs.String("http", env("LAKEPIPE_WORKER_HTTP", "127.0.0.1:9464"), "address of /metrics, /healthz and /events (S3 event notifications); empty for none (LAKEPIPE_WORKER_HTTP)")
+	httpAddr := fs.String("http", env("LAKEPIPE_WORKER_HTTP", "127.0.0.1:9464"), "address of /metrics, /healthz and /events (S3 event notifications, which must carry the token in LAKEPIPE_EVENTS_TOKEN when it is set); empty for none (LAKEPIPE_WORKER_HTTP)")
 	parallel := fs.Int("parallel", 4, "files loaded at once per pipe batch")
 	maxActivities := fs.Int("max-activities", envInt("LAKEPIPE_WORKER_MAX_ACTIVITIES", 32), "activities (file copies, listings, Kafka batches, refreshes) run at once (LAKEPIPE_WORKER_MAX_ACTIVITIES)")
 	maxWorkflowTasks := fs.Int("max-workflow-tasks", envInt("LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS)")
 	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
 	pollers := fs.Int("pollers", envInt("LAKEPIPE_WORKER_POLLERS", 2), "pollers of the task queue per task kind (LAKEPIPE_WORKER_POLLERS)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
+	eventsMaxBytes := fs.Int64("events-max-bytes", worker.DefaultEventsMaxBytes, "largest S3 event notification body /events accepts; larger ones get 413")
+	eventsMaxRecords := fs.Int("events-max-records", worker.DefaultEventsMaxRecords, "most records in one S3 event notification; more get 413")
+	eventsMaxPaths := fs.Int("events-max-paths", worker.DefaultEventsMaxPaths, "most new-file paths one notification signals to a pipe; past it the pipe is only woken, and its listing finds the files")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -38,17 +41,25 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)
 		return 2
 	}
+	ecfg, err := c.engineConfig()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe worker:", err)
+		return 2
+	}
 	err = worker.Run(ctx, worker.Config{
 		ClickHouse:       chc,
 		Temporal:         tc,
 		Workspace:        c.workspace,
+		Limits:           ecfg.Limits,
 		HTTPAddr:         *httpAddr,
 		Parallel:         *parallel,
 		MaxActivities:    *maxActivities,
 		MaxWorkflowTasks: *maxWorkflowTasks,
 		Pollers:          *pollers,
 		StopTimeout:      *stopTimeout,
-		Logger:           newLogger(*logFormat, stderr),
+		// The token has no flag on purpose: flags show up in process lists.
+		Events: worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
+		Logger: newLogger(*logFormat, stderr),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)

@@ -74,10 +74,16 @@ func (e *Error) Is(target error) bool {
 	return false
 }
 
-// Temporary reports whether the same request may succeed later: 429 and
-// 5xx answers are temporary, other statuses are not.
+// CodeTimeout: the server stopped waiting for a request body that
+// stalled or came too slowly (408); nothing of the flush was written, and
+// the same request may succeed later.
+const CodeTimeout = "Timeout"
+
+// Temporary reports whether the same request may succeed later: 408
+// (a body that came too slowly), 429 and 5xx answers are temporary, other
+// statuses are not.
 func (e *Error) Temporary() bool {
-	return e.Status == http.StatusTooManyRequests || e.Status >= 500
+	return e.Status == http.StatusRequestTimeout || e.Status == http.StatusTooManyRequests || e.Status >= 500
 }
 
 // IsSchemaMismatch reports whether err is, or wraps, a schema mismatch:

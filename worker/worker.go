@@ -23,6 +23,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/workflows"
@@ -33,8 +34,13 @@ type Config struct {
 	ClickHouse chstore.Config
 	Temporal   orchestrator.Config
 	Workspace  string
+	// Limits bound what reading one file may allocate (zero fields: the
+	// defaults of formats.Limits).
+	Limits formats.Limits
 	// HTTPAddr serves /metrics, /healthz and /events ("" = no server).
 	HTTPAddr string
+	// Events bounds and authenticates /events (see EventsConfig).
+	Events EventsConfig
 	// Parallel files per batch (default 4).
 	Parallel int
 	// MaxActivities is how many activities (file copies, listings, Kafka
@@ -101,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace}).WithOrchestrator(orch)
+	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace, Limits: cfg.Limits}).WithOrchestrator(orch)
 	queue := cfg.Temporal.TaskQueue
 	if queue == "" {
 		queue = workflows.TaskQueue
@@ -129,13 +135,13 @@ func Run(ctx context.Context, cfg Config) error {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.Handle("/events", eventHandler(eng, orch, log))
+		mux.Handle("/events", eventHandler(eng, orch, cfg.Events, log))
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
 			return fmt.Errorf("worker http %s: %w", cfg.HTTPAddr, err)
 		}
 		addr = ln.Addr().String()
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv = newHTTPServer(mux)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("worker http server", "error", err)
@@ -159,6 +165,21 @@ func Run(ctx context.Context, cfg Config) error {
 		_ = srv.Shutdown(sctx)
 	}
 	return nil
+}
+
+// newHTTPServer is the worker's HTTP server: a client gets 10 s for its
+// headers (64 KiB at most), a minute for its whole request and a minute
+// to read the answer, and an idle connection is closed after 2 minutes.
+// /events bounds its body more tightly itself (EventsConfig.BodyTimeout).
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+	}
 }
 
 // maintain expires old histories and dropped tables every hour. Every

@@ -248,11 +248,18 @@ func parseInt(s string) (int64, error) {
 		neg = s[0] == '-'
 		s = s[1:]
 	}
-	if s == "" || len(s) > 19 {
-		if len(s) > 19 {
-			return 0, errors.New("out of range")
-		}
+	if s == "" {
 		return 0, errors.New("no digits")
+	}
+	// Leading zeros count for nothing ("000…042" is 42): only the
+	// significant digits can overflow.
+	if t := strings.TrimLeft(s, "0"); len(t) < len(s) {
+		if s = t; s == "" {
+			return 0, nil
+		}
+	}
+	if len(s) > 19 {
+		return 0, errors.New("out of range")
 	}
 	var v uint64
 	for i := 0; i < len(s); i++ {

@@ -123,7 +123,14 @@ func (in *Inserter) sender(ctx context.Context) {
 	in.done <- err
 }
 
-func (in *Inserter) appendBlock(batch driver.Batch, b block) error {
+func (in *Inserter) appendBlock(batch driver.Batch, b block) (err error) {
+	// The sender is a goroutine of its own: a panic in the driver over an
+	// odd value would end the process, so it becomes this insert's error.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("insert into %s.%s: the ClickHouse driver failed on a block: %v", in.db, in.table, p)
+		}
+	}()
 	for i, v := range b.values {
 		if err := batch.Column(i).Append(v); err != nil {
 			return fmt.Errorf("insert into %s.%s column %s: %w", in.db, in.table, in.cols[i].Name, Error(err))

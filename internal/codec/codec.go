@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zlib"
 	"github.com/pierrec/lz4/v4"
 )
@@ -75,9 +74,26 @@ func NewWriter(encoding string, w io.Writer) (io.WriteCloser, error) {
 	return nopWriteCloser{w}, nil
 }
 
+// Memory bounds of the readers, whatever the input claims.
+const (
+	// SnappyMaxBlock is the largest Snappy block a reader accepts (the
+	// framing format's own limit, 64 KiB); a stream claiming a larger one
+	// is a read error, so a reader holds at most about two blocks.
+	SnappyMaxBlock = 64 << 10
+	// LZ4MaxBlock is the largest LZ4 frame block (4 MiB, the format's
+	// largest block size); a reader holds one block and its compressed
+	// form, decoded on the calling goroutine.
+	LZ4MaxBlock = 4 << 20
+)
+
 // NewReader returns a reader of the decompressed bytes of r. Corrupt or
 // truncated input is a read error. Close releases the decompressor; it
 // does not close r.
+//
+// A reader's memory is bounded whatever the input: a 32 KiB window for
+// deflate, SnappyMaxBlock and LZ4MaxBlock blocks for the others. The
+// decompressed size is not bounded (deflate expands up to 1032-fold):
+// callers that must bound it count what they read.
 func NewReader(encoding string, r io.Reader) (io.ReadCloser, error) {
 	name, err := Canonical(encoding)
 	if err != nil {
@@ -94,9 +110,16 @@ func NewReader(encoding string, r io.Reader) (io.ReadCloser, error) {
 		}
 		return zr, nil
 	case Snappy:
-		return io.NopCloser(snappy.NewReader(r)), nil
+		// The Snappy framing format's 64 KiB blocks (S2 allows 4 MiB).
+		return io.NopCloser(s2.NewReader(r, s2.ReaderMaxBlockSize(SnappyMaxBlock))), nil
 	case LZ4:
-		return io.NopCloser(lz4.NewReader(r)), nil
+		// Blocks are at most 4 MiB in the frame format; one goroutine, so
+		// one block at a time.
+		zr := lz4.NewReader(r)
+		if err := zr.Apply(lz4.ConcurrencyOption(1)); err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+		return io.NopCloser(zr), nil
 	}
 	return io.NopCloser(r), nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
@@ -82,6 +83,17 @@ func checkCopy(s *sqlparse.CopyIntoTable) error {
 	case "CSV", "JSON", "PARQUET":
 	default:
 		return fmt.Errorf("USING %s: expected CSV, JSON or PARQUET", s.Volume.Format)
+	}
+	// Paths a person typed are checked before any server is asked.
+	for _, f := range s.Volume.Files {
+		if err := objstore.CheckPath(f); err != nil {
+			return fmt.Errorf("FILES(%s): %w", chsql.QuoteString(f), err)
+		}
+	}
+	if s.Volume.Subdirectory != nil {
+		if err := objstore.CheckPath(*s.Volume.Subdirectory); err != nil {
+			return fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(*s.Volume.Subdirectory), err)
+		}
 	}
 	_, err := readOptions(s.Volume)
 	return err

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,10 +25,19 @@ import (
 )
 
 // selectFiles lists the files a volume source names: FILES(…), else the
-// SUBDIRECTORY's files, else the whole volume; REGEXP filters.
+// SUBDIRECTORY's files, else the whole volume; REGEXP filters. FILES and
+// SUBDIRECTORY are typed paths: one that could leave the volume ('..', a
+// backslash) is the user's error, refused (permanent: a pipe with one
+// pauses rather than retries) before anything is read. The Objects' paths
+// are as the store lists them, for the *Listed methods.
 func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sqlparse.VolumeSource) ([]objstore.Object, error) {
 	var out []objstore.Object
 	if len(src.Files) > 0 {
+		for _, f := range src.Files {
+			if err := objstore.CheckPath(f); err != nil {
+				return nil, permanent(fmt.Errorf("FILES(%s): %w", chsql.QuoteString(f), err))
+			}
+		}
 		for _, f := range src.Files {
 			o, err := vol.Stat(ctx, f)
 			if errors.Is(err, objstore.ErrNotFound) {
@@ -38,13 +46,15 @@ func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 			if err != nil {
 				return nil, err
 			}
-			o.Path = strings.TrimPrefix(path.Clean("/"+f), "/")
 			out = append(out, o)
 		}
 	} else {
 		sub := ""
 		if src.Subdirectory != nil {
 			sub = *src.Subdirectory
+			if err := objstore.CheckPath(sub); err != nil {
+				return nil, permanent(fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(sub), err))
+			}
 		}
 		objs, err := vol.List(ctx, sub)
 		if err != nil {
@@ -66,6 +76,13 @@ func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 		out = kept
 	}
 	return out, nil
+}
+
+// fileOptions is readOptions with the engine's reader limits.
+func (e *Engine) fileOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
+	opts, err := readOptions(src)
+	opts.Limits = e.cfg.Limits
+	return opts, err
 }
 
 // readOptions turns OPTIONS(…) and an inline schema into reader options.
@@ -90,7 +107,7 @@ func readOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
 
 // fileColumns opens a file only to learn the columns it provides.
 func (e *Engine) fileColumns(ctx context.Context, vol *objstore.Volume, obj objstore.Object, format string, opts formats.Options) ([]formats.Column, error) {
-	f, _, err := vol.OpenFile(ctx, obj.Path)
+	f, _, err := vol.OpenListed(ctx, obj.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +208,10 @@ func mapColumns(file string, src []formats.Column, target loadTarget, named bool
 func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
-	f, _, err := vol.OpenFile(ctx, obj.Path)
+	f, _, err := vol.OpenListed(ctx, obj.Path)
+	if errors.Is(err, objstore.ErrRefused) {
+		return res, &fileError{err: err} // the store will not serve this key: no retry helps
+	}
 	if err != nil {
 		return res, err
 	}
@@ -268,6 +288,9 @@ func (e *fileError) Unwrap() error { return e.err }
 // contentError classifies a reader's error: network and cancellation are
 // transient, anything else is the file's fault.
 func contentError(path string, err error) error {
+	if errors.Is(err, objstore.ErrRefused) {
+		return &fileError{err: fmt.Errorf("file %s: %w", path, err)}
+	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || minio.ToErrorResponse(err).Code != "" {
 		return fmt.Errorf("file %s: %w", path, err)
@@ -322,7 +345,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	if err != nil {
 		return nil, err
 	}
-	opts, err := readOptions(s.Volume)
+	opts, err := e.fileOptions(s.Volume)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +365,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		_ = e.trackLoad(context.Background(), schema, name, target.commit, loaded)
 	}()
 	for _, f := range files {
-		fl, err := e.loadFile(ctx, vol, f, s.Volume, opts, target, onError)
+		fl, err := e.safeLoadFile(ctx, vol, f, s.Volume, opts, target, onError)
 		if err != nil {
 			fl.Status = StatusFailed
 			if fl.FirstError == "" {
@@ -355,7 +378,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 			return nil, err
 		}
 		if s.Purge && fl.Status == StatusLoaded {
-			if err := vol.Remove(ctx, f.Path); err != nil {
+			if err := vol.RemoveListed(ctx, f.Path); err != nil {
 				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
 			}
 		}

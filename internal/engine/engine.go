@@ -14,6 +14,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -34,6 +35,10 @@ type Config struct {
 	// long-lived while used, but a writer that never closes its sessions
 	// must not grow the catalog forever.
 	StreamSessionIdleDays int
+	// Limits bound what reading one file, flush body or record pack may
+	// allocate (zero fields: the defaults of formats.Limits); the
+	// programs read them from the environment (formats.LimitsFromEnv).
+	Limits formats.Limits
 }
 
 // Engine runs statements; safe for concurrent use.

@@ -282,6 +282,9 @@ func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpe
 	if v.invalid == "" && st != nil && st.Kafka != nil {
 		v.invalid = st.Kafka.InvalidReason // too many bad records: paused
 	}
+	if v.invalid == "" && st != nil {
+		v.invalid = st.InvalidReason // an error no retry fixes: paused
+	}
 	if v.invalid == "" {
 		v.invalid = reason // an activity that keeps failing
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -59,11 +60,11 @@ func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	}
 	stmt, err := sqlparse.Parse(spec.CopyStatement)
 	if err != nil {
-		return nil, fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err)
+		return nil, permanent(fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err))
 	}
 	cp, ok := stmt.(*sqlparse.CopyIntoTable)
 	if !ok || cp.Volume == nil {
-		return nil, fmt.Errorf("pipe %s: not a volume pipe", p.Name)
+		return nil, permanent(fmt.Errorf("pipe %s: not a volume pipe", p.Name))
 	}
 	run := &PipeRun{e: e, Name: p.Name, Spec: spec, copy: cp, purge: spec.Properties["ingest_mode"] == "LIST_PURGE"}
 	schema, table, tspec, err := e.table(ctx, cp.Table)
@@ -72,15 +73,15 @@ func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	}
 	cols, err := targetColumns(display(schema, table), tspec, cp.Columns)
 	if err != nil {
-		return nil, err
+		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = tableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
 	if run.vol, _, err = e.volume(ctx, cp.Volume.Volume); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
 	}
-	if run.opts, err = readOptions(cp.Volume); err != nil {
-		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
+	if run.opts, err = e.fileOptions(cp.Volume); err != nil {
+		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	// A pipe's default is to skip a file with a bad row (Snowpipe's
 	// SKIP_FILE): the file is recorded FAILED and the pipe goes on.
@@ -88,7 +89,7 @@ func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	for _, o := range cp.Options {
 		if strings.EqualFold(o.Key, "on_error") {
 			if run.onError, err = copyOnError(cp.Options); err != nil {
-				return nil, err
+				return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 			}
 			if run.onError == onErrorAbort {
 				run.onError = onErrorSkipFile
@@ -215,7 +216,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 			}
 		}
 		if r.purge && h.status == StatusLoaded {
-			return res, r.vol.Remove(ctx, f.Path)
+			return res, r.vol.RemoveListed(ctx, f.Path)
 		}
 		return res, nil
 	}
@@ -226,7 +227,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	target := r.target
 	target.commit = commit
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
-	fl, err := r.e.loadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
+	fl, err := r.e.safeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
 		res.Status = "SKIPPED" // gone since the listing (another worker purged it)
 		return res, nil
@@ -238,6 +239,9 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		}
 		fl.Status, fl.FirstError = StatusFailed, fe.Error()
 	}
+	// A hostile file's error may quote a whole cell: load_history, the
+	// heartbeat and the activity result carry a bounded message.
+	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
 	if fl.Status == StatusFailed && fl.FirstErrLine > 0 {
 		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
 	}
@@ -257,7 +261,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		}
 	}
 	if r.purge && fl.Status == StatusLoaded {
-		if err := r.vol.Remove(ctx, f.Path); err != nil {
+		if err := r.vol.RemoveListed(ctx, f.Path); err != nil {
 			return res, err
 		}
 	}

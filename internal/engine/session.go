@@ -276,7 +276,7 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	opts, err := readOptions(src)
+	opts, err := e.fileOptions(src)
 	if err != nil {
 		return "", err
 	}
@@ -309,7 +309,7 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	s.temp = append(s.temp, name)
 	target := loadTarget{db: schemas.TempDB, table: name, display: "VOLUME " + src.Volume, cols: cols}
 	for _, f := range files {
-		res, err := e.loadFile(s.ctx, vol, f, src, opts, target, onErrorAbort)
+		res, err := e.safeLoadFile(s.ctx, vol, f, src, opts, target, onErrorAbort)
 		if err != nil {
 			return "", err
 		}

@@ -28,7 +28,7 @@ func (e *Engine) table(ctx context.Context, n sqlparse.ObjectName) (schema, name
 		return
 	}
 	if !ok {
-		err = fmt.Errorf("table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
+		err = permanent(fmt.Errorf("table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name)))
 	}
 	return
 }

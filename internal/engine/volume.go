@@ -196,7 +196,7 @@ func (e *Engine) volume(ctx context.Context, name string) (*objstore.Volume, cat
 		return nil, spec, err
 	}
 	if !ok {
-		return nil, spec, fmt.Errorf("volume %s does not exist (SHOW VOLUMES lists them)", name)
+		return nil, spec, permanent(fmt.Errorf("volume %s does not exist (SHOW VOLUMES lists them)", name))
 	}
 	v, err := e.openVolume(ctx, name, spec)
 	return v, spec, err
@@ -214,7 +214,7 @@ func (e *Engine) openVolume(ctx context.Context, name string, spec catalog.Volum
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("volume %s: storage connection %s does not exist", name, spec.Connection)
+		return nil, permanent(fmt.Errorf("volume %s: storage connection %s does not exist", name, spec.Connection))
 	}
 	secret, err := e.cat.Secret(ctx, catalog.KindConnection, globalSchema, spec.Connection)
 	if err != nil {

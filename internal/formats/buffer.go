@@ -10,9 +10,6 @@ const (
 	chunkSize = 1 << 20
 	// minRead is the least free space worth a Read call.
 	minRead = 64 << 10
-	// maxRecordBytes bounds one CSV record or JSON line, so that a stray
-	// quote cannot make a reader buffer the rest of a large file.
-	maxRecordBytes = 64 << 20
 )
 
 // chunkBuf is the input buffer of the text readers. Fields of a batch are

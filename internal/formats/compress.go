@@ -3,6 +3,7 @@ package formats
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -64,11 +65,13 @@ type decompressor struct {
 	close func() error
 }
 
-// openDecompressed wraps r so that it yields decompressed bytes, choosing
+// openDecompressed wraps cnt so that it yields decompressed bytes, choosing
 // the codec from mode (see Options.Compression), the name's extension and
 // the stream's first bytes. It streams: nothing is buffered beyond the
-// codecs' own windows.
-func openDecompressed(r io.Reader, name, mode string) (*decompressor, error) {
+// codecs' own windows, which lim bounds, as it bounds the output per byte
+// of input (see Limits).
+func openDecompressed(cnt *CountingReader, name, mode string, lim Limits) (*decompressor, error) {
+	var r io.Reader = cnt
 	switch mode {
 	case "", CompressionAuto:
 		mode = extCompression(name)
@@ -87,21 +90,61 @@ func openDecompressed(r io.Reader, name, mode string) (*decompressor, error) {
 	case CompressionNone:
 		return &decompressor{Reader: r, close: func() error { return nil }}, nil
 	case CompressionGzip:
+		// gzip's window is a fixed 32 KiB: only the output needs a bound.
 		zr, err := gzip.NewReader(r)
 		if err != nil {
 			return nil, fmt.Errorf("%s: opening gzip stream: %w", name, err)
 		}
-		return &decompressor{Reader: zr, close: zr.Close}, nil
+		return &decompressor{Reader: &boundedReader{r: zr, in: cnt, ratio: lim.MaxCompressionRatio}, close: zr.Close}, nil
 	case CompressionZstd:
 		// Two decoder goroutines overlap decoding with parsing without
-		// taking over a small machine.
-		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(2))
+		// taking over a small machine. The window is allocated as the
+		// frame header declares it, so it is bounded before anything is
+		// decoded; low-memory mode grows buffers as data arrives rather
+		// than up front.
+		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(2), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(uint64(lim.ZstdMaxWindow)), zstd.WithDecoderMaxMemory(uint64(lim.ZstdMaxWindow)))
 		if err != nil {
 			return nil, fmt.Errorf("%s: opening zstd stream: %w", name, err)
 		}
-		return &decompressor{Reader: zr, close: func() error { zr.Close(); return nil }}, nil
+		br := &boundedReader{r: zr, in: cnt, ratio: lim.MaxCompressionRatio, window: lim.ZstdMaxWindow}
+		return &decompressor{Reader: br, close: func() error { zr.Close(); return nil }}, nil
 	}
 	return nil, fmt.Errorf("%s: unknown compression %q (use auto, none, gzip or zstd)", name, mode)
+}
+
+// boundedReader is the output of a decompressor: it fails, with a
+// *LimitError, once the output passes compressionRatioGrace and exceeds
+// ratio times the compressed bytes read so far, and it names a zstd
+// window over the limit as such. The compressed count includes the
+// codec's read-ahead, which errs on the file's side.
+type boundedReader struct {
+	r      io.Reader
+	in     *CountingReader
+	ratio  int64
+	window int64 // zstd's window limit; 0 for gzip
+	out    int64
+	err    error
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.r.Read(p)
+	b.out += int64(n)
+	if b.out > compressionRatioGrace {
+		if in := max(b.in.Count(), 1); b.out/in > b.ratio {
+			b.err = &LimitError{Limit: "MaxCompressionRatio", Value: b.ratio,
+				What: fmt.Sprintf("%s decompressed from %s is a ratio of %d:1", byteSize(b.out), byteSize(in), b.out/in)}
+			return 0, b.err
+		}
+	}
+	if err != nil && b.window > 0 && (errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded)) {
+		b.err = &LimitError{Limit: "ZstdMaxWindow", Value: b.window, What: "a zstd frame declares a larger window"}
+		return n, b.err
+	}
+	return n, err
 }
 
 // checkParquetNotCompressed refuses a Parquet file wrapped in gzip or zstd:

@@ -363,3 +363,83 @@ func readAll(t *testing.T, a arrow.Array, rows int) {
 		}
 	}
 }
+
+// FuzzParquet feeds arbitrary bytes, seeded with files of every type the
+// writer makes (and nested, dictionary, Null columns and each codec), to
+// the PARQUET reader with a small memory limit. Malformed input must be
+// an error naming the file, never a panic or a fatal allocation, and
+// every value of every batch must be readable.
+func FuzzParquet(f *testing.F) {
+	for _, seed := range parquetSeeds(f) {
+		f.Add(seed, uint8(0))
+		f.Add(seed, uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		opts := Options{BatchRows: 1 + int(mode%4)*3, Limits: Limits{MaxReaderMemory: 64 << 20, MaxParquetPageBytes: 8 << 20}}
+		if mode&4 != 0 {
+			opts.Schema = []Column{{Name: "S"}, {Name: "id"}}
+		}
+		r, err := Open(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "fuzz"}, "PARQUET", opts)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz: ") {
+				t.Fatalf("Open error %q does not name the source", err)
+			}
+			return
+		}
+		defer r.Close()
+		cols := r.Columns()
+		for rows := 0; rows < 4096; {
+			b, err := r.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "fuzz: ") {
+					t.Fatalf("Next error %q does not name the source", err)
+				}
+				return
+			}
+			if err := checkBatch(b, len(cols)); err != nil {
+				t.Fatal(err)
+			}
+			for c := range b.Cols {
+				readAll(t, b.Cols[c].Arrow, b.Rows)
+			}
+			rows += b.Rows
+		}
+	})
+}
+
+// FuzzDecompress feeds arbitrary gzip and zstd streams (seeded with real
+// ones, a bomb and a huge-window header) to the CSV reader. Whatever the
+// stream declares, reading it must allocate no more than its bounds allow:
+// the window, line and batch buffers, and output that passes through them.
+func FuzzDecompress(f *testing.F) {
+	plain := []byte(strings.Repeat("1,\"two\",3\n", 200))
+	f.Add(gzipBytes(f, plain), uint8(0))
+	f.Add(zstdBytes(f, plain), uint8(1))
+	f.Add(zstdRLEBomb('\n', 16), uint8(1))
+	f.Add(zstdRLEBomb('x', 64), uint8(1))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 21 << 3, 0x01, 0x00, 0x00}, uint8(1))
+	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd, 0xe4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x01, 0x00, 0x00}, uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		if len(data) > 64<<10 {
+			return
+		}
+		opts := Options{Compression: CompressionGzip, BatchRows: 1024, Limits: Limits{MaxLineBytes: 1 << 20, ZstdMaxWindow: 8 << 20}}
+		if mode&1 != 0 {
+			opts.Compression = CompressionZstd
+		}
+		before := totalAlloc()
+		_, err := readFile(data, "fuzz", "CSV", opts)
+		if err != nil && !strings.HasPrefix(err.Error(), "fuzz: ") {
+			t.Fatalf("error %q does not name the source", err)
+		}
+		// Generous slack: a few windows and line buffers, and the
+		// 64 MiB of output allowed before the ratio applies flows through
+		// reused buffers.
+		if grew := totalAlloc() - before; grew > 96<<20 {
+			t.Fatalf("reading %d bytes allocated %d bytes (%v)", len(data), grew, err)
+		}
+	})
+}

@@ -22,7 +22,7 @@ const (
 // Options control how a file is read (and, for CSV, written). The zero
 // value is valid and means the defaults: no header, ',' separator, '"'
 // quote escaped by doubling, no NULL marker, compression detected
-// automatically, DefaultBatchRows rows per batch.
+// automatically, DefaultBatchRows rows per batch, the default Limits.
 type Options struct {
 	// Header: the first record (after SkipRows lines) holds column names.
 	Header bool
@@ -50,6 +50,9 @@ type Options struct {
 	// BatchRows is the maximum number of rows in a batch; 0 means
 	// DefaultBatchRows.
 	BatchRows int
+	// Limits bound what a reader allocates on the word of the file; the
+	// zero value means the defaults (see Limits).
+	Limits Limits
 }
 
 // optionKeys maps the accepted spellings (lower case) of the SQL OPTIONS
@@ -234,6 +237,7 @@ func (o Options) withDefaults() Options {
 	if o.BatchRows <= 0 {
 		o.BatchRows = DefaultBatchRows
 	}
+	o.Limits = o.Limits.withDefaults()
 	return o
 }
 

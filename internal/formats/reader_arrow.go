@@ -27,12 +27,7 @@ const arrowStreamBuffer = 64 << 10
 // again.
 var arrowFileMagic = []byte("ARROW1")
 
-const (
-	arrowFileHead = 8
-	// arrowMaxFooter bounds the footer read after the stream part of an
-	// Arrow file; it is the IPC reader's default metadata limit.
-	arrowMaxFooter = 64 << 20
-)
+const arrowFileHead = 8
 
 // newArrowAllocator gives the allocator of the IPC reader's buffers; see
 // arrowReader for why it must be a GoAllocator. Tests swap it for one that
@@ -100,6 +95,7 @@ type arrowReader struct {
 	made      []arrow.Array     // arrays made for the current batch
 	row       int64             // rows delivered so far
 	err       error             // sticky end: io.EOF or the failure
+	lim       arrowLimits
 	batch     Batch
 }
 
@@ -122,7 +118,8 @@ func (r *arrowReader) open(opts Options) error {
 		_, _ = r.in.Discard(arrowFileHead)
 	}
 	mem := newArrowAllocator()
-	rd, err := ipc.NewReaderFromMessageReader(newArrowMessages(r.in, mem), ipc.WithAllocator(mem))
+	r.lim = newArrowLimits(opts.Limits)
+	rd, err := ipc.NewReaderFromMessageReader(newArrowMessages(r.in, mem, r.lim), ipc.WithAllocator(mem))
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			// Not %w: callers take a wrapped io.EOF for a clean end.
@@ -292,12 +289,14 @@ func (r *arrowReader) nextRecord() error {
 // checks that it is a footer: anything else means the file is truncated
 // or is not what its magic says.
 func (r *arrowReader) checkFooter() error {
-	tail, err := io.ReadAll(io.LimitReader(r.in, arrowMaxFooter+1))
+	// The footer is flatbuffer metadata like a message's, so the same
+	// bound applies.
+	tail, err := io.ReadAll(io.LimitReader(r.in, r.lim.maxMeta+1))
 	if err != nil {
 		return fmt.Errorf("%s: reading the Arrow file footer: %w", r.name, err)
 	}
-	if len(tail) > arrowMaxFooter {
-		return fmt.Errorf("%s: the Arrow file is malformed: more than %d bytes follow its stream", r.name, arrowMaxFooter)
+	if int64(len(tail)) > r.lim.maxMeta {
+		return fmt.Errorf("%s: the Arrow file is malformed: more than %d bytes follow its stream", r.name, r.lim.maxMeta)
 	}
 	n := len(tail) - 4 - len(arrowFileMagic)
 	if n < 0 || !bytes.HasSuffix(tail, arrowFileMagic) {
@@ -381,13 +380,6 @@ func (r *arrowReader) Close() error {
 // not a recoverable panic; a field listed as its own child recurses until
 // the stack overflows), so arrowMessages checks them first.
 const (
-	arrowMaxMetadata = 64 << 20  // bytes of flatbuffer metadata (arrow-go's default)
-	arrowMaxBody     = 256 << 20 // bytes of body as sent (arrow-go's default)
-	// arrowMaxUncompressed bounds the buffers of a compressed body once
-	// decompressed.
-	arrowMaxUncompressed = 1 << 30
-	// arrowMaxFields bounds the fields of a schema, nested ones included.
-	arrowMaxFields = 1 << 16
 	// arrowMaxDepth is arrow-go's own limit on nested types.
 	arrowMaxDepth = 64
 	// arrowFirstRead is the most allocated for a message part before its
@@ -402,6 +394,25 @@ const (
 	arrowFreeRows = 1 << 16
 )
 
+// arrowLimits are the bounds on one IPC message, from Limits: the body as
+// sent is bounded by MaxArrowMessageBytes (by default arrow-go's own 256
+// MiB), the flatbuffer metadata by a quarter of it (arrow-go's 64 MiB),
+// the buffers of a compressed body once decompressed by four times it, and
+// the fields of a schema, nested ones included, by MaxColumns.
+type arrowLimits struct {
+	maxMeta, maxBody, maxUncompressed int64
+	maxFields                         int
+}
+
+func newArrowLimits(l Limits) arrowLimits {
+	return arrowLimits{
+		maxMeta:         max(l.MaxArrowMessageBytes/4, 8),
+		maxBody:         l.MaxArrowMessageBytes,
+		maxUncompressed: 4 * l.MaxArrowMessageBytes,
+		maxFields:       l.MaxColumns,
+	}
+}
+
 // arrowMessages is the ipc.MessageReader under arrowReader: it frames the
 // messages as arrow-go's own reader does (continuation marker, metadata
 // length, metadata, body; the pre-1.0 framing without the marker too) but
@@ -410,12 +421,13 @@ const (
 type arrowMessages struct {
 	r    io.Reader
 	mem  memory.Allocator
+	lim  arrowLimits
 	refs atomic.Int64
 	msg  *ipc.Message // the last message, released by the next
 }
 
-func newArrowMessages(r io.Reader, mem memory.Allocator) *arrowMessages {
-	m := &arrowMessages{r: r, mem: mem}
+func newArrowMessages(r io.Reader, mem memory.Allocator, lim arrowLimits) *arrowMessages {
+	m := &arrowMessages{r: r, mem: mem, lim: lim}
 	m.refs.Add(1)
 	return m
 }
@@ -449,20 +461,27 @@ func (m *arrowMessages) Message() (*ipc.Message, error) {
 	if size == 0 {
 		return nil, io.EOF // the end-of-stream marker
 	}
-	if size < 8 || size > arrowMaxMetadata {
+	if size < 8 || int32(size) < 0 {
 		return nil, fmt.Errorf("invalid message metadata length %d", int32(size))
+	}
+	if int64(size) > m.lim.maxMeta {
+		return nil, &LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody,
+			What: fmt.Sprintf("a message with %s of metadata (at most a quarter of the limit)", byteSize(int64(size)))}
 	}
 	meta := memory.NewResizableBuffer(m.mem)
 	defer meta.Release()
 	if err := readGrowing(m.r, meta, int(size)); err != nil {
 		return nil, fmt.Errorf("reading message metadata: %w", err)
 	}
-	info, err := checkArrowMessage(meta.Bytes())
+	info, err := checkArrowMessage(meta.Bytes(), m.lim.maxFields)
 	if err != nil {
 		return nil, fmt.Errorf("invalid message metadata: %w", err)
 	}
-	if info.bodyLen < 0 || info.bodyLen > arrowMaxBody {
-		return nil, fmt.Errorf("message body length %d is out of range (at most %d)", info.bodyLen, arrowMaxBody)
+	if info.bodyLen < 0 {
+		return nil, fmt.Errorf("message body length %d is out of range", info.bodyLen)
+	}
+	if info.bodyLen > m.lim.maxBody {
+		return nil, &LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody, What: fmt.Sprintf("a message body of %s", byteSize(info.bodyLen))}
 	}
 	body := memory.NewResizableBuffer(m.mem)
 	defer body.Release()
@@ -471,7 +490,7 @@ func (m *arrowMessages) Message() (*ipc.Message, error) {
 	}
 	data := info.bodyLen
 	if info.compressed {
-		n, err := uncompressedSize(meta.Bytes(), info, body.Bytes())
+		n, err := uncompressedSize(meta.Bytes(), info, body.Bytes(), m.lim.maxUncompressed)
 		if err != nil {
 			return nil, err
 		}
@@ -550,13 +569,13 @@ const (
 
 // checkArrowMessage checks the parts of a Message flatbuffer whose counts
 // arrow-go allocates by or recurses on: every vector it reads lies inside
-// the metadata, a schema has at most arrowMaxFields fields nested at most
+// the metadata, a schema has at most maxFields fields nested at most
 // arrowMaxDepth deep, and a batch's variadic buffer counts stay within its
 // buffers. Offsets are followed exactly as the flatbuffers runtime follows
 // them (uint32 arithmetic that wraps), so that the checked positions are
 // the ones arrow-go reads. Reads the checks do not cover only make
 // arrow-go panic, which its reader recovers into an error.
-func checkArrowMessage(meta []byte) (arrowMessageInfo, error) {
+func checkArrowMessage(meta []byte, maxFields int) (arrowMessageInfo, error) {
 	var info arrowMessageInfo
 	b := fb(meta)
 	root, ok := b.u32(0)
@@ -577,8 +596,11 @@ func checkArrowMessage(meta []byte) (arrowMessageInfo, error) {
 	}
 	switch kind {
 	case fbHeaderSchema:
-		budget := arrowMaxFields
+		budget := maxFields
 		err = b.checkFields(header, fbSchemaFields, 1, &budget)
+		if errors.Is(err, errTooManyFields) {
+			err = &LimitError{Limit: "MaxColumns", Value: int64(maxFields), What: "a schema with more fields (nested ones included)"}
+		}
 		if err == nil {
 			err = b.checkMetadata(header, fbSchemaMetadata)
 		}
@@ -593,6 +615,8 @@ func checkArrowMessage(meta []byte) (arrowMessageInfo, error) {
 	return info, err
 }
 
+var errTooManyFields = errors.New("too many fields")
+
 func (b fb) checkFields(table uint32, slot uint16, depth int, budget *int) error {
 	start, n, err := b.vector(table, slot, 4)
 	if err != nil || n == 0 {
@@ -602,7 +626,7 @@ func (b fb) checkFields(table uint32, slot uint16, depth int, budget *int) error
 		return fmt.Errorf("fields nested more than %d deep", arrowMaxDepth)
 	}
 	if *budget -= n; *budget < 0 {
-		return fmt.Errorf("more than %d fields", arrowMaxFields)
+		return errTooManyFields
 	}
 	for i := range n {
 		f, ok := b.indirect(start + uint32(4*i))
@@ -678,7 +702,7 @@ func (b fb) checkBatch(batch uint32, info *arrowMessageInfo) error {
 
 // uncompressedSize adds up the decompressed sizes a compressed body's
 // buffers declare (each starts with it as an int64; -1 means stored as is).
-func uncompressedSize(meta []byte, info arrowMessageInfo, body []byte) (int64, error) {
+func uncompressedSize(meta []byte, info arrowMessageInfo, body []byte, limit int64) (int64, error) {
 	b := fb(meta)
 	var total int64
 	for i := range info.nbuf {
@@ -692,8 +716,11 @@ func uncompressedSize(meta []byte, info arrowMessageInfo, body []byte) (int64, e
 		if size == fbCompressionUnknown {
 			continue
 		}
-		if size < 0 || size > arrowMaxUncompressed-total {
-			return 0, fmt.Errorf("compressed buffers that decompress to more than %d bytes", arrowMaxUncompressed)
+		if size < 0 {
+			return 0, fmt.Errorf("a compressed buffer declares %d bytes", size)
+		}
+		if size > limit-total {
+			return 0, &LimitError{Limit: "MaxArrowMessageBytes", Value: limit / 4, What: "compressed buffers that decompress to more than four times the limit"}
 		}
 		total += size
 	}

@@ -498,7 +498,7 @@ func ipcMessages(t *testing.T, data []byte) []ipcMessage {
 		if n == 0 {
 			break
 		}
-		info, err := checkArrowMessage(data[p+8 : p+8+n])
+		info, err := checkArrowMessage(data[p+8:p+8+n], DefaultMaxColumns)
 		if err != nil {
 			t.Fatal(err)
 		}

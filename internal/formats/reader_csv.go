@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 )
 
@@ -45,7 +46,12 @@ type csvReader struct {
 	line     int64 // line number of in.buf[in.pos]
 	skipping bool  // discarding the rest of an overlong line
 	spans    []span
-	batch    Batch
+	// maxLine and maxCols are Limits.MaxLineBytes and MaxColumns; a
+	// record's fields past maxCols are counted in extra, not kept, so a
+	// line of commas costs no more than its bytes.
+	maxLine, maxCols int
+	extra            int
+	batch            Batch
 }
 
 func newCSVReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*csvReader, error) {
@@ -60,6 +66,8 @@ func newCSVReader(name string, cnt *CountingReader, dec *decompressor, opts Opti
 		escape:  opts.Escape,
 		quoting: !opts.NoQuote,
 		line:    1,
+		maxLine: int(min(opts.Limits.MaxLineBytes, math.MaxInt32)),
+		maxCols: opts.Limits.MaxColumns,
 	}
 	if r.escape == r.quote || !r.quoting {
 		r.escape = 0
@@ -97,6 +105,9 @@ func (r *csvReader) start() error {
 	var header []string
 	if r.opts.Header {
 		res, next, lines := r.scanFirst()
+		if res == scanOK && r.extra > 0 {
+			return fmt.Errorf("%s: %w", r.name, r.tooManyFields())
+		}
 		switch res {
 		case scanOK:
 			header = make([]string, len(r.spans))
@@ -112,11 +123,13 @@ func (r *csvReader) start() error {
 			if in.err != nil {
 				return fmt.Errorf("%s: %w", r.name, in.err)
 			}
-			return fmt.Errorf("%s: line %d: malformed header: %s", r.name, r.line, scanMessage(res))
+			return fmt.Errorf("%s: line %d: malformed header: %s", r.name, r.line, r.scanMessage(res))
 		}
 	}
 
 	switch {
+	case len(r.opts.Schema) > r.maxCols || len(header) > r.maxCols:
+		return fmt.Errorf("%s: %w", r.name, r.tooManyFields())
 	case len(r.opts.Schema) > 0:
 		r.cols = append([]Column(nil), r.opts.Schema...)
 	case header != nil:
@@ -134,6 +147,9 @@ func (r *csvReader) start() error {
 		n := len(r.spans)
 		if res == scanUnterminated || res == scanMore {
 			n++
+		}
+		if r.extra > 0 || n > r.maxCols {
+			return fmt.Errorf("%s: the first record: %w", r.name, r.tooManyFields())
 		}
 		if in.pos >= in.end && in.eof {
 			n = 0 // empty file
@@ -161,7 +177,7 @@ func (r *csvReader) scanFirst() (res scanResult, next, lines int) {
 		if res != scanMore {
 			return res, next, lines
 		}
-		if in.end-in.pos > maxRecordBytes || !in.fill() && in.err != nil {
+		if in.end-in.pos > r.maxLine || !in.fill() && in.err != nil {
 			return scanMore, 0, 0
 		}
 	}
@@ -225,14 +241,19 @@ func (r *csvReader) BytesRead() int64 { return r.cnt.Count() }
 
 func (r *csvReader) Close() error { return r.dec.close() }
 
-func scanMessage(res scanResult) string {
+// tooManyFields is the error of a record with more than maxCols fields.
+func (r *csvReader) tooManyFields() *LimitError {
+	return &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a record of %d fields", r.maxCols+max(r.extra, 1))}
+}
+
+func (r *csvReader) scanMessage(res scanResult) string {
 	switch res {
 	case scanBadQuote:
 		return "unexpected character after a closing quote"
 	case scanUnterminated:
 		return "unterminated quoted field"
 	case scanMore:
-		return fmt.Sprintf("record longer than %d MiB (unterminated quoted field?)", maxRecordBytes>>20)
+		return fmt.Sprintf("record longer than %s (formats.Limits.MaxLineBytes; an unterminated quoted field?)", byteSize(int64(r.maxLine)))
 	}
 	return ""
 }
@@ -288,7 +309,13 @@ func (r *csvReader) Next() (*Batch, error) {
 		next, lines, res := r.scan(in.buf[:in.end], in.pos, in.eof)
 		switch res {
 		case scanOK:
-			if len(r.spans) != r.ncols {
+			// The buffer may hold more than maxLine when the record is
+			// found, so the limit is checked here too, to hold exactly.
+			if next-in.pos > r.maxLine {
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(scanMore)})
+			} else if r.extra > 0 {
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.tooManyFields().Error()})
+			} else if len(r.spans) != r.ncols {
 				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("expected %d fields, got %d", r.ncols, len(r.spans))})
 			} else {
 				r.addRow(b)
@@ -296,7 +323,7 @@ func (r *csvReader) Next() (*Batch, error) {
 			in.pos = next
 			r.line += int64(lines)
 		case scanMore:
-			if in.end-in.pos > maxRecordBytes {
+			if in.end-in.pos > r.maxLine {
 				r.badRecord(b, res)
 				continue
 			}
@@ -307,7 +334,7 @@ func (r *csvReader) Next() (*Batch, error) {
 			// Resynchronise at the end of the physical line the bad byte
 			// is on.
 			if j := bytes.IndexByte(in.buf[next:in.end], '\n'); j >= 0 || in.eof {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: scanMessage(res)})
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(res)})
 				if j >= 0 {
 					in.pos = next + j + 1
 					r.line += int64(lines) + 1
@@ -316,7 +343,7 @@ func (r *csvReader) Next() (*Batch, error) {
 				}
 				continue
 			}
-			if in.end-in.pos > maxRecordBytes {
+			if in.end-in.pos > r.maxLine {
 				r.badRecord(b, res)
 				continue
 			}
@@ -340,7 +367,7 @@ func (r *csvReader) Next() (*Batch, error) {
 // rest of the file.
 func (r *csvReader) badRecord(b *Batch, res scanResult) {
 	in := r.in
-	b.Errors = append(b.Errors, RowError{Line: r.line, Msg: scanMessage(res)})
+	b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(res)})
 	if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
 		in.pos += j + 1
 		r.line++
@@ -413,6 +440,7 @@ func (r *csvReader) unescaped(sp span) []byte {
 // scanBadQuote, next is the offset of the offending byte.
 func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res scanResult) {
 	r.spans = r.spans[:0]
+	r.extra = 0
 	n := len(buf)
 	q, esc, delim := r.quote, r.escape, r.delim
 	special := &r.special
@@ -422,7 +450,7 @@ func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res sc
 				return 0, 0, scanMore
 			}
 			// The input ends right after a separator: one last, empty field.
-			r.spans = append(r.spans, span{s: i, e: i})
+			r.addSpan(span{s: i, e: i})
 			return i, lines, scanOK
 		}
 		if buf[i] == q && r.quoting {
@@ -460,7 +488,7 @@ func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res sc
 					continue
 				}
 				lines += bytes.Count(buf[s:j], []byte{'\n'})
-				r.spans = append(r.spans, span{s: s, e: j, flags: flags})
+				r.addSpan(span{s: s, e: j, flags: flags})
 				i = j + 1
 				break
 			}
@@ -499,7 +527,7 @@ func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res sc
 			}
 			break
 		}
-		r.spans = append(r.spans, span{s: s, e: i})
+		r.addSpan(span{s: s, e: i})
 		if i >= n {
 			if !atEOF {
 				return 0, 0, scanMore
@@ -520,6 +548,14 @@ func (r *csvReader) scan(buf []byte, i int, atEOF bool) (next, lines int, res sc
 			}
 			return i + 1, lines, scanOK
 		}
+	}
+}
+
+func (r *csvReader) addSpan(sp span) {
+	if len(r.spans) < r.maxCols {
+		r.spans = append(r.spans, sp)
+	} else {
+		r.extra++
 	}
 }
 

@@ -236,11 +236,11 @@ func TestCSVLongRecordAndOverlong(t *testing.T) {
 	}
 
 	// An unterminated quote in a huge file costs one line, and memory
-	// stays bounded by maxRecordBytes.
+	// stays bounded by Limits.MaxLineBytes.
 	var b strings.Builder
 	b.WriteString("1,\"oops\n")
 	line := "2,abcdefghijklmnopqrstuvwxyz\n"
-	for b.Len() < maxRecordBytes+2*chunkSize {
+	for b.Len() < DefaultMaxLineBytes+2*chunkSize {
 		b.WriteString(line)
 	}
 	r, err := Open(Source{R: &choppyReader{data: []byte(b.String()), rng: rand.New(rand.NewPCG(3, 4)), max: 16 << 10}, Name: "x.csv"}, "CSV", Options{})

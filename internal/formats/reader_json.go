@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"unicode/utf8"
 )
-
-// maxJSONDepth bounds nesting so that a hostile line cannot exhaust the
-// stack.
-const maxJSONDepth = 1000
 
 type jsonReader struct {
 	name string
@@ -29,6 +26,8 @@ type jsonReader struct {
 
 	line     int64 // line number of in.buf[in.pos]
 	skipping bool  // discarding the rest of an overlong line
+	// maxLine, maxDepth and maxCols are from Options.Limits.
+	maxLine, maxDepth, maxCols int
 
 	// The row being parsed; it joins the batch only if the whole object
 	// parses.
@@ -48,7 +47,8 @@ type jsonReader struct {
 var errNoObject = errors.New("expected a JSON object")
 
 func newJSONReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*jsonReader, error) {
-	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: newChunkBuf(dec), opts: opts, line: 1}
+	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: newChunkBuf(dec), opts: opts, line: 1,
+		maxLine: int(min(opts.Limits.MaxLineBytes, math.MaxInt32)), maxDepth: opts.Limits.MaxJSONDepth, maxCols: opts.Limits.MaxColumns}
 	if err := r.start(); err != nil {
 		return nil, err
 	}
@@ -109,6 +109,9 @@ func (r *jsonReader) start() error {
 		r.array = true
 		in.pos++
 	}
+	if len(r.opts.Schema) > r.maxCols {
+		return fmt.Errorf("%s: %w", r.name, &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a schema of %d columns", len(r.opts.Schema))})
+	}
 	if len(r.opts.Schema) > 0 {
 		r.cols = append([]Column(nil), r.opts.Schema...)
 		return nil
@@ -123,8 +126,8 @@ func (r *jsonReader) start() error {
 		if r.array {
 			s, e, st := r.element(off)
 			if st == elemMore {
-				if in.end-in.pos > maxRecordBytes {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %d MiB", r.name, maxRecordBytes>>20)
+				if in.end-in.pos > r.maxLine {
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (formats.Limits.MaxLineBytes)", r.name, byteSize(int64(r.maxLine)))
 				}
 				if !in.fill() && in.err != nil {
 					return fmt.Errorf("%s: %w", r.name, in.err)
@@ -139,8 +142,8 @@ func (r *jsonReader) start() error {
 			data := in.buf[in.pos+off : in.end]
 			j := bytes.IndexByte(data, '\n')
 			if j < 0 && !in.eof {
-				if in.end-in.pos > maxRecordBytes {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %d MiB", r.name, maxRecordBytes>>20)
+				if in.end-in.pos > r.maxLine {
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (formats.Limits.MaxLineBytes)", r.name, byteSize(int64(r.maxLine)))
 				}
 				if !in.fill() && in.err != nil {
 					return fmt.Errorf("%s: %w", r.name, in.err)
@@ -163,8 +166,12 @@ func (r *jsonReader) start() error {
 			continue
 		}
 		r.found, r.foundSet = r.found[:0], map[string]bool{}
-		p := jparser{b: rec}
-		if err := r.parseObject(&p); err == nil {
+		p := jparser{b: rec, maxDepth: r.maxDepth}
+		err := r.parseObject(&p)
+		if len(r.found) > r.maxCols {
+			return fmt.Errorf("%s: %w", r.name, &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: "the first JSON object has more keys"})
+		}
+		if err == nil {
 			r.cols = make([]Column, len(r.found))
 			for i, k := range r.found {
 				r.cols[i] = Column{Name: k}
@@ -240,8 +247,8 @@ func (r *jsonReader) nextLines(b *Batch) {
 		}
 		if j < 0 {
 			if !in.eof {
-				if in.end-in.pos > maxRecordBytes {
-					b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("line longer than %d MiB", maxRecordBytes>>20)})
+				if in.end-in.pos > r.maxLine {
+					b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.longLine()})
 					in.pos = in.end
 					r.skipping = true
 					continue
@@ -264,8 +271,18 @@ func (r *jsonReader) nextLines(b *Batch) {
 		if isBlank(rec) {
 			continue
 		}
+		if len(rec) > r.maxLine {
+			// The buffer may hold more than maxLine when the line end is
+			// found, so the limit is checked here too, to hold exactly.
+			b.Errors = append(b.Errors, RowError{Line: line, Msg: r.longLine()})
+			continue
+		}
 		r.addRecord(b, rec, line)
 	}
+}
+
+func (r *jsonReader) longLine() string {
+	return fmt.Sprintf("line longer than %s (formats.Limits.MaxLineBytes)", byteSize(int64(r.maxLine)))
 }
 
 func (r *jsonReader) nextArray(b *Batch) {
@@ -273,8 +290,8 @@ func (r *jsonReader) nextArray(b *Batch) {
 	for b.Rows+len(b.Errors) < r.opts.BatchRows && !r.arrayDone {
 		s, e, st := r.element(0)
 		if st == elemMore {
-			if in.end-in.pos > maxRecordBytes {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %d MiB", maxRecordBytes>>20)})
+			if in.end-in.pos > r.maxLine {
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %s (formats.Limits.MaxLineBytes)", byteSize(int64(r.maxLine)))})
 				r.arrayDone = true // there is no telling where the next one starts
 				in.pos = in.end
 				return
@@ -403,7 +420,7 @@ func isBlank(b []byte) bool {
 // addRecord parses one object into the batch, or records why it cannot.
 func (r *jsonReader) addRecord(b *Batch, rec []byte, line int64) {
 	clear(r.rowSet)
-	p := jparser{b: rec}
+	p := jparser{b: rec, maxDepth: r.maxDepth}
 	if err := r.parseObject(&p); err != nil {
 		b.Errors = append(b.Errors, RowError{Line: line, Msg: err.Error()})
 		return
@@ -426,7 +443,8 @@ func (r *jsonReader) addRecord(b *Batch, rec []byte, line int64) {
 // column maps an object key to a column index, or -1.
 func (r *jsonReader) column(key []byte) int {
 	if r.discovering {
-		if !r.foundSet[string(key)] {
+		// One key past the limit is enough to refuse the object.
+		if len(r.found) <= r.maxCols && !r.foundSet[string(key)] {
 			k := string(key)
 			r.foundSet[k] = true
 			r.found = append(r.found, k)
@@ -461,8 +479,9 @@ func appendLower(dst, s []byte) []byte {
 // jparser walks one JSON text. Values of wanted keys are decoded in place
 // (decoding only ever shrinks them), so they need no copy.
 type jparser struct {
-	b []byte
-	i int
+	b        []byte
+	i        int
+	maxDepth int
 }
 
 func (p *jparser) ws() {
@@ -532,7 +551,7 @@ func (r *jsonReader) parseObject(p *jparser) error {
 					return err
 				}
 				r.rowVal[c], r.rowSet[c] = v, true
-			} else if _, err := p.skip(0); err != nil {
+			} else if _, err := p.skip(1); err != nil {
 				return err
 			}
 			p.ws()
@@ -613,7 +632,7 @@ func (p *jparser) value() ([]byte, error) {
 		}
 		return v, nil
 	case c == '{' || c == '[':
-		spaced, err := p.skip(0)
+		spaced, err := p.skip(1)
 		if err != nil {
 			return nil, err
 		}
@@ -643,12 +662,10 @@ func (p *jparser) literal(word string) error {
 	return nil
 }
 
-// skip validates and consumes the value at p.i without changing it;
-// spaced reports white space inside it (outside strings).
+// skip validates and consumes the value at p.i, inside depth arrays and
+// objects, without changing it; spaced reports white space inside it
+// (outside strings).
 func (p *jparser) skip(depth int) (spaced bool, err error) {
-	if depth > maxJSONDepth {
-		return false, p.errorf("nested deeper than %d", maxJSONDepth)
-	}
 	if p.i >= len(p.b) {
 		return false, p.eofOr("a value")
 	}
@@ -665,6 +682,9 @@ func (p *jparser) skip(depth int) (spaced bool, err error) {
 		}
 		return false, nil
 	case '{', '[':
+		if depth >= p.maxDepth {
+			return false, p.errorf("nested deeper than %d (formats.Limits.MaxJSONDepth)", p.maxDepth)
+		}
 		closer := byte('}')
 		if c == '[' {
 			closer = ']'

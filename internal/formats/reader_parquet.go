@@ -3,6 +3,7 @@ package formats
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -35,8 +36,11 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 type parquetReader struct {
 	name string
 	at   *countingReaderAt
-	rr   pqarrow.RecordReader
-	cols []Column
+	mem  *limitedAllocator
+	// pageLimit is Limits.MaxParquetPageBytes.
+	pageLimit int64
+	rr        pqarrow.RecordReader
+	cols      []Column
 	// order[i] is the record column holding output column i.
 	order []int
 	// text[i]: column i is rendered to *array.String (see ClickHouseType).
@@ -71,14 +75,29 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 		return nil, fmt.Errorf("%s: Parquet needs the file size (Source.Size)", src.Name)
 	}
 	cat := &countingReaderAt{r: at}
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	lim := opts.Limits
+	footer, err := readParquetFooter(cat, size, lim)
+	if err != nil {
+		return nil, fileError(src.Name, err)
+	}
+	if footer.arrowSchema != nil {
+		if err := checkArrowSchema(footer.arrowSchema, lim); err != nil {
+			return nil, fileError(src.Name, err)
+		}
+	}
+	// Everything arrow-go allocates for this file comes from mem, which
+	// refuses more than MaxReaderMemory at once.
+	mem := newLimitedAllocator(lim.MaxReaderMemory)
+	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetStreamBuffer
+	props.MaxUncompressedPageSize = lim.MaxParquetPageBytes
+	props.MaxCompressedPageSize = lim.MaxParquetPageBytes
 	pf, err := file.NewParquetReader(io.NewSectionReader(cat, 0, size), file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("%s: not a readable Parquet file: %w", src.Name, err)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, mem)
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading Parquet schema: %w", src.Name, err)
 	}
@@ -118,7 +137,7 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 		slot[fi] = len(slot)
 		leaves = collectLeaves(&fields[fi], leaves)
 	}
-	r := &parquetReader{name: src.Name, at: cat}
+	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes}
 	for i, fi := range picked {
 		f := fields[fi].Field
 		text := !nativeArrow(f.Type)
@@ -140,6 +159,16 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 	}
 	r.rr = rr
 	return r, nil
+}
+
+// fileError names the file in an error from the footer checks.
+func fileError(name string, err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.Name == "" {
+		ce.Name = name
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // findField finds a top-level field by exact, then case-insensitive name.
@@ -194,6 +223,10 @@ func (r *parquetReader) Next() (*Batch, error) {
 	for {
 		if !r.rr.Next() {
 			if err := r.rr.Err(); err != nil {
+				if msg := err.Error(); strings.Contains(msg, "page size") && strings.Contains(msg, "exceeds configured limit") {
+					// arrow-go's own check, configured from Limits.
+					err = &LimitError{Limit: "MaxParquetPageBytes", Value: r.pageLimit, What: "a page header declares a larger page"}
+				}
 				return nil, fmt.Errorf("%s: row %d: %w", r.name, r.row+1, err)
 			}
 			return nil, io.EOF

@@ -49,10 +49,12 @@ func ParseLocation(loc string) (Location, error) {
 	default:
 		return Location{}, fmt.Errorf("location %q: scheme %q is not one of oss, cos, s3", loc, u.Scheme)
 	}
-	p := strings.Trim(path.Clean("/"+u.Path), "/")
-	if strings.Contains(u.Path, "..") {
-		return Location{}, fmt.Errorf("location %q: '..' is not allowed", loc)
+	// A location is typed: like FILES and SUBDIRECTORY it may not climb
+	// ('..'), nor hold a backslash or a NUL (url.Parse decodes %00).
+	if err := CheckPath(u.Path); err != nil {
+		return Location{}, fmt.Errorf("location %q: %w", loc, err)
 	}
+	p := strings.Trim(path.Clean("/"+u.Path), "/")
 	if p != "" {
 		p += "/"
 	}
@@ -74,7 +76,11 @@ type Volume struct {
 
 // Object is one file of a volume.
 type Object struct {
-	Path     string // relative to the volume
+	// Path is the file's key less the volume's prefix, exactly as the
+	// store lists it: it may hold "//", "./", "..", backslashes, spaces or
+	// any other character a key may hold. It is given back to StatListed,
+	// OpenListed and RemoveListed, which use it verbatim.
+	Path     string
 	Size     int64
 	Modified time.Time
 	ETag     string
@@ -114,19 +120,40 @@ func Open(conn Conn, loc Location, recursive bool) (*Volume, error) {
 // Location returns where the volume is.
 func (v *Volume) Location() Location { return v.loc }
 
-// ErrEscape is returned for paths that would leave the volume.
+// ErrEscape is returned for typed paths that would leave the volume. It is
+// the user's mistake: retrying cannot help.
 var ErrEscape = errors.New("path leaves the volume")
 
-// Key maps a path relative to the volume to the object key, refusing paths
-// that climb out of the volume's prefix ("../x", "/x" is taken as relative).
-func (v *Volume) Key(rel string) (string, error) {
+// ErrRefused marks a key the store will not serve (it answers a request for
+// it with a client error, or the key is not one S3 can name). Retrying
+// cannot help; the file fails on its own.
+var ErrRefused = errors.New("the store refuses this key")
+
+// CheckPath refuses a path a person typed (FILES('…'), SUBDIRECTORY '…')
+// that could reach outside the volume: one with a '..' segment, a
+// backslash (a separator to some stores and tools) or a NUL. It needs no
+// server, so a statement can be checked before it runs.
+func CheckPath(rel string) error {
 	if strings.Contains(rel, "\\") || strings.ContainsRune(rel, 0) {
-		return "", fmt.Errorf("%q: %w", rel, ErrEscape)
+		return fmt.Errorf("%q: %w (no '\\' in volume paths)", rel, ErrEscape)
 	}
 	for _, part := range strings.Split(rel, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("%q: %w (no '..' in volume paths)", rel, ErrEscape)
+			return fmt.Errorf("%q: %w (no '..' in volume paths)", rel, ErrEscape)
 		}
+	}
+	return nil
+}
+
+// Key maps a path a person typed, relative to the volume, to the object
+// key: CheckPath refuses paths that could leave the prefix, and the rest
+// is cleaned ("/x" and "./x" are "x", "a//b" is "a/b"). The key always
+// starts with the volume's prefix and has no '..' segment.
+//
+// Paths the volume listed must not go through Key: ListedKey maps them.
+func (v *Volume) Key(rel string) (string, error) {
+	if err := CheckPath(rel); err != nil {
+		return "", err
 	}
 	clean := strings.TrimPrefix(path.Clean("/"+rel), "/")
 	if clean == "." {
@@ -134,6 +161,16 @@ func (v *Volume) Key(rel string) (string, error) {
 	}
 	return v.loc.Prefix + clean, nil
 }
+
+// ListedKey maps the Path of an Object the volume listed back to its key,
+// verbatim: the prefix and the path, unchecked and uncleaned. What the
+// store lists is what it stores, whatever it looks like; only a path a
+// person types is checked (Key).
+func (v *Volume) ListedKey(rel string) string { return v.loc.Prefix + rel }
+
+// listedPath is the Path of a listed key (one under the prefix, as every
+// key a listing of the prefix is): ListedKey's inverse.
+func (v *Volume) listedPath(key string) string { return strings.TrimPrefix(key, v.loc.Prefix) }
 
 // Dir maps a sub-directory to a key prefix ending in "/" ("" = the root).
 func (v *Volume) Dir(sub string) (string, error) {
@@ -163,7 +200,7 @@ func (v *Volume) List(ctx context.Context, sub string) ([]Object, error) {
 			continue // directory markers and common prefixes
 		}
 		out = append(out, Object{
-			Path:     strings.TrimPrefix(o.Key, v.loc.Prefix),
+			Path:     v.listedPath(o.Key),
 			Size:     o.Size,
 			Modified: o.LastModified.UTC(),
 			ETag:     strings.Trim(o.ETag, `"`),
@@ -173,17 +210,58 @@ func (v *Volume) List(ctx context.Context, sub string) ([]Object, error) {
 	return out, nil
 }
 
-// Stat returns one file's metadata.
+// Stat returns the metadata of a file named by a typed path (see Key):
+// the file of the cleaned key, else, when there is none, the file whose
+// key is the path as typed (so that "a//b.csv", copied from a listing,
+// names that file). The Object's Path is the one found, as a listing
+// shows it, to be given to OpenListed and RemoveListed.
 func (v *Volume) Stat(ctx context.Context, rel string) (Object, error) {
 	key, err := v.Key(rel)
 	if err != nil {
 		return Object{}, err
 	}
+	obj, err := v.stat(ctx, key, false)
+	if asTyped := v.ListedKey(strings.TrimPrefix(rel, "/")); errors.Is(err, ErrNotFound) && asTyped != key {
+		if o, err2 := v.stat(ctx, asTyped, false); err2 == nil {
+			return o, nil
+		}
+	}
+	return obj, err
+}
+
+// StatListed returns the metadata of a listed file (see ListedKey). A key
+// the store will not serve is ErrRefused, a missing one ErrNotFound.
+func (v *Volume) StatListed(ctx context.Context, rel string) (Object, error) {
+	return v.stat(ctx, v.ListedKey(rel), true)
+}
+
+func (v *Volume) stat(ctx context.Context, key string, listed bool) (Object, error) {
+	rel := v.listedPath(key)
 	info, err := v.client.StatObject(ctx, v.loc.Bucket, key, minio.StatObjectOptions{})
 	if err != nil {
-		return Object{}, v.wrap("stat", rel, err)
+		err = v.wrapKey("stat", rel, listed, err)
+		if listed && errors.Is(err, ErrNotFound) && v.lists(ctx, key) {
+			// Gone since the listing is the common case; a key the store
+			// still lists but answers 404 for is one it cannot serve
+			// (a server that rewrites the key it is asked for), and
+			// would otherwise be found, and missed, on every listing.
+			return Object{}, fmt.Errorf("stat %s%s: the store lists this key but answers that it does not exist (%w: a listed file this store will not serve)", v.loc, rel, ErrRefused)
+		}
+		return Object{}, err
 	}
 	return Object{Path: rel, Size: info.Size, Modified: info.LastModified.UTC(), ETag: strings.Trim(info.ETag, `"`)}, nil
+}
+
+// lists reports whether a listing of the bucket shows exactly key (false
+// when it cannot tell).
+func (v *Volume) lists(ctx context.Context, key string) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the listing after its first page
+	for o := range v.client.ListObjects(ctx, v.loc.Bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, MaxKeys: 1}) {
+		// The key itself sorts first of all keys it prefixes.
+		return o.Err == nil && o.Key == key
+	}
+	return false
 }
 
 // File is an open volume file: a streaming reader that also reads at
@@ -194,18 +272,62 @@ type File interface {
 	io.Closer
 }
 
-// OpenFile opens a file for reading; data is fetched as it is read.
+// OpenFile opens a file named by a typed path (see Key) for reading; data
+// is fetched as it is read.
 func (v *Volume) OpenFile(ctx context.Context, rel string) (File, Object, error) {
-	obj, err := v.Stat(ctx, rel)
+	key, err := v.Key(rel)
 	if err != nil {
 		return nil, Object{}, err
 	}
-	key, _ := v.Key(rel)
+	return v.open(ctx, key, false)
+}
+
+// OpenListed opens a listed file (see ListedKey) for reading; data is
+// fetched as it is read. A key the store will not serve is ErrRefused, a
+// missing one ErrNotFound.
+func (v *Volume) OpenListed(ctx context.Context, rel string) (File, Object, error) {
+	return v.open(ctx, v.ListedKey(rel), true)
+}
+
+func (v *Volume) open(ctx context.Context, key string, listed bool) (File, Object, error) {
+	obj, err := v.stat(ctx, key, listed)
+	if err != nil {
+		return nil, Object{}, err
+	}
 	f, err := v.client.GetObject(ctx, v.loc.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, Object{}, v.wrap("read", rel, err)
+		return nil, Object{}, v.wrapKey("read", obj.Path, listed, err)
+	}
+	if listed {
+		return &listedFile{Object: f, v: v, rel: obj.Path}, obj, nil
 	}
 	return f, obj, nil
+}
+
+// listedFile marks the read errors of a listed file that refuse its key
+// (the GET refused where the HEAD passed) with ErrRefused; any other
+// error passes unchanged, so that callers still tell network trouble.
+type listedFile struct {
+	*minio.Object
+	v   *Volume
+	rel string
+}
+
+func (f *listedFile) Read(p []byte) (int, error) {
+	n, err := f.Object.Read(p)
+	return n, f.check(err)
+}
+
+func (f *listedFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.Object.ReadAt(p, off)
+	return n, f.check(err)
+}
+
+func (f *listedFile) check(err error) error {
+	if err == nil || err == io.EOF || !refusedKey(minio.ToErrorResponse(err)) {
+		return err
+	}
+	return f.v.wrapKey("read", f.rel, true, err)
 }
 
 // Put writes a file of unknown size from r (multipart upload when large).
@@ -221,14 +343,25 @@ func (v *Volume) Put(ctx context.Context, rel string, r io.Reader, contentType s
 	return info.Size, nil
 }
 
-// Remove deletes a file; deleting a missing file is not an error.
+// Remove deletes a file named by a typed path (see Key); deleting a
+// missing file is not an error.
 func (v *Volume) Remove(ctx context.Context, rel string) error {
 	key, err := v.Key(rel)
 	if err != nil {
 		return err
 	}
+	return v.remove(ctx, key, false)
+}
+
+// RemoveListed deletes a listed file (see ListedKey); deleting a missing
+// file is not an error. A key the store will not delete is ErrRefused.
+func (v *Volume) RemoveListed(ctx context.Context, rel string) error {
+	return v.remove(ctx, v.ListedKey(rel), true)
+}
+
+func (v *Volume) remove(ctx context.Context, key string, listed bool) error {
 	if err := v.client.RemoveObject(ctx, v.loc.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
-		return v.wrap("delete", rel, err)
+		return v.wrapKey("delete", v.listedPath(key), listed, err)
 	}
 	return nil
 }
@@ -248,6 +381,42 @@ func (v *Volume) Check(ctx context.Context) error {
 // ErrNotFound marks a missing file.
 var ErrNotFound = errors.New("file not found")
 
+// ErrDenied marks what no retry fixes on the storage side, for a whole
+// volume: the endpoint refused the connection's credentials, or the bucket
+// does not exist.
+var ErrDenied = errors.New("denied by the storage endpoint")
+
+// wrapKey is wrap for a request about one key. For a listed key, a client
+// error that is not about the credentials, the bucket or a missing file
+// can only be about the key itself (the listing reached the bucket with
+// the same credentials): it is ErrRefused, which no retry fixes.
+func (v *Volume) wrapKey(op, rel string, listed bool, err error) error {
+	werr := v.wrap(op, rel, err)
+	if listed && refusedKey(minio.ToErrorResponse(err)) {
+		return fmt.Errorf("%w (%w: a listed file this store will not serve)", werr, ErrRefused)
+	}
+	return werr
+}
+
+// refusedKey reports whether an S3 error response refuses the request's
+// key: a 4xx that is not about auth, a missing object or bucket, a
+// precondition, a conflict or throttling (those are not the key's fault,
+// or may pass). minio-go's own checks of a key (XMinioInvalidObjectName,
+// InvalidArgument) are 400s too.
+func refusedKey(resp minio.ErrorResponse) bool {
+	switch resp.Code {
+	case "NoSuchKey", "NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied",
+		"InvalidSecretKey", "XAdminUserNotFound", "SlowDown", "RequestTimeout", "ExpiredToken", "RequestTimeTooSkewed":
+		return false
+	}
+	switch resp.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout,
+		http.StatusConflict, http.StatusPreconditionFailed, http.StatusTooManyRequests:
+		return false
+	}
+	return resp.StatusCode >= 400 && resp.StatusCode < 500
+}
+
 // wrap turns S3 errors into messages that name the object and the fix,
 // never the secret.
 func (v *Volume) wrap(op, rel string, err error) error {
@@ -257,11 +426,11 @@ func (v *Volume) wrap(op, rel string, err error) error {
 	case "NoSuchKey":
 		return fmt.Errorf("%s %s: %w", op, what, ErrNotFound)
 	case "NoSuchBucket":
-		return fmt.Errorf("%s %s: bucket %q does not exist", op, what, v.loc.Bucket)
+		return fmt.Errorf("%s %s: bucket %q does not exist: %w", op, what, v.loc.Bucket, ErrDenied)
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidSecretKey",
 		// versitygw answers an unknown access id with a 404 and this code.
 		"XAdminUserNotFound":
-		return fmt.Errorf("%s %s: the endpoint refused storage connection %s (%s): check its ACCESS_ID and ACCESS_KEY", op, what, v.conn.Name, resp.Code)
+		return fmt.Errorf("%s %s: the endpoint refused storage connection %s (%s): check its ACCESS_ID and ACCESS_KEY: %w", op, what, v.conn.Name, resp.Code, ErrDenied)
 	}
 	if resp.StatusCode == http.StatusNotFound {
 		return fmt.Errorf("%s %s: %w", op, what, ErrNotFound)

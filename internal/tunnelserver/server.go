@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"runtime"
@@ -36,15 +37,54 @@ type Config struct {
 	// MaxFlushBytes bounds a flush body as sent (default 256 MiB, room for
 	// the 64 MB packs the seed recommends); larger bodies get 413.
 	MaxFlushBytes int64
+	// MaxFlushDecompressedBytes bounds a flush body once decompressed
+	// (default 4 × MaxFlushBytes, 1 GiB): deflate expands up to 1000-fold,
+	// so without it a small body could stand for terabytes. Past it the
+	// flush gets 413 TooLarge and nothing of it is written. Clients build
+	// packs of at most MaxFlushBytes before compression, well within it.
+	MaxFlushDecompressedBytes int64
+	// MaxFlushRecords bounds the records of one flush (default
+	// DefaultMaxFlushRecords, 100 million); past it 413 TooLarge, nothing
+	// written. A flush that declares more (tunnel.HeaderRecordCount) is
+	// refused before its body is read.
+	MaxFlushRecords int64
+	// ReadTimeout is how long a request body may take to arrive, from the
+	// end of the request's headers (default 10 minutes: 256 MiB at 3.5
+	// Mbit/s; the time the service spends writing rows between reads
+	// counts too); a body still arriving then gets 408 Timeout, nothing
+	// written.
+	ReadTimeout time.Duration
+	// StallTimeout is how long the service waits for the next bytes of a
+	// body it is reading (default 30 s); a body that stalls longer gets
+	// 408 Timeout, nothing written.
+	StallTimeout time.Duration
+	// WriteTimeout bounds a request from its headers to the end of its
+	// answer, on the http.Server of HTTPServer (default ReadTimeout + 5
+	// minutes); a flush still writing then loses its answer (its client
+	// retries; the flush id keeps the rows from being written twice).
+	WriteTimeout time.Duration
+	// IdleTimeout closes a kept-alive connection without a request for
+	// that long (default 2 minutes), on the http.Server of HTTPServer.
+	IdleTimeout time.Duration
 	// Slots is the automatic slot count: flushes of one session that run
 	// at once when the session asks for 0 (default 2 × GOMAXPROCS).
 	Slots  int
 	Logger *slog.Logger
 }
 
+// streams is what the handlers need of the engine (*engine.Engine; tests
+// fake it).
+type streams interface {
+	OpenStreamSession(ctx context.Context, req engine.StreamSessionRequest) (engine.StreamSession, error)
+	StreamSessionByID(ctx context.Context, id string) (engine.StreamSession, error)
+	CloseStreamSession(ctx context.Context, s engine.StreamSession) error
+	FlushStream(ctx context.Context, s engine.StreamSession, f engine.StreamFlush) (int64, error)
+	TouchStreamSession(ctx context.Context, s engine.StreamSession) (engine.StreamSession, error)
+}
+
 // Server serves the streaming-write API; safe for concurrent use.
 type Server struct {
-	eng   *engine.Engine
+	eng   streams
 	cfg   Config
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -55,11 +95,36 @@ type Server struct {
 
 // New returns the write service over an engine.
 func New(eng *engine.Engine, cfg Config) (*Server, error) {
+	return newServer(eng, cfg)
+}
+
+func newServer(eng streams, cfg Config) (*Server, error) {
 	if cfg.Token == "" {
 		return nil, errors.New("the write service needs a token (LAKEPIPE_TUNNEL_TOKEN): requests must authenticate")
 	}
 	if cfg.MaxFlushBytes <= 0 {
-		cfg.MaxFlushBytes = 256 << 20
+		cfg.MaxFlushBytes = DefaultMaxFlushBytes
+	}
+	if cfg.MaxFlushDecompressedBytes <= 0 {
+		cfg.MaxFlushDecompressedBytes = math.MaxInt64
+		if cfg.MaxFlushBytes <= math.MaxInt64/4 {
+			cfg.MaxFlushDecompressedBytes = 4 * cfg.MaxFlushBytes
+		}
+	}
+	if cfg.MaxFlushRecords <= 0 {
+		cfg.MaxFlushRecords = DefaultMaxFlushRecords
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = cfg.ReadTimeout + writeMargin
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.Slots <= 0 {
 		cfg.Slots = 2 * runtime.GOMAXPROCS(0)
@@ -73,6 +138,25 @@ func New(eng *engine.Engine, cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /v1/streams/{id}/flush", s.flush)
 	s.mux.HandleFunc("DELETE /v1/streams/{id}", s.close)
 	return s, nil
+}
+
+// Config returns the service's settings, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// HTTPServer returns an http.Server of the service with its timeouts:
+// 10 s and 64 KiB for a request's headers, then ReadTimeout, WriteTimeout
+// and IdleTimeout from the Config. The handlers bound each body
+// themselves (ReadTimeout and StallTimeout, answering 408); the
+// http.Server's ReadTimeout only backs them up.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ReadTimeout:       s.cfg.ReadTimeout + readHeaderTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+	}
 }
 
 // ServeHTTP authenticates, then routes.
@@ -90,6 +174,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lakepipe"`)
 		s.fail(w, r, http.StatusUnauthorized, tunnel.CodeUnauthorized, "missing or wrong token: send Authorization: Bearer <the service's token>")
 		return
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = newDeadlineBody(w, r.Body, s.cfg.ReadTimeout, s.cfg.StallTimeout)
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -109,6 +196,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
+		var te *timeoutError
+		if errors.As(err, &te) {
+			s.fail(w, r, http.StatusRequestTimeout, tunnel.CodeTimeout, te.Error())
+			return
+		}
 		s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, "session request: "+err.Error())
 		return
 	}
@@ -225,6 +317,10 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, fmt.Sprintf("%s %q: expected a count", tunnel.HeaderRecordCount, v))
 			return
 		}
+		if records > s.cfg.MaxFlushRecords {
+			s.fail(w, r, http.StatusRequestEntityTooLarge, tunnel.CodeTooLarge, tooManyRecords(s.cfg.MaxFlushRecords).Error())
+			return
+		}
 	}
 	// Slots bound the flushes of one session that run at once.
 	v, _ := s.slots.LoadOrStore(sess.ID, make(chan struct{}, s.slotCount(sess)))
@@ -237,15 +333,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	body := &formats.CountingReader{R: http.MaxBytesReader(w, r.Body, s.cfg.MaxFlushBytes)}
-	enc := r.Header.Get("Content-Encoding")
-	dec, err := codec.NewReader(enc, body)
-	if err != nil {
-		s.fail(w, r, http.StatusUnsupportedMediaType, tunnel.CodeUnsupportedEncoding, err.Error())
-		return
-	}
-	defer dec.Close()
-	opts := formats.Options{Compression: formats.CompressionNone}
+	opts := formats.Options{}
 	if format == "JSON" {
 		// Keys are matched to the session's columns; JSON carries no
 		// types, so every value is converted like a file's.
@@ -253,20 +341,25 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 			opts.Schema = append(opts.Schema, formats.Column{Name: c.Name, Type: c.CHType})
 		}
 	}
-	rd, err := formats.Open(formats.Source{R: dec, Name: "record pack"}, format, opts)
-	if err != nil {
-		s.payloadError(w, r, unreadable{err})
+	enc := r.Header.Get("Content-Encoding")
+	p, err := openPack(http.MaxBytesReader(w, r.Body, s.cfg.MaxFlushBytes), enc, format, opts, s.limits())
+	if p == nil {
+		s.fail(w, r, http.StatusUnsupportedMediaType, tunnel.CodeUnsupportedEncoding, err.Error())
 		return
 	}
-	defer rd.Close()
-	n, err := s.eng.FlushStream(ctx, sess, engine.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: rd, Typed: typed, Records: records})
+	defer p.Close()
 	if err != nil {
-		s.payloadError(w, r, err)
+		s.payloadError(w, r, p, unreadable{err})
+		return
+	}
+	n, err := s.eng.FlushStream(ctx, sess, engine.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: p.rd, Typed: typed, Records: records})
+	if err != nil {
+		s.payloadError(w, r, p, err)
 		return
 	}
 	// Read to the end so that FlushSize counts the whole body.
-	_, _ = io.Copy(io.Discard, body)
-	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: body.Count()}
+	_, _ = io.Copy(io.Discard, p.body)
+	res := tunnel.FlushResult{TraceID: traceOf(r), RecordCount: n, FlushSize: p.body.n}
 	s.m.flushed(sess.Schema+"."+sess.Table, n, res.FlushSize, time.Since(start))
 	// A session in use is kept by maintenance; recording the use is
 	// throttled (hourly), and its failure only costs that record.
@@ -280,18 +373,33 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, http.StatusOK, res)
 }
 
-func (s *Server) tooLarge() string {
-	return fmt.Sprintf("the flush body is larger than the service's limit of %d bytes: flush smaller record packs (a lower flush threshold)", s.cfg.MaxFlushBytes)
+func (s *Server) limits() packLimits {
+	return packLimits{MaxBytes: s.cfg.MaxFlushBytes, MaxDecompressedBytes: s.cfg.MaxFlushDecompressedBytes, MaxRecords: s.cfg.MaxFlushRecords}
 }
 
-// payloadError maps an error met while reading or writing a pack: a body
-// over the limit, a timeout, a pack the readers refuse (400), else what
-// the engine says.
-func (s *Server) payloadError(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) tooLarge() string {
+	return fmt.Sprintf("the flush body is larger than the service's limit of %d bytes (lakepipe serve --max-flush-bytes): flush smaller record packs (a lower flush threshold)", s.cfg.MaxFlushBytes)
+}
+
+// payloadError maps an error met while reading or writing a pack: a
+// limit the pack ran into (413, or 408 for a body that did not arrive in
+// time), a timeout of the flush, a pack the readers refuse (400), else
+// what the engine says. The pack's readers are asked first, as a format
+// reader's error need not wrap the read error under it.
+func (s *Server) payloadError(w http.ResponseWriter, r *http.Request, p *pack, err error) {
+	if lerr := p.limitErr(); lerr != nil {
+		err = lerr
+	}
 	var mb *http.MaxBytesError
+	var le *limitError
+	var te *timeoutError
 	switch {
+	case errors.As(err, &te):
+		s.fail(w, r, http.StatusRequestTimeout, tunnel.CodeTimeout, te.Error()+"; nothing of the flush was written: flush again (the same flush id never writes twice)")
 	case errors.As(err, &mb):
 		s.fail(w, r, http.StatusRequestEntityTooLarge, tunnel.CodeTooLarge, s.tooLarge())
+	case errors.As(err, &le):
+		s.fail(w, r, http.StatusRequestEntityTooLarge, tunnel.CodeTooLarge, le.Error()+"; nothing of the flush was written")
 	case errors.Is(err, context.DeadlineExceeded):
 		s.fail(w, r, http.StatusGatewayTimeout, tunnel.CodeInternal, "the flush did not finish within its timeout; nothing of it was written: flush again (the same flush id never writes twice)")
 	default:

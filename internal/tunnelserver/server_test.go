@@ -1,0 +1,423 @@
+package tunnelserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/codec"
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/tunnel"
+)
+
+const testToken = "test-token"
+
+var testSession = engine.StreamSession{ID: "s1", Schema: "sc", Table: "t", SlotNum: 4,
+	Columns: []catalog.ColumnSpec{{Name: "id", Type: "BIGINT", CHType: "Nullable(Int64)"}, {Name: "name", Type: "STRING", CHType: "Nullable(String)"}}}
+
+// fakeStreams knows one session; its FlushStream reads the pack as the
+// engine does (every batch, errors as StreamError) without writing, and
+// can wait after the read to stand for a slow write.
+type fakeStreams struct {
+	mu       sync.Mutex
+	rows     int64
+	after    time.Duration // wait after reading the pack
+	ctxErr   error         // of the flush's context after the wait
+	flushes  int
+	lastRead error
+}
+
+func (f *fakeStreams) OpenStreamSession(context.Context, engine.StreamSessionRequest) (engine.StreamSession, error) {
+	return testSession, nil
+}
+
+func (f *fakeStreams) StreamSessionByID(_ context.Context, id string) (engine.StreamSession, error) {
+	if id != testSession.ID {
+		return engine.StreamSession{}, &engine.StreamError{Code: engine.StreamNoSuchSession, Msg: "no session " + id}
+	}
+	return testSession, nil
+}
+
+func (f *fakeStreams) CloseStreamSession(context.Context, engine.StreamSession) error { return nil }
+
+func (f *fakeStreams) TouchStreamSession(_ context.Context, s engine.StreamSession) (engine.StreamSession, error) {
+	return s, nil
+}
+
+func (f *fakeStreams) FlushStream(ctx context.Context, _ engine.StreamSession, fl engine.StreamFlush) (int64, error) {
+	var n int64
+	for {
+		b, err := fl.Reader.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// As the engine: the cause is kept, its text in the message.
+			return 0, &engine.StreamError{Code: engine.StreamBadPayload, Msg: fmt.Sprintf("record pack: %v", err), Err: err}
+		}
+		if len(b.Errors) > 0 {
+			return 0, &engine.StreamError{Code: engine.StreamBadPayload, Msg: b.Errors[0].Msg}
+		}
+		n += int64(b.Rows)
+	}
+	if f.after > 0 {
+		select {
+		case <-time.After(f.after):
+		case <-ctx.Done():
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ctxErr = ctx.Err()
+	f.rows += n
+	f.flushes++
+	return n, nil
+}
+
+func newTestServer(t *testing.T, cfg Config) (*Server, *fakeStreams) {
+	t.Helper()
+	cfg.Token = testToken
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	f := &fakeStreams{}
+	s, err := newServer(f, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, f
+}
+
+// start serves s on a loopback port with the service's own http.Server.
+func start(t *testing.T, s *Server) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config = s.HTTPServer()
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+type answer struct {
+	status int
+	body   tunnel.ErrorBody
+	result tunnel.FlushResult
+	raw    string
+}
+
+func do(t *testing.T, h http.Handler, req *http.Request) answer {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	a := answer{status: rec.Code, raw: rec.Body.String()}
+	_ = json.Unmarshal(rec.Body.Bytes(), &a.body)
+	_ = json.Unmarshal(rec.Body.Bytes(), &a.result)
+	return a
+}
+
+func flushRequest(body io.Reader, encoding string, hdr map[string]string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "/v1/streams/"+testSession.ID+"/flush", body)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", tunnel.ContentTypeJSON)
+	if encoding != "" {
+		req.Header.Set("Content-Encoding", encoding)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	return req
+}
+
+func jsonLines(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "{\"id\":%d,\"name\":\"n%d\"}\n", i, i)
+	}
+	return b.Bytes()
+}
+
+func compressed(t testing.TB, enc string, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := codec.NewWriter(enc, &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFlushOK: a flush within every limit is read whole, in each encoding.
+func TestFlushOK(t *testing.T) {
+	s, f := newTestServer(t, Config{MaxFlushRecords: 100, MaxFlushDecompressedBytes: 1 << 20})
+	lines := jsonLines(100)
+	for _, enc := range codec.Names() {
+		body := compressed(t, enc, lines)
+		a := do(t, s, flushRequest(bytes.NewReader(body), enc, map[string]string{tunnel.HeaderRecordCount: "100"}))
+		if a.status != http.StatusOK || a.result.RecordCount != 100 || a.result.FlushSize != int64(len(body)) {
+			t.Errorf("%s: %d %s", enc, a.status, a.raw)
+		}
+	}
+	if f.rows != 400 {
+		t.Errorf("%d rows read, want 400", f.rows)
+	}
+}
+
+// TestUnauthenticated: no token or a wrong one is 401, before the body is
+// read.
+func TestUnauthenticated(t *testing.T) {
+	s, f := newTestServer(t, Config{})
+	for _, auth := range []string{"", "Bearer wrong", testToken, "Basic " + testToken} {
+		req := flushRequest(strings.NewReader("{}\n"), "", nil)
+		req.Header.Set("Authorization", auth)
+		a := do(t, s, req)
+		if a.status != http.StatusUnauthorized || a.body.Error.Code != tunnel.CodeUnauthorized || strings.Contains(a.raw, testToken) {
+			t.Errorf("Authorization %q: %d %s", auth, a.status, a.raw)
+		}
+	}
+	if f.flushes != 0 {
+		t.Error("an unauthenticated flush was read")
+	}
+}
+
+// TestFlushLimits: a body over MaxFlushBytes (declared, or streamed), a
+// decompression bomb, too many records (counted, or declared) are 413
+// TooLarge with the limit and its flag named; nothing is written.
+func TestFlushLimits(t *testing.T) {
+	s, f := newTestServer(t, Config{MaxFlushBytes: 64 << 10, MaxFlushDecompressedBytes: 256 << 10, MaxFlushRecords: 1000})
+	big := jsonLines(5000)                                                            // ~125 KiB
+	bomb := compressed(t, codec.Deflate, bytes.Repeat([]byte("{\"id\":1}\n"), 1<<20)) // 9 MiB in ~20 KiB
+	if len(bomb) > 64<<10 {
+		t.Fatalf("the bomb is %d bytes", len(bomb))
+	}
+	cases := []struct {
+		name string
+		req  *http.Request
+		flag string
+	}{
+		{"declared length", flushRequest(bytes.NewReader(big), "", nil), "--max-flush-bytes"},
+		{"streamed", flushRequest(io.MultiReader(bytes.NewReader(big)), "", nil), "--max-flush-bytes"},
+		{"deflate bomb", flushRequest(bytes.NewReader(bomb), codec.Deflate, nil), "--max-flush-decompressed-bytes"},
+		{"snappy bomb", flushRequest(bytes.NewReader(compressed(t, codec.Snappy, bytes.Repeat([]byte("{\"id\":1}\n"), 64<<10))), codec.Snappy, nil), "--max-flush-decompressed-bytes"},
+		{"lz4 bomb", flushRequest(bytes.NewReader(compressed(t, codec.LZ4, bytes.Repeat([]byte("{\"id\":1}\n"), 1<<20))), codec.LZ4, nil), "--max-flush-decompressed-bytes"},
+		{"records", flushRequest(bytes.NewReader(compressed(t, codec.Deflate, jsonLines(1001))), codec.Deflate, nil), "--max-flush-records"},
+		{"empty records", flushRequest(bytes.NewReader(bytes.Repeat([]byte("{}\n"), 1001)), "", nil), "--max-flush-records"},
+		{"declared records", flushRequest(strings.NewReader("{}\n"), "", map[string]string{tunnel.HeaderRecordCount: "1001"}), "--max-flush-records"},
+	}
+	cases[1].req.ContentLength = -1
+	for _, c := range cases {
+		a := do(t, s, c.req)
+		if a.status != http.StatusRequestEntityTooLarge || a.body.Error.Code != tunnel.CodeTooLarge || !strings.Contains(a.body.Error.Message, c.flag) {
+			t.Errorf("%s: %d %s", c.name, a.status, a.raw)
+		}
+	}
+	if f.rows != 0 {
+		t.Errorf("refused flushes wrote %d rows", f.rows)
+	}
+	// Exactly at the limits is fine.
+	a := do(t, s, flushRequest(bytes.NewReader(compressed(t, codec.Deflate, jsonLines(1000))), codec.Deflate, nil))
+	if a.status != http.StatusOK || a.result.RecordCount != 1000 {
+		t.Errorf("1000 records: %d %s", a.status, a.raw)
+	}
+	// A corrupt deflate header is a bad payload, an unknown encoding 415.
+	if a := do(t, s, flushRequest(strings.NewReader("not zlib"), codec.Deflate, nil)); a.status != http.StatusBadRequest || a.body.Error.Code != tunnel.CodeBadPayload {
+		t.Errorf("corrupt deflate: %d %s", a.status, a.raw)
+	}
+	if a := do(t, s, flushRequest(strings.NewReader("{}"), "br", nil)); a.status != http.StatusUnsupportedMediaType {
+		t.Errorf("br: %d %s", a.status, a.raw)
+	}
+}
+
+// rawFlush sends a flush's headers and head of its body on a connection
+// of its own, then calls more (which may send the rest slowly), and
+// returns the answer.
+func rawFlush(t *testing.T, url string, length int, head string, more func(net.Conn)) (*http.Response, tunnel.ErrorBody, time.Duration) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/streams/%s/flush HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s",
+		testSession.ID, testToken, tunnel.ContentTypeJSON, length, head)
+	if more != nil {
+		go more(conn)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var eb tunnel.ErrorBody
+	_ = json.NewDecoder(resp.Body).Decode(&eb)
+	return resp, eb, time.Since(start)
+}
+
+// TestFlushSlowBody: a body that stalls gets 408 Timeout after
+// StallTimeout; one that trickles gets it after ReadTimeout; both on the
+// service's own http.Server.
+func TestFlushSlowBody(t *testing.T) {
+	s, f := newTestServer(t, Config{StallTimeout: 300 * time.Millisecond, ReadTimeout: 1500 * time.Millisecond})
+	url := start(t, s)
+	resp, eb, d := rawFlush(t, url, 1000, "{\"id\":1}\n{\"id\":", nil)
+	if resp.StatusCode != http.StatusRequestTimeout || eb.Error.Code != tunnel.CodeTimeout || !strings.Contains(eb.Error.Message, "--stall-timeout") || d > 3*time.Second {
+		t.Errorf("stalled body: %d %+v after %s", resp.StatusCode, eb, d)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	resp, eb, d = rawFlush(t, url, 100000, "", func(c net.Conn) {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := c.Write([]byte("{\"id\":1}\n")); err != nil {
+				return
+			}
+		}
+	})
+	if resp.StatusCode != http.StatusRequestTimeout || eb.Error.Code != tunnel.CodeTimeout || !strings.Contains(eb.Error.Message, "--read-timeout") || d > 5*time.Second {
+		t.Errorf("trickling body: %d %+v after %s", resp.StatusCode, eb, d)
+	}
+	if f.flushes != 0 {
+		t.Error("a timed-out flush was written")
+	}
+	if !(&tunnel.Error{Status: http.StatusRequestTimeout, Code: tunnel.CodeTimeout}).Temporary() {
+		t.Error("408 is not temporary for the client, which would not retry it")
+	}
+}
+
+// TestFlushSlowWrite: a flush whose write takes longer than the body
+// timeouts, after its body has been read, is not cut: the deadlines are
+// lifted once the body has arrived.
+func TestFlushSlowWrite(t *testing.T) {
+	s, f := newTestServer(t, Config{StallTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond})
+	f.after = time.Second
+	url := start(t, s)
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/streams/"+testSession.ID+"/flush", bytes.NewReader(jsonLines(10)))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", tunnel.ContentTypeJSON)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || f.ctxErr != nil {
+		t.Errorf("slow write: %d %s, flush context %v", resp.StatusCode, body, f.ctxErr)
+	}
+	// The connection is still good for the next request.
+	resp, err = http.DefaultClient.Do(mustRequest(t, http.MethodGet, url+"/v1/streams/"+testSession.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("session after a slow write: %d", resp.StatusCode)
+	}
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	return req
+}
+
+// TestHTTPServerTimeouts: the service's http.Server bounds headers,
+// requests and idle connections.
+func TestHTTPServerTimeouts(t *testing.T) {
+	s, _ := newTestServer(t, Config{ReadTimeout: time.Minute})
+	hs := s.HTTPServer()
+	if hs.ReadHeaderTimeout != readHeaderTimeout || hs.ReadTimeout != time.Minute+readHeaderTimeout || hs.WriteTimeout != time.Minute+writeMargin || hs.IdleTimeout != DefaultIdleTimeout || hs.MaxHeaderBytes != maxHeaderBytes {
+		t.Errorf("http.Server timeouts: %+v", hs)
+	}
+	cfg := s.Config()
+	if cfg.MaxFlushDecompressedBytes != 4*DefaultMaxFlushBytes || cfg.MaxFlushRecords != DefaultMaxFlushRecords || cfg.StallTimeout != DefaultStallTimeout {
+		t.Errorf("defaults: %+v", cfg)
+	}
+}
+
+// FuzzFlush: any flush body, in any encoding and format, is decoded under
+// the limits or refused with an error: no panic, no more decompressed
+// bytes or records than the limits, and bounded memory for small inputs.
+func FuzzFlush(f *testing.F) {
+	lim := packLimits{MaxBytes: 1 << 20, MaxDecompressedBytes: 256 << 10, MaxRecords: 500}
+	f.Add(jsonLines(3), uint8(0))
+	f.Add(compressed(f, codec.Deflate, bytes.Repeat([]byte("{}\n"), 100000)), uint8(2))
+	f.Add(compressed(f, codec.Snappy, jsonLines(20)), uint8(4))
+	f.Add(compressed(f, codec.LZ4, jsonLines(20)), uint8(6))
+	f.Add([]byte("\xff\xff\xff\xff\x10\x00\x00\x00"), uint8(1))
+	f.Add([]byte{0x04, 0x22, 0x4d, 0x18, 0x64, 0x70, 0xb9, 0xff, 0xff, 0x3f, 0x00}, uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
+		enc := codec.Names()[int(which/2)%len(codec.Names())]
+		format := []string{"JSON", "ARROW"}[which%2]
+		opts := formats.Options{}
+		if format == "JSON" {
+			opts.Schema = []formats.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "name", Type: "Nullable(String)"}}
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		p, err := openPack(bytes.NewReader(data), enc, format, opts, lim)
+		if p == nil {
+			t.Fatalf("%s refused as an encoding: %v", enc, err)
+		}
+		defer p.Close()
+		if err == nil {
+			var rows int64
+			for {
+				b, err := p.rd.Next()
+				if err != nil {
+					break
+				}
+				rows += int64(b.Rows)
+			}
+			if rows > lim.MaxRecords {
+				t.Fatalf("%d records read, limit %d", rows, lim.MaxRecords)
+			}
+		}
+		if p.plain != nil && p.plain.n > lim.MaxDecompressedBytes+1 {
+			t.Fatalf("%d decompressed bytes read, limit %d", p.plain.n, lim.MaxDecompressedBytes)
+		}
+		runtime.ReadMemStats(&after)
+		if len(data) <= 1<<16 && after.TotalAlloc-before.TotalAlloc > 64<<20 {
+			t.Fatalf("%s %s: %d input bytes allocated %d bytes", enc, format, len(data), after.TotalAlloc-before.TotalAlloc)
+		}
+	})
+}
+
+// TestHugeLimits: limits near the largest int64 do not overflow.
+func TestHugeLimits(t *testing.T) {
+	s, _ := newTestServer(t, Config{MaxFlushBytes: math.MaxInt64, MaxFlushRecords: math.MaxInt64})
+	if got := s.Config().MaxFlushDecompressedBytes; got != math.MaxInt64 {
+		t.Errorf("MaxFlushDecompressedBytes %d", got)
+	}
+	a := do(t, s, flushRequest(bytes.NewReader(compressed(t, codec.LZ4, jsonLines(10))), codec.LZ4, nil))
+	if a.status != http.StatusOK || a.result.RecordCount != 10 {
+		t.Errorf("%d %s", a.status, a.raw)
+	}
+}
