@@ -35,7 +35,11 @@ import (
 //     max_errors pauses the pipe, resume, paused again, drop;
 //     pipe_kafka_tolerant.json: bad records within max_errors;
 //     pipe_kafka_faults.json: batches while the worker was SIGKILLed
-//     (workflow tasks timed out, batches retried), then terminated.
+//     (workflow tasks timed out, batches retried), then terminated;
+//   - pipe_volume_invalid.json: the "pause-on-invalid" version: the
+//     target table dropped pauses the pipe (a PipeInvalid activity
+//     failure), resume after the fix loads, the volume dropped pauses it
+//     again, terminated (TestPipePausesOnPermanentError).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {
