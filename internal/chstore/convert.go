@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/shopspring/decimal"
 
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -148,7 +149,7 @@ func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
 			err = errors.New("out of range")
 		}
 		if err != nil {
-			bad(r, fmt.Sprintf("%q is not a valid integer (%v)", s, err))
+			bad(r, fmt.Sprintf("%s is not a valid integer (%s)", errtext.Quote(s), errtext.Cap(err.Error(), errtext.MaxValue)))
 		}
 		c.put(T(v), false)
 	}
@@ -392,7 +393,7 @@ func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) 
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(s), c.bits)
 		if err != nil {
-			bad(r, fmt.Sprintf("%q is not a valid number", s))
+			bad(r, fmt.Sprintf("%s is not a valid number", errtext.Quote(s)))
 		}
 		c.put(T(v), false)
 	}
@@ -621,7 +622,7 @@ func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 			err = fmt.Errorf("does not fit DECIMAL(%d,%d)", c.prec, c.scale)
 		}
 		if err != nil {
-			bad(r, fmt.Sprintf("%q is not a valid DECIMAL(%d,%d): %v", s, c.prec, c.scale, err))
+			bad(r, fmt.Sprintf("%s is not a valid DECIMAL(%d,%d): %s", errtext.Quote(s), c.prec, c.scale, errtext.Cap(err.Error(), errtext.MaxValue)))
 		}
 		c.put(d, false)
 	}
@@ -782,7 +783,7 @@ func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 		}
 		t, err := ParseTime(strings.TrimSpace(s))
 		if err != nil {
-			bad(r, fmt.Sprintf("%q is not a valid %s", s, map[bool]string{true: "DATE", false: "TIMESTAMP"}[c.date]))
+			bad(r, fmt.Sprintf("%s is not a valid %s", errtext.Quote(s), map[bool]string{true: "DATE", false: "TIMESTAMP"}[c.date]))
 		}
 		c.put(t, false)
 	}

@@ -139,6 +139,12 @@ func (e *LimitError) Error() string {
 	default:
 		v = byteSize(e.Value)
 	}
+	// Users set limits through the environment: name the variable.
+	for _, lv := range LimitVars {
+		if lv.Field == e.Limit {
+			return fmt.Sprintf("%s, over the limit of %s (%s)", e.What, v, lv.Env)
+		}
+	}
 	return fmt.Sprintf("%s, over the limit of %s (formats.Limits.%s)", e.What, v, e.Limit)
 }
 

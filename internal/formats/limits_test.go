@@ -56,7 +56,7 @@ func wantLimit(t *testing.T, err error, limit string) {
 	if !errors.As(err, &le) || le.Limit != limit {
 		t.Fatalf("got %v, want a *LimitError of %s", err, limit)
 	}
-	if !strings.Contains(err.Error(), "formats.Limits."+limit) {
+	if !strings.Contains(err.Error(), limitEnv(limit)) {
 		t.Fatalf("error %q does not name the limit", err)
 	}
 }
@@ -78,7 +78,7 @@ func TestLimitsDefaults(t *testing.T) {
 		t.Fatalf("ParseOptions: %+v %v", o.Limits, err)
 	}
 	if got := (&LimitError{Limit: "MaxParquetFooterBytes", Value: 16 << 20, What: "the footer declares 176 GiB of metadata"}).Error(); got !=
-		"the footer declares 176 GiB of metadata, over the limit of 16 MiB (formats.Limits.MaxParquetFooterBytes)" {
+		"the footer declares 176 GiB of metadata, over the limit of 16 MiB (LAKEPIPE_MAX_PARQUET_FOOTER_BYTES)" {
 		t.Fatal(got)
 	}
 }
@@ -154,11 +154,11 @@ func TestLineAndColumnLimits(t *testing.T) {
 	lim := Limits{MaxLineBytes: 1 << 20, MaxColumns: 100, MaxJSONDepth: 8}
 	long := "1," + strings.Repeat("x", 2<<20) + "\n2,y\n"
 	got := readString(t, long, "CSV", Options{Limits: lim})
-	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "MaxLineBytes") {
+	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_LINE_BYTES") {
 		t.Fatalf("long line: %d rows, errors %v", len(got.rows), got.errs)
 	}
 	got = readString(t, `{"a":1}`+"\n"+`{"a":"`+strings.Repeat("x", 2<<20)+`"}`+"\n", "JSON", Options{Limits: lim})
-	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "MaxLineBytes") {
+	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_LINE_BYTES") {
 		t.Fatalf("long JSON line: %d rows, errors %v", len(got.rows), got.errs)
 	}
 
@@ -170,7 +170,7 @@ func TestLineAndColumnLimits(t *testing.T) {
 		wantLimit(t, err, "MaxColumns")
 	}
 	got = readString(t, "1,2\n"+commas+"3,4\n", "CSV", Options{Limits: lim})
-	if len(got.rows) != 2 || len(got.errs) != 1 || got.errs[0].Line != 2 || !strings.Contains(got.errs[0].Msg, "MaxColumns") {
+	if len(got.rows) != 2 || len(got.errs) != 1 || got.errs[0].Line != 2 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_COLUMNS") {
 		t.Fatalf("wide row: %d rows, errors %v", len(got.rows), got.errs)
 	}
 	// Exactly the limit is fine.
@@ -194,7 +194,7 @@ func TestLineAndColumnLimits(t *testing.T) {
 	// Eight levels, the object's included, are allowed; nine are not.
 	deep := `{"a":` + strings.Repeat("[", 8) + strings.Repeat("]", 8) + "}\n" + `{"a":` + strings.Repeat("[", 7) + strings.Repeat("]", 7) + "}\n"
 	got = readString(t, deep, "JSON", Options{Limits: lim, Schema: []Column{{Name: "a"}}})
-	if len(got.rows) != 1 || len(got.errs) != 1 || got.errs[0].Line != 1 || !strings.Contains(got.errs[0].Msg, "MaxJSONDepth") {
+	if len(got.rows) != 1 || len(got.errs) != 1 || got.errs[0].Line != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_JSON_DEPTH") {
 		t.Fatalf("deep JSON: %d rows, errors %v", len(got.rows), got.errs)
 	}
 }
@@ -494,4 +494,14 @@ func TestParquetSeedsRead(t *testing.T) {
 			t.Errorf("seed %d: %d rows, %v", i, n, err)
 		}
 	}
+}
+
+// limitEnv is the environment variable of a Limits field, which errors name.
+func limitEnv(field string) string {
+	for _, v := range LimitVars {
+		if v.Field == field {
+			return v.Env
+		}
+	}
+	return "formats.Limits." + field
 }

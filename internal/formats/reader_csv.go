@@ -253,7 +253,7 @@ func (r *csvReader) scanMessage(res scanResult) string {
 	case scanUnterminated:
 		return "unterminated quoted field"
 	case scanMore:
-		return fmt.Sprintf("record longer than %s (formats.Limits.MaxLineBytes; an unterminated quoted field?)", byteSize(int64(r.maxLine)))
+		return fmt.Sprintf("record longer than %s (LAKEPIPE_MAX_LINE_BYTES; an unterminated quoted field?)", byteSize(int64(r.maxLine)))
 	}
 	return ""
 }

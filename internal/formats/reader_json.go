@@ -127,7 +127,7 @@ func (r *jsonReader) start() error {
 			s, e, st := r.element(off)
 			if st == elemMore {
 				if in.end-in.pos > r.maxLine {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %s (formats.Limits.MaxLineBytes)", r.name, byteSize(int64(r.maxLine)))
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, byteSize(int64(r.maxLine)))
 				}
 				if !in.fill() && in.err != nil {
 					return fmt.Errorf("%s: %w", r.name, in.err)
@@ -143,7 +143,7 @@ func (r *jsonReader) start() error {
 			j := bytes.IndexByte(data, '\n')
 			if j < 0 && !in.eof {
 				if in.end-in.pos > r.maxLine {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %s (formats.Limits.MaxLineBytes)", r.name, byteSize(int64(r.maxLine)))
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, byteSize(int64(r.maxLine)))
 				}
 				if !in.fill() && in.err != nil {
 					return fmt.Errorf("%s: %w", r.name, in.err)
@@ -282,7 +282,7 @@ func (r *jsonReader) nextLines(b *Batch) {
 }
 
 func (r *jsonReader) longLine() string {
-	return fmt.Sprintf("line longer than %s (formats.Limits.MaxLineBytes)", byteSize(int64(r.maxLine)))
+	return fmt.Sprintf("line longer than %s (LAKEPIPE_MAX_LINE_BYTES)", byteSize(int64(r.maxLine)))
 }
 
 func (r *jsonReader) nextArray(b *Batch) {
@@ -291,7 +291,7 @@ func (r *jsonReader) nextArray(b *Batch) {
 		s, e, st := r.element(0)
 		if st == elemMore {
 			if in.end-in.pos > r.maxLine {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %s (formats.Limits.MaxLineBytes)", byteSize(int64(r.maxLine)))})
+				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %s (LAKEPIPE_MAX_LINE_BYTES)", byteSize(int64(r.maxLine)))})
 				r.arrayDone = true // there is no telling where the next one starts
 				in.pos = in.end
 				return
@@ -683,7 +683,7 @@ func (p *jparser) skip(depth int) (spaced bool, err error) {
 		return false, nil
 	case '{', '[':
 		if depth >= p.maxDepth {
-			return false, p.errorf("nested deeper than %d (formats.Limits.MaxJSONDepth)", p.maxDepth)
+			return false, p.errorf("nested deeper than %d (LAKEPIPE_MAX_JSON_DEPTH)", p.maxDepth)
 		}
 		closer := byte('}')
 		if c == '[' {
