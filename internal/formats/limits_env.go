@@ -11,16 +11,17 @@ import (
 var LimitVars = []struct {
 	Env   string
 	Field string
+	set   func(*Limits, int64)
 }{
-	{"LAKEPIPE_MAX_LINE_BYTES", "MaxLineBytes"},
-	{"LAKEPIPE_MAX_JSON_DEPTH", "MaxJSONDepth"},
-	{"LAKEPIPE_MAX_COLUMNS", "MaxColumns"},
-	{"LAKEPIPE_MAX_COMPRESSION_RATIO", "MaxCompressionRatio"},
-	{"LAKEPIPE_ZSTD_MAX_WINDOW", "ZstdMaxWindow"},
-	{"LAKEPIPE_MAX_PARQUET_FOOTER_BYTES", "MaxParquetFooterBytes"},
-	{"LAKEPIPE_MAX_PARQUET_PAGE_BYTES", "MaxParquetPageBytes"},
-	{"LAKEPIPE_MAX_READER_MEMORY", "MaxReaderMemory"},
-	{"LAKEPIPE_MAX_ARROW_MESSAGE_BYTES", "MaxArrowMessageBytes"},
+	{"LAKEPIPE_MAX_LINE_BYTES", "MaxLineBytes", func(l *Limits, n int64) { l.MaxLineBytes = n }},
+	{"LAKEPIPE_MAX_JSON_DEPTH", "MaxJSONDepth", func(l *Limits, n int64) { l.MaxJSONDepth = int(min(n, 1<<20)) }},
+	{"LAKEPIPE_MAX_COLUMNS", "MaxColumns", func(l *Limits, n int64) { l.MaxColumns = int(min(n, 1<<30)) }},
+	{"LAKEPIPE_MAX_COMPRESSION_RATIO", "MaxCompressionRatio", func(l *Limits, n int64) { l.MaxCompressionRatio = n }},
+	{"LAKEPIPE_ZSTD_MAX_WINDOW", "ZstdMaxWindow", func(l *Limits, n int64) { l.ZstdMaxWindow = n }},
+	{"LAKEPIPE_MAX_PARQUET_FOOTER_BYTES", "MaxParquetFooterBytes", func(l *Limits, n int64) { l.MaxParquetFooterBytes = n }},
+	{"LAKEPIPE_MAX_PARQUET_PAGE_BYTES", "MaxParquetPageBytes", func(l *Limits, n int64) { l.MaxParquetPageBytes = n }},
+	{"LAKEPIPE_MAX_READER_MEMORY", "MaxReaderMemory", func(l *Limits, n int64) { l.MaxReaderMemory = n }},
+	{"LAKEPIPE_MAX_ARROW_MESSAGE_BYTES", "MaxArrowMessageBytes", func(l *Limits, n int64) { l.MaxArrowMessageBytes = n }},
 }
 
 // LimitsFromEnv reads the Limits set in the environment (see LimitVars);
@@ -38,26 +39,7 @@ func LimitsFromEnv(getenv func(string) string) (Limits, error) {
 		if err != nil || n <= 0 {
 			return Limits{}, fmt.Errorf("%s=%q: want a positive number (bytes may carry KiB, MiB or GiB)", v.Env, s)
 		}
-		switch v.Field {
-		case "MaxLineBytes":
-			l.MaxLineBytes = n
-		case "MaxJSONDepth":
-			l.MaxJSONDepth = int(n)
-		case "MaxColumns":
-			l.MaxColumns = int(n)
-		case "MaxCompressionRatio":
-			l.MaxCompressionRatio = n
-		case "ZstdMaxWindow":
-			l.ZstdMaxWindow = n
-		case "MaxParquetFooterBytes":
-			l.MaxParquetFooterBytes = n
-		case "MaxParquetPageBytes":
-			l.MaxParquetPageBytes = n
-		case "MaxReaderMemory":
-			l.MaxReaderMemory = n
-		case "MaxArrowMessageBytes":
-			l.MaxArrowMessageBytes = n
-		}
+		v.set(&l, n)
 	}
 	return l, nil
 }
