@@ -9,6 +9,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
@@ -146,7 +147,15 @@ func (in *Inserter) appendBlock(batch driver.Batch, b block) (err error) {
 // column i, or -1. Rows with a value that does not convert are left out and
 // returned as RowErrors (with the file line from b.Line); the reader's own
 // row errors are returned too.
-func (in *Inserter) Add(b *formats.Batch, source []int) ([]RowError, error) {
+func (in *Inserter) Add(b *formats.Batch, source []int) (_ []RowError, err error) {
+	// Conversions run on callers' goroutines (a Kafka pipe's converter has
+	// no other guard): a panic over a value nobody foresaw fails this
+	// insert, which the caller aborts, instead of the process.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("insert into %s.%s: converting a block failed: %s", in.db, in.table, errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+		}
+	}()
 	var errs []RowError
 	for _, e := range b.Errors {
 		errs = append(errs, RowError{Line: e.Line, Msg: e.Msg})

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
@@ -96,8 +97,25 @@ func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
 	if len(b.Cols) != len(p.cols) {
 		return false, fmt.Errorf("recordeval: batch has %d columns, the SELECT list has %d", len(b.Cols), len(p.cols))
 	}
+	// A record nobody foresaw must not take the worker down: a panic while
+	// evaluating it makes it a bad record, and the batch is left as it was
+	// before it. (Evaluation runs on the pipe's evaluator goroutines, where
+	// nothing else would recover.) The state is not put back: it may be
+	// half updated.
+	rows := b.Rows
 	st := p.getState()
-	defer p.putState(st)
+	defer func() {
+		if v := recover(); v != nil {
+			for i := range b.Cols {
+				b.Cols[i].Text = b.Cols[i].Text[:min(rows, len(b.Cols[i].Text))]
+				b.Cols[i].Null = b.Cols[i].Null[:min(rows, len(b.Cols[i].Null))]
+			}
+			b.Line, b.Rows = b.Line[:min(rows, len(b.Line))], rows
+			kept, err = false, fmt.Errorf("the record could not be evaluated: %s", errtext.Cap(fmt.Sprint(v), errtext.MaxValue))
+			return
+		}
+		p.putState(st)
+	}()
 	if err := st.begin(r); err != nil {
 		return false, err
 	}

@@ -1101,3 +1101,27 @@ func BenchmarkSeedProgram(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
+
+// TestAppendPanicIsBadRecord: a panic while evaluating a record (here a
+// nil record, which nothing else can send) is that record's error; the
+// batch stays as it was and takes the next record.
+func TestAppendPanicIsBadRecord(t *testing.T) {
+	p, err := compileSelect("offset, value::STRING", "", "raw", "raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.NewBatch(4)
+	if _, err := p.Append(b, &Record{Value: []byte("a"), Offset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := p.Append(b, nil)
+	if kept || err == nil || !strings.Contains(err.Error(), "could not be evaluated") {
+		t.Fatalf("Append(nil) = %v, %v", kept, err)
+	}
+	if _, err := p.Append(b, &Record{Value: []byte("b"), Offset: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Rows != 2 || fmt.Sprint(row(b, 0), row(b, 1)) != "[1 a] [2 b]" || fmt.Sprint(b.Line) != "[1 2]" {
+		t.Errorf("batch: Rows=%d Line=%v %v %v", b.Rows, b.Line, row(b, 0), row(b, 1))
+	}
+}
