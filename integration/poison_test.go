@@ -191,6 +191,9 @@ func TestPoisonFleet(t *testing.T) {
 			if r.status != "FAILED" || strings.TrimSpace(r.msg) == "" {
 				t.Errorf("%s: bad file %s is %s with reason %q, want FAILED with a reason", f.name, name, r.status, r.msg)
 			}
+			if strings.HasPrefix(name, "bomb") || strings.HasPrefix(name, "huge") {
+				t.Logf("%s: %s", name, r.msg)
+			}
 			if len(r.msg) > 4000 {
 				t.Errorf("%s: bad file %s: reason of %d bytes", f.name, name, len(r.msg))
 			}
@@ -392,7 +395,7 @@ func poisonFormats(t *testing.T, rng *rand.Rand) []*poisonFormat {
 	csvgz := add("csvgz", "CSV", ".csv.gz", "gzip", csvOf, badCSV)
 	add("jsongz", "JSON", ".json.gz", "gzip", jsonOf, badJSON)
 	csvzst := add("csvzst", "CSV", ".csv.zst", "zstd", csvOf, badCSV)
-	add("jsonzst", "JSON", ".json.zst", "zstd", jsonOf, badJSON)
+	jsonzst := add("jsonzst", "JSON", ".json.zst", "zstd", jsonOf, badJSON)
 
 	// Bombs: 1 GiB of rows that would load (all with id 1, so a bomb that
 	// got through shows in the counts) as 112 KB of zstd, and 1 GiB of
@@ -409,7 +412,7 @@ func poisonFormats(t *testing.T, rng *rand.Rand) []*poisonFormat {
 		} else {
 			w, _ = zstd.NewWriter(&buf, zstd.WithWindowSize(8<<20))
 		}
-		_, _ = io.Copy(w, io.LimitReader(repeatReader(b.pattern), 16<<20))
+		_, _ = io.Copy(w, io.LimitReader(&repeatReader{s: b.pattern}, 16<<20))
 		_ = w.Close()
 		data := bytes.Repeat(buf.Bytes(), 64)
 		if b.wrap == "gzip" {
@@ -418,6 +421,23 @@ func poisonFormats(t *testing.T, rng *rand.Rand) []*poisonFormat {
 			csvzst.bad[b.name+".csv.zst"] = data
 		}
 		t.Logf("%s: 1 GiB as %d KB of %s", b.name, len(data)>>10, b.wrap)
+	}
+
+	// The issue's own: a 32 KiB zstd file of RLE blocks standing for 1 GiB
+	// of newlines (32768:1), and a 9-byte zstd frame that declares a 2 GiB
+	// window (the decoder's default would allocate 512 MiB for it).
+	rle := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3} // no checksum, 128 KiB window
+	for i := range 8192 {
+		h := uint32(1<<1 | (128<<10)<<3) // an RLE block of 128 KiB
+		if i == 8191 {
+			h |= 1 // the last block
+		}
+		rle = append(rle, byte(h), byte(h>>8), byte(h>>16), '\n')
+	}
+	window := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, (31 - 10) << 3, 0x01, 0x00, 0x00}
+	for _, f := range []*poisonFormat{csvzst, jsonzst} {
+		f.bad["bomb_rle"+f.ext] = rle
+		f.bad["huge_window"+f.ext] = window
 	}
 
 	// Parquet: mutations of a good file that the reader must refuse
@@ -534,13 +554,19 @@ func readsCleanly(b []byte) (ok bool) {
 	}
 }
 
-// repeatReader yields s over and over.
-type repeatReader string
+// repeatReader yields s over and over, carrying on where the last Read
+// stopped.
+type repeatReader struct {
+	s   string
+	off int
+}
 
-func (r repeatReader) Read(p []byte) (int, error) {
+func (r *repeatReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
-		n += copy(p[n:], r)
+		c := copy(p[n:], r.s[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.s)
 	}
 	return n, nil
 }

@@ -295,6 +295,10 @@ func contentError(path string, err error) error {
 	if errors.As(err, &ne) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || minio.ToErrorResponse(err).Code != "" {
 		return fmt.Errorf("file %s: %w", path, err)
 	}
+	if strings.HasPrefix(err.Error(), path+": ") {
+		// The readers name the file already.
+		return &fileError{err: fmt.Errorf("file %w", err)}
+	}
 	return &fileError{err: fmt.Errorf("file %s: %w", path, err)}
 }
 
