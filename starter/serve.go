@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,7 +35,13 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	idleTimeout := fs.Duration("idle-timeout", tunnelserver.DefaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	slots := fs.Int("slots", 0, "flushes of one session run at once when the session asks for 0 slots (0: 2 × CPUs)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
+	tlsCert := fs.String("tls-cert", env("LAKEPIPE_TUNNEL_TLS_CERT", ""), "PEM certificate to serve HTTPS with, itself (LAKEPIPE_TUNNEL_TLS_CERT); needs --tls-key")
+	tlsKey := fs.String("tls-key", env("LAKEPIPE_TUNNEL_TLS_KEY", ""), "PEM private key of --tls-cert (LAKEPIPE_TUNNEL_TLS_KEY)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "lakepipe serve: --tls-cert and --tls-key go together: set both, or neither")
 		return 2
 	}
 	log := newLogger(*logFormat, stderr)
@@ -42,8 +49,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	err := serve(ctx, *listen, c, tunnelserver.Config{
 		Token: os.Getenv("LAKEPIPE_TUNNEL_TOKEN"), MaxFlushBytes: *maxFlush, MaxFlushDecompressedBytes: *maxPlain, MaxFlushRecords: *maxRecords,
 		ReadTimeout: *readTimeout, StallTimeout: *stallTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
-		Slots: *slots, Logger: log,
-	}, log)
+		Slots: *slots, Logger: log, MetricsToken: os.Getenv("LAKEPIPE_METRICS_TOKEN"),
+	}, serveTLS{cert: *tlsCert, key: *tlsKey}, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe serve:", err)
 		return 1
@@ -51,7 +58,11 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) int {
 	return 0
 }
 
-func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Config, log *slog.Logger) error {
+// serveTLS names the certificate and key the service serves HTTPS with;
+// empty: plain HTTP (TLS ends in front of it).
+type serveTLS struct{ cert, key string }
+
+func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Config, tl serveTLS, log *slog.Logger) error {
 	cat, closeStore, err := openCatalog(ctx, &c)
 	if err != nil {
 		return err
@@ -70,10 +81,27 @@ func serve(ctx context.Context, listen string, c connFlags, cfg tunnelserver.Con
 		return fmt.Errorf("listen %s: %w", listen, err)
 	}
 	hs := srv.HTTPServer()
+	scheme := "http"
+	if tl.cert != "" {
+		// Loaded now, so that a bad file stops the start with its name.
+		cert, err := tls.LoadX509KeyPair(tl.cert, tl.key)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("TLS certificate %s with key %s: %w", tl.cert, tl.key, err)
+		}
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		scheme = "https"
+	}
 	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
+	go func() {
+		if scheme == "https" {
+			done <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		done <- hs.Serve(ln)
+	}()
 	cfg = srv.Config()
-	log.Info("lakepipe write service running", "addr", ln.Addr().String(), "max_flush_bytes", cfg.MaxFlushBytes,
+	log.Info("lakepipe write service running", "addr", ln.Addr().String(), "scheme", scheme, "metrics_token", cfg.MetricsToken != "", "max_flush_bytes", cfg.MaxFlushBytes,
 		"max_flush_decompressed_bytes", cfg.MaxFlushDecompressedBytes, "max_flush_records", cfg.MaxFlushRecords,
 		"read_timeout", cfg.ReadTimeout.String(), "stall_timeout", cfg.StallTimeout.String(), "write_timeout", cfg.WriteTimeout.String())
 	select {

@@ -51,6 +51,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Temporal:         tc,
 		Workspace:        c.workspace,
 		Limits:           ecfg.Limits,
+		MetricsToken:     os.Getenv("LAKEPIPE_METRICS_TOKEN"),
 		HTTPAddr:         *httpAddr,
 		Parallel:         *parallel,
 		MaxActivities:    *maxActivities,

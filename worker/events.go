@@ -3,8 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -126,7 +125,7 @@ func eventHandler(router eventRouter, sig signaler, cfg EventsConfig, log *slog.
 			http.Error(w, "POST S3 event notifications here", http.StatusMethodNotAllowed)
 			return
 		}
-		if cfg.Token != "" && !eventAuthorized(r.Header.Get("Authorization"), cfg.Token) {
+		if cfg.Token != "" && !httpauth.Authorized(r.Header.Get("Authorization"), cfg.Token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lakepipe events"`)
 			refuseEvent(w, &eventError{http.StatusUnauthorized, "missing or wrong token: send Authorization: Bearer <the worker's LAKEPIPE_EVENTS_TOKEN>"})
 			return
@@ -169,28 +168,6 @@ func eventHandler(router eventRouter, sig signaler, cfg EventsConfig, log *slog.
 func refuseEvent(w http.ResponseWriter, e *eventError) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, e.msg, e.status)
-}
-
-// eventAuthorized reports whether an Authorization header carries token:
-// "Bearer <token>", the bare token, or Basic with token as the password.
-// Comparisons take constant time.
-func eventAuthorized(auth, token string) bool {
-	auth = strings.TrimSpace(auth)
-	got := auth
-	if scheme, rest, ok := strings.Cut(auth, " "); ok {
-		rest = strings.TrimSpace(rest)
-		switch {
-		case strings.EqualFold(scheme, "Bearer"):
-			got = rest
-		case strings.EqualFold(scheme, "Basic"):
-			raw, err := base64.StdEncoding.DecodeString(rest)
-			if err != nil {
-				return false
-			}
-			_, got, _ = strings.Cut(string(raw), ":")
-		}
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // readEvents reads a notification body within cfg's bounds and returns

@@ -24,6 +24,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/workflows"
@@ -37,6 +38,8 @@ type Config struct {
 	// Limits bound what reading one file may allocate (zero fields: the
 	// defaults of formats.Limits).
 	Limits formats.Limits
+	// MetricsToken, when set, is required of /metrics requests (Bearer).
+	MetricsToken string
 	// HTTPAddr serves /metrics, /healthz and /events ("" = no server).
 	HTTPAddr string
 	// Events bounds and authenticates /events (see EventsConfig).
@@ -89,6 +92,11 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.MaxWorkflowTasks = cmp.Or(cfg.MaxWorkflowTasks, 64)
 	cfg.Pollers = cmp.Or(cfg.Pollers, 2)
 	cfg.StopTimeout = cmp.Or(cfg.StopTimeout, time.Minute)
+	if cfg.Temporal.Codec == nil {
+		// Histories then hold table names, file paths and the errors of
+		// bad files (which quote values) in clear.
+		log.Warn("Temporal payloads are not encrypted: set LAKEPIPE_CODEC_KEY on every worker and client (docs/security.md)")
+	}
 	st, err := chstore.Open(ctx, cfg.ClickHouse)
 	if err != nil {
 		return err
@@ -133,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	addr := ""
 	if cfg.HTTPAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
+		mux.Handle("/metrics", httpauth.Require(cfg.MetricsToken, m.Handler()))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 		mux.Handle("/events", eventHandler(eng, orch, cfg.Events, log))
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -26,6 +26,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
 
@@ -34,6 +35,9 @@ type Config struct {
 	// Token every request must carry as "Authorization: Bearer <token>".
 	// Required: a write service without authentication is refused.
 	Token string
+	// MetricsToken, when set, is required of /metrics requests (Bearer);
+	// without it /metrics is open, as Prometheus scrapes usually are.
+	MetricsToken string
 	// MaxFlushBytes bounds a flush body as sent (default 256 MiB, room for
 	// the 64 MB packs the seed recommends); larger bodies get 413.
 	MaxFlushBytes int64
@@ -165,7 +169,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(tunnel.HeaderTraceID, trace)
 	r = r.WithContext(context.WithValue(r.Context(), traceKey{}, trace))
 	if r.Method == http.MethodGet && r.URL.Path == "/metrics" {
-		s.m.http.ServeHTTP(w, r)
+		httpauth.Require(s.cfg.MetricsToken, s.m.http).ServeHTTP(w, r)
 		return
 	}
 	auth := r.Header.Get("Authorization")

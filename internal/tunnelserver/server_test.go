@@ -421,3 +421,28 @@ func TestHugeLimits(t *testing.T) {
 		t.Errorf("%d %s", a.status, a.raw)
 	}
 }
+
+// TestMetricsToken: /metrics is open by default and needs its own token
+// (not the write token) once MetricsToken is set.
+func TestMetricsToken(t *testing.T) {
+	for _, tc := range []struct {
+		metricsToken, auth string
+		want               int
+	}{
+		{"", "", http.StatusOK},
+		{"m-token", "", http.StatusUnauthorized},
+		{"m-token", "Bearer " + testToken, http.StatusUnauthorized},
+		{"m-token", "Bearer m-token", http.StatusOK},
+	} {
+		s, _ := newTestServer(t, Config{MetricsToken: tc.metricsToken})
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		s.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("MetricsToken %q, Authorization %q: %d, want %d", tc.metricsToken, tc.auth, rec.Code, tc.want)
+		}
+	}
+}
