@@ -80,6 +80,9 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "%s: %v\n", where, err)
 		return 1
 	}
+	if f.exec != "" {
+		warnSecretInArgs(chunks, stderr)
+	}
 	if f.check {
 		return check(chunks, where, stdout, stderr)
 	}
@@ -145,6 +148,20 @@ func openCatalog(ctx context.Context, c *connFlags) (*catalog.Catalog, func(), e
 		return nil, nil, err
 	}
 	return cat, func() { st.Close() }, nil
+}
+
+// warnSecretInArgs warns, once, when a statement given with -e holds a
+// secret (a connection's ACCESS_KEY, a READ_KAFKA password): the command
+// line is visible to every user of the machine in the process list.
+// Statements that do not parse are not looked into; running them reports
+// their error.
+func warnSecretInArgs(chunks []sqlparse.Chunk, stderr io.Writer) {
+	for _, c := range chunks {
+		if stmt, err := sqlparse.ParseChunk(c); err == nil && engine.HasSecret(stmt) {
+			fmt.Fprintln(stderr, "lakepipe sql: warning: the statement holds a secret: -e puts it in the process list; use -f FILE or standard input")
+			return
+		}
+	}
 }
 
 func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool, pr printer, stdout io.Writer) error {

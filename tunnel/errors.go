@@ -89,3 +89,7 @@ func (e *Error) Temporary() bool {
 // IsSchemaMismatch reports whether err is, or wraps, a schema mismatch:
 // the session must be rebuilt before more rows can be written.
 func IsSchemaMismatch(err error) bool { return errors.Is(err, ErrSchemaMismatch) }
+
+// CodeForbidden: the token is valid but its scope does not cover the
+// table (403); a token for that table (or a wider one) is needed.
+const CodeForbidden = "Forbidden"

@@ -238,6 +238,11 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 		}
 		if mapping == nil {
 			if mapping, err = mapColumns(obj.Path, r.Columns(), target, named); err != nil {
+				if len(b.Errors) > 0 && b.Errors[0].Line <= 1 {
+					// The columns were guessed from a first record the reader
+					// could not read (over a limit, say): that is the cause.
+					err = fmt.Errorf("file %s line %d: %s", obj.Path, b.Errors[0].Line, b.Errors[0].Msg)
+				}
 				return res, &fileError{err: err}
 			}
 		}

@@ -138,26 +138,6 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	return rk, nil
 }
 
-// redactSecrets replaces secret values in text.
-func redactSecrets(text string, secrets []string) string {
-	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, "***")
-	}
-	return text
-}
-
-// kafkaSecrets returns the secret values of a statement's READ_KAFKA map.
-func kafkaSecrets(s *sqlparse.CreatePipe) []string {
-	if s.Copy == nil || s.Copy.Query == nil {
-		return nil
-	}
-	if _, fc, err := kafkaQuery(s.Copy.Query); err == nil {
-		rk, _ := parseReadKafka(fc)
-		return rk.secrets
-	}
-	return nil
-}
-
 // KafkaPipeRun is what a Kafka pipe's activities need.
 type KafkaPipeRun struct {
 	e      *Engine
@@ -255,20 +235,21 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 			return nil, fmt.Errorf("pipe %s: group_id %q is already used by pipe %s.%s; every Kafka pipe needs a group_id of its own", s.Name, run.rk.src.Group, o.Schema, o.Name)
 		}
 	}
+	// SHOW PIPES and DESC PIPE show the statement redacted; when that hid
+	// something, the statement itself is kept as the object's secret and
+	// OpenKafkaPipe runs it.
+	shown, secret := Redact(cp), ""
+	if shown != cp.Text {
+		secret = cp.Text
+	}
 	spec := catalog.PipeSpec{
-		Kind: workflows.KindKafka, Properties: pr, CopyStatement: redactSecrets(cp.Text, run.rk.secrets),
+		Kind: workflows.KindKafka, Properties: pr, CopyStatement: shown,
 		Input: run.rk.src.Topic, Output: run.target.display, CreatedAt: time.Now().UTC(),
 		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
 	}
 	spec.Output = e.cfg.Workspace + "." + run.target.display
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
-	}
-	// The statement itself is kept as the object's secret when its map
-	// holds secrets; the spec shows it redacted.
-	secret := ""
-	if len(run.rk.secrets) > 0 {
-		secret = cp.Text
 	}
 	if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, secret); err != nil {
 		return nil, err

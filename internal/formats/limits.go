@@ -12,7 +12,7 @@ import (
 // once stay well inside a 2 GiB worker, while no file a real writer
 // produces comes near them.
 const (
-	DefaultMaxLineBytes          = 64 << 20
+	DefaultMaxLineBytes          = 16 << 20
 	DefaultMaxJSONDepth          = 1000
 	DefaultMaxColumns            = 10_000
 	DefaultMaxCompressionRatio   = 2_000
@@ -36,7 +36,7 @@ const compressionRatioGrace = 64 << 20
 // row, page, message or header may claim.
 //
 //	Setting                 Default   Breaking it
-//	MaxLineBytes            64 MiB    CSV/JSON: the row is a RowError, reading resumes at the next line
+//	MaxLineBytes            16 MiB    CSV/JSON: the row is a RowError, reading resumes at the next line
 //	MaxJSONDepth            1000      JSON: the row is a RowError
 //	MaxColumns              10000     CSV/JSON: Open fails (header / first record), or the row is a RowError;
 //	                                  Parquet, Arrow: Open fails

@@ -15,6 +15,15 @@ type Pos struct {
 	Col    int
 }
 
+// Range is the byte range [Start, End) of a piece of source text. Its
+// offsets are counted like Pos.Offset: from the start of the text the parser
+// was given (for a statement parsed with ParseChunk, the whole script), so
+// that a Range and a statement's Span compare directly. The zero Range marks
+// a node that was not read from source text.
+type Range struct {
+	Start, End int
+}
+
 // Statement is one parsed statement.
 type Statement interface {
 	// Span returns where the statement starts and its exact source text
@@ -55,11 +64,14 @@ func (n ObjectName) Schema() string {
 
 // Property is one KEY = 'value' (or 'key' = 'value') pair. Key is lower-cased
 // for unquoted keys and kept verbatim for string keys; Value is the literal's
-// text (string content, number, TRUE/FALSE as "true"/"false").
+// text (string content, number, TRUE/FALSE as "true"/"false"). ValueSpan is
+// where the value is written, quotes and sign included: Redact hides a
+// secret property by this range.
 type Property struct {
-	Key   string
-	Value string
-	Pos   Pos
+	Key       string
+	Value     string
+	Pos       Pos
+	ValueSpan Range
 }
 
 // TypeName is a column type as written: INT, DECIMAL(10,2), ARRAY<STRING>,
@@ -508,10 +520,13 @@ const (
 )
 
 // Literal is a constant. Value is the string content (unescaped), the
-// number's text, "true"/"false", or "" for NULL.
+// number's text, "true"/"false", or "" for NULL. Span is where the literal
+// is written (a string's quotes included); it is zero for a literal built
+// by code rather than parsed.
 type Literal struct {
 	Kind  string
 	Value string
+	Span  Range
 }
 
 // StarExpr is the * in COUNT(*).

@@ -63,15 +63,23 @@ func mustParse(t *testing.T, src string) Statement {
 
 var (
 	posType       = reflect.TypeOf(Pos{})
+	rangeType     = reflect.TypeOf(Range{})
 	stmtBaseType  = reflect.TypeOf(StmtBase{})
 	queryTextName = "QueryText"
 )
 
 // clearSpans zeroes, everywhere in the tree under v, what depends on where
-// the source text came from rather than on what it says: StmtBase, Pos
-// fields and CreateDynamicTable.QueryText.
+// the source text came from rather than on what it says: StmtBase, Pos and
+// Range fields and CreateDynamicTable.QueryText.
 func clearSpans(v any) {
 	clearValue(reflect.ValueOf(v))
+}
+
+// unspanned clears the spans under v (in place) and returns it, for
+// comparing a parsed node with one built by hand.
+func unspanned[T any](v T) T {
+	clearSpans(v)
+	return v
 }
 
 func clearValue(v reflect.Value) {
@@ -85,7 +93,7 @@ func clearValue(v reflect.Value) {
 			clearValue(v.Index(i))
 		}
 	case reflect.Struct:
-		if v.Type() == posType || v.Type() == stmtBaseType {
+		if v.Type() == posType || v.Type() == rangeType || v.Type() == stmtBaseType {
 			if v.CanSet() {
 				v.Set(reflect.Zero(v.Type()))
 			}

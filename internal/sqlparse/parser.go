@@ -195,6 +195,18 @@ func (p *parser) text(from token) string {
 	return p.src[a:b]
 }
 
+// rangeFrom returns the range from token from's start to the end of the
+// last consumed token.
+func (p *parser) rangeFrom(from token) Range {
+	if p.i == 0 {
+		return Range{}
+	}
+	return Range{Start: from.pos.Offset, End: p.toks[p.i-1].end}
+}
+
+// tokRange is the range of one token.
+func tokRange(t token) Range { return Range{Start: t.pos.Offset, End: t.end} }
+
 // setSpan records where statement s starts and its source text.
 func (p *parser) setSpan(s Statement, first token) {
 	if b, ok := s.(interface{ setSpan(Pos, string) }); ok {
@@ -478,7 +490,9 @@ func (p *parser) parseKeyValue() Property {
 	p.i++
 	prop := Property{Key: t.val, Pos: t.pos}
 	p.expectOp("=")
+	from := p.tok()
 	prop.Value = p.parsePropValue()
+	prop.ValueSpan = p.rangeFrom(from)
 	return prop
 }
 

@@ -214,10 +214,10 @@ func (p *parser) parsePrimary() Expr {
 	switch t.kind {
 	case tNumber:
 		p.i++
-		return &Literal{Kind: LitNumber, Value: t.val}
+		return &Literal{Kind: LitNumber, Value: t.val, Span: tokRange(t)}
 	case tString:
 		p.i++
-		return &Literal{Kind: LitString, Value: t.val}
+		return &Literal{Kind: LitString, Value: t.val, Span: tokRange(t)}
 	case tOp:
 		if t.val == "(" {
 			return p.parseParen()
@@ -236,10 +236,10 @@ func (p *parser) parsePrimary() Expr {
 		switch t.upper {
 		case "NULL":
 			p.i++
-			return &Literal{Kind: LitNull}
+			return &Literal{Kind: LitNull, Span: tokRange(t)}
 		case "TRUE", "FALSE":
 			p.i++
-			return &Literal{Kind: LitBool, Value: t.val}
+			return &Literal{Kind: LitBool, Value: t.val, Span: tokRange(t)}
 		case "CASE":
 			return p.parseCase()
 		case "CAST", "TRY_CAST":
@@ -271,7 +271,7 @@ func (p *parser) parsePrimary() Expr {
 		}
 		if typedLiteralTypes[t.upper] && next.kind == tString {
 			p.i += 2
-			return &CastExpr{X: &Literal{Kind: LitString, Value: next.val}, Type: TypeName{Name: t.upper}}
+			return &CastExpr{X: &Literal{Kind: LitString, Value: next.val, Span: tokRange(next)}, Type: TypeName{Name: t.upper}}
 		}
 		if reservedInExpr[t.val] {
 			p.fail(t, "expected an expression")

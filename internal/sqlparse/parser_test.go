@@ -410,7 +410,7 @@ func TestTrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "interval", e, Expr(&IntervalExpr{Value: &Literal{Kind: LitString, Value: "1"}, Unit: "DAY"}))
+	eq(t, "interval", unspanned(e), Expr(&IntervalExpr{Value: &Literal{Kind: LitString, Value: "1"}, Unit: "DAY"}))
 
 	q, err := ParseQuery("SELECT 1;")
 	if err != nil {

@@ -260,7 +260,7 @@ map() -- kafka_configs
 			cast := as[*CastExpr](t, sel.Items[1].Expr)
 			eq(t, "DoubleColon", cast.DoubleColon, true)
 			idx := as[*IndexExpr](t, cast.X)
-			eq(t, "Index", idx.Index, Expr(&Literal{Kind: LitString, Value: "level"}))
+			eq(t, "Index", unspanned(idx.Index), Expr(&Literal{Kind: LitString, Value: "level"}))
 			f := as[*FuncRef](t, sel.From[0])
 			eq(t, "Wrapped", f.Wrapped, false)
 			eq(t, "Func", FormatExpr(f.Func), "read_kafka('kafka-broker:9092', 'app_logs', '', 'lakehouse_consumer', '', '', '', '', 'raw', 'raw', 0, map())")
@@ -397,7 +397,7 @@ USING CSV OPTIONS ('header' = 'true');`,
 			eq(t, "rows", len(in.Values), 5)
 			eq(t, "row 0", formatExprs(in.Values[0]), "1, 'iPhone 15', 'Electronics', 8999.00, '2026-06-01'")
 			eq(t, "row 4", formatExprs(in.Values[4]), "5, 'Yoga Mat', 'Sports', 199.00, '2026-06-01'")
-			eq(t, "8999.00", in.Values[0][3], Expr(&Literal{Kind: LitNumber, Value: "8999.00"}))
+			eq(t, "8999.00", unspanned(in.Values[0][3]), Expr(&Literal{Kind: LitNumber, Value: "8999.00"}))
 		},
 	},
 	{
@@ -442,7 +442,7 @@ USING CSV OPTIONS ('header' = 'true');`,
 			eq(t, "From", sel.From, []TableRef{&DirectoryRef{Volume: "my_data_vol"}})
 			w := as[*BinaryExpr](t, sel.Where)
 			eq(t, "Where.Op", w.Op, "LIKE")
-			eq(t, "Where.R", w.R, Expr(&Literal{Kind: LitString, Value: "export/%"}))
+			eq(t, "Where.R", unspanned(w.R), Expr(&Literal{Kind: LitString, Value: "export/%"}))
 		},
 	},
 	{
@@ -539,7 +539,7 @@ USING CSV OPTIONS ('header' = 'true');`,
 		check: func(t *testing.T, s Statement) {
 			sel := as[*Select](t, as[*QueryStmt](t, s).Query.Body)
 			f := as[*FuncRef](t, sel.From[0])
-			eq(t, "Func", f.Func, &FuncCall{Name: "load_history", Args: []Expr{&Literal{Kind: LitString, Value: "sales_ods"}}})
+			eq(t, "Func", unspanned(f.Func), &FuncCall{Name: "load_history", Args: []Expr{&Literal{Kind: LitString, Value: "sales_ods"}}})
 		},
 	},
 	{
@@ -611,7 +611,7 @@ USING CSV OPTIONS ('header' = 'true');`,
 		sql: `SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'sales_summary';`,
 		check: func(t *testing.T, s Statement) {
 			h := as[*ShowRefreshHistory](t, s)
-			eq(t, "Where", h.Where, Expr(&BinaryExpr{Op: "=", L: &ColumnRef{Parts: []string{"name"}}, R: &Literal{Kind: LitString, Value: "sales_summary"}}))
+			eq(t, "Where", unspanned(h.Where), Expr(&BinaryExpr{Op: "=", L: &ColumnRef{Parts: []string{"name"}}, R: &Literal{Kind: LitString, Value: "sales_summary"}}))
 			eq(t, "Limit", h.Limit, (*int)(nil))
 		},
 	},

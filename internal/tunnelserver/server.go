@@ -35,6 +35,10 @@ type Config struct {
 	// Token every request must carry as "Authorization: Bearer <token>".
 	// Required: a write service without authentication is refused.
 	Token string
+	// TokenCacheTTL is how long an answer about a scoped token (`lakepipe
+	// tokens create`) is reused (default 5 s): a revoked token is refused
+	// at most this long after its revocation.
+	TokenCacheTTL time.Duration
 	// MetricsToken, when set, is required of /metrics requests (Bearer);
 	// without it /metrics is open, as Prometheus scrapes usually are.
 	MetricsToken string
@@ -84,6 +88,8 @@ type streams interface {
 	CloseStreamSession(ctx context.Context, s engine.StreamSession) error
 	FlushStream(ctx context.Context, s engine.StreamSession, f engine.StreamFlush) (int64, error)
 	TouchStreamSession(ctx context.Context, s engine.StreamSession) (engine.StreamSession, error)
+	CheckWriteToken(ctx context.Context, token string) (engine.TokenScope, bool, error)
+	DefaultSchema() string
 }
 
 // Server serves the streaming-write API; safe for concurrent use.
@@ -95,6 +101,7 @@ type Server struct {
 	slots sync.Map // session id → chan struct{}
 	cache sync.Map // session id → engine.StreamSession (sessions never change)
 	m     *serviceMetrics
+	toks  *tokenChecker
 }
 
 // New returns the write service over an engine.
@@ -136,7 +143,11 @@ func newServer(eng streams, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{eng: eng, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), m: newServiceMetrics()}
+	if cfg.TokenCacheTTL <= 0 {
+		cfg.TokenCacheTTL = DefaultTokenCacheTTL
+	}
+	s := &Server{eng: eng, cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), m: newServiceMetrics(),
+		toks: &tokenChecker{check: eng.CheckWriteToken, ttl: cfg.TokenCacheTTL}}
 	s.mux.HandleFunc("POST /v1/streams", s.create)
 	s.mux.HandleFunc("GET /v1/streams/{id}", s.get)
 	s.mux.HandleFunc("POST /v1/streams/{id}/flush", s.flush)
@@ -174,11 +185,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	auth := r.Header.Get("Authorization")
 	const prefix = "Bearer "
-	if !strings.HasPrefix(auth, prefix) || subtle.ConstantTimeCompare([]byte(auth[len(prefix):]), []byte(s.cfg.Token)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lakepipe"`)
-		s.fail(w, r, http.StatusUnauthorized, tunnel.CodeUnauthorized, "missing or wrong token: send Authorization: Bearer <the service's token>")
+	if !strings.HasPrefix(auth, prefix) {
+		s.unauthorized(w, r)
 		return
 	}
+	// The service's own token writes everything; a token made with
+	// `lakepipe tokens create` writes what its scope covers.
+	scope := engine.TokenScope{All: true}
+	if got := auth[len(prefix):]; subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Token)) != 1 {
+		var ok bool
+		var err error
+		if scope, ok, err = s.toks.scope(r.Context(), got); err != nil {
+			s.fail(w, r, http.StatusServiceUnavailable, tunnel.CodeInternal, "the token could not be checked (the catalog did not answer): try again")
+			return
+		} else if !ok {
+			s.unauthorized(w, r)
+			return
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, scope))
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = newDeadlineBody(w, r.Body, s.cfg.ReadTimeout, s.cfg.StallTimeout)
 	}
@@ -206,6 +231,14 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, "session request: "+err.Error())
+		return
+	}
+	schema := req.Schema
+	if schema == "" {
+		schema = s.eng.DefaultSchema()
+	}
+	if err := s.allowed(r, schema, req.Table); err != nil {
+		s.engineError(w, r, err)
 		return
 	}
 	sess, err := s.eng.OpenStreamSession(r.Context(), engine.StreamSessionRequest{
@@ -247,13 +280,35 @@ func (s *Server) slotCount(sess engine.StreamSession) int {
 func (s *Server) session(r *http.Request) (engine.StreamSession, error) {
 	id := r.PathValue("id")
 	if v, ok := s.cache.Load(id); ok {
-		return v.(engine.StreamSession), nil
+		sess := v.(engine.StreamSession)
+		return sess, s.allowed(r, sess.Schema, sess.Table)
 	}
 	sess, err := s.eng.StreamSessionByID(r.Context(), id)
-	if err == nil {
-		s.cache.Store(id, sess)
+	if err != nil {
+		return sess, err
 	}
-	return sess, err
+	s.cache.Store(id, sess)
+	return sess, s.allowed(r, sess.Schema, sess.Table)
+}
+
+func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="lakepipe"`)
+	s.fail(w, r, http.StatusUnauthorized, tunnel.CodeUnauthorized, "missing, wrong or revoked token: send Authorization: Bearer <token>")
+}
+
+// forbidden is a table the request's token does not cover.
+type forbidden struct{ schema, table string }
+
+func (f forbidden) Error() string {
+	return fmt.Sprintf("this token may not write %s.%s: use a token whose scope covers it (lakepipe tokens create NAME --scope table:%s.%s)", f.schema, f.table, f.schema, f.table)
+}
+
+// allowed checks the request's token scope against a table.
+func (s *Server) allowed(r *http.Request, schema, table string) error {
+	if scopeOf(r.Context()).Allows(schema, table) {
+		return nil
+	}
+	return forbidden{schema, table}
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
@@ -422,6 +477,11 @@ type unreadable struct{ error }
 func (u unreadable) Unwrap() error { return u.error }
 
 func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) {
+	var fb forbidden
+	if errors.As(err, &fb) {
+		s.fail(w, r, http.StatusForbidden, tunnel.CodeForbidden, fb.Error())
+		return
+	}
 	code, ok := engine.IsStreamError(err)
 	if !ok {
 		s.log.Error("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))

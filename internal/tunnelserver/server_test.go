@@ -40,7 +40,20 @@ type fakeStreams struct {
 	ctxErr   error         // of the flush's context after the wait
 	flushes  int
 	lastRead error
+	// tokens are the scoped tokens the fake catalog knows.
+	tokens      map[string]engine.TokenScope
+	tokenChecks int
 }
+
+func (f *fakeStreams) CheckWriteToken(_ context.Context, token string) (engine.TokenScope, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokenChecks++
+	scope, ok := f.tokens[token]
+	return scope, ok, nil
+}
+
+func (f *fakeStreams) DefaultSchema() string { return "public" }
 
 func (f *fakeStreams) OpenStreamSession(context.Context, engine.StreamSessionRequest) (engine.StreamSession, error) {
 	return testSession, nil
@@ -444,5 +457,69 @@ func TestMetricsToken(t *testing.T) {
 		if rec.Code != tc.want {
 			t.Errorf("MetricsToken %q, Authorization %q: %d, want %d", tc.metricsToken, tc.auth, rec.Code, tc.want)
 		}
+	}
+}
+
+// TestScopedTokens: a token scoped to one table opens sessions on it and
+// flushes into it, gets 403 on another table (or another table's session),
+// and 401 once revoked (after the cache time); answers are cached, so a
+// flood of one bad token reads the catalog once per cache time.
+func TestScopedTokens(t *testing.T) {
+	s, f := newTestServer(t, Config{TokenCacheTTL: 50 * time.Millisecond})
+	f.tokens = map[string]engine.TokenScope{
+		"lpw.mine.x":   {Schema: "sc", Table: "t"},
+		"lpw.other.y":  {Schema: "sc", Table: "u"},
+		"lpw.schema.z": {Schema: "sc"},
+	}
+	create := func(token, schema, table string) int {
+		body := fmt.Sprintf(`{"schema":%q,"table":%q}`, schema, table)
+		req := httptest.NewRequest(http.MethodPost, "/v1/streams", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	flush := func(token string) int {
+		req := flushRequest(strings.NewReader(`{"id":1,"name":"a"}`+"\n"), "", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		return do(t, s, req).status
+	}
+	for _, tc := range []struct {
+		name string
+		got  int
+		want int
+	}{
+		{"table token, its table", create("lpw.mine.x", "sc", "t"), http.StatusCreated},
+		{"table token, another table", create("lpw.mine.x", "sc", "v"), http.StatusForbidden},
+		{"table token, default schema", create("lpw.mine.x", "", "t"), http.StatusForbidden},
+		{"schema token, a table of it", create("lpw.schema.z", "sc", "v"), http.StatusCreated},
+		{"schema token, another schema", create("lpw.schema.z", "public", "t"), http.StatusForbidden},
+		{"service token", create(testToken, "any", "t"), http.StatusCreated},
+		{"unknown token", create("lpw.nope.q", "sc", "t"), http.StatusUnauthorized},
+		{"flush, its table's session", flush("lpw.mine.x"), http.StatusOK},
+		{"flush, another table's session", flush("lpw.other.y"), http.StatusForbidden},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+	// Revoked: refused once the cached answer expires.
+	f.mu.Lock()
+	delete(f.tokens, "lpw.mine.x")
+	f.mu.Unlock()
+	time.Sleep(60 * time.Millisecond)
+	if got := flush("lpw.mine.x"); got != http.StatusUnauthorized {
+		t.Errorf("revoked token: %d, want 401", got)
+	}
+	f.mu.Lock()
+	before := f.tokenChecks
+	f.mu.Unlock()
+	for range 50 {
+		create("lpw.nope.q", "sc", "t")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n := f.tokenChecks - before; n > 1 {
+		t.Errorf("50 requests with one bad token read the catalog %d times, want at most 1", n)
 	}
 }

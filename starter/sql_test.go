@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestSQLExecWarnsOfSecrets: `lakepipe sql -e` warns once on stderr when
+// its text holds a secret; -f and standard input do not warn.
+func TestSQLExecWarnsOfSecrets(t *testing.T) {
+	const warning = "-e puts it in the process list; use -f FILE or standard input"
+	conn := "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h:1' ACCESS_ID = 'id' ACCESS_KEY = 'Sup3r''Secr3t'"
+	kafka := "CREATE PIPE p AS COPY INTO t FROM (SELECT value::STRING AS v FROM READ_KAFKA('h:9092', 't', '', 'g', '', '', '', '', 'raw', 'raw', 0, map('sasl.password', 'pw')))"
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		warns bool
+	}{
+		{"connection", []string{"--check", "-e", conn}, "", true},
+		{"two secrets", []string{"--check", "-e", conn + ";" + kafka}, "", true},
+		{"kafka", []string{"--check", "-e", kafka}, "", true},
+		{"no secret", []string{"--check", "-e", "SELECT 'Sup3r''Secr3t'"}, "", false},
+		{"stdin", []string{"--check"}, conn + ";", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			runSQL(context.Background(), tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			if n := strings.Count(stderr.String(), warning); n != map[bool]int{true: 1, false: 0}[tc.warns] {
+				t.Errorf("stderr holds the warning %d times:\n%s", n, stderr.String())
+			}
+			if out := stdout.String() + stderr.String(); strings.Contains(out, "Secr3t") || strings.Contains(out, "'pw'") {
+				t.Errorf("a secret shows:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestTokensUsage: `lakepipe tokens` checks its arguments before it needs
+// a server (and its flags do not clash with the connection flags).
+func TestTokensUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"tokens"},
+		{"tokens", "mint"},
+		{"tokens", "create", "x"},
+		{"tokens", "create", "x", "--scope", "table:nodot"},
+		{"tokens", "revoke"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, strings.NewReader(""), &out, &errb); code != 2 {
+			t.Errorf("lakepipe %v: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+}
