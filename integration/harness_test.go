@@ -33,6 +33,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/internal/seal"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -89,7 +90,15 @@ func openCatalog() (*chstore.Store, *catalog.Catalog, error) {
 			storeErr = err
 			return
 		}
-		c, err := catalog.Open(ctx, st)
+		// The key of deploy/local (LAKEPIPE_SECRET_KEY_FILE), as the
+		// lakepipe processes the tests start use it.
+		sealer, err := seal.FromEnv(os.Getenv)
+		if err != nil {
+			st.Close()
+			storeErr = err
+			return
+		}
+		c, err := catalog.Open(ctx, st, catalog.WithSealer(sealer))
 		if err != nil {
 			st.Close()
 			storeErr = err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
 )
 
 // logLine is one of the seed's JSON application log lines.
@@ -219,5 +221,19 @@ func TestKafkaPipeRules(t *testing.T) {
 		if out := rowsText(s.run(q)); strings.Contains(out, sec) {
 			t.Fatalf("%s shows the SASL password:\n%s", q, out)
 		}
+	}
+	// ALTER PIPE keeps the password (it was wiped: the new version of the
+	// pipe was written without its secret).
+	_, c, err := openCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Secret(s.Ctx, catalog.KindPipe, s.Schema, "p7")
+	if err != nil || !strings.Contains(before, sec) {
+		t.Fatalf("p7's stored secret before ALTER: %v (holds the password: %v)", err, strings.Contains(before, sec))
+	}
+	s.run(`ALTER PIPE p7 SET COMMENT = 'altered'`)
+	if after, err := c.Secret(s.Ctx, catalog.KindPipe, s.Schema, "p7"); err != nil || after != before {
+		t.Fatalf("ALTER PIPE changed p7's stored secret (%v)", err)
 	}
 }

@@ -1,9 +1,9 @@
 // Command lakepipe is the command-line program of lakepipe: it runs SQL
 // statements (`lakepipe sql`), lints pipeline scripts (`lakepipe sql
 // --check`), runs workers (`lakepipe worker`), the write service for
-// streaming writes (`lakepipe serve`), the end-to-end demo (`lakepipe demo`)
-// and the codec server that decrypts payloads for the Temporal UI
-// (`lakepipe codec-server`).
+// streaming writes (`lakepipe serve`), the end-to-end demo (`lakepipe demo`),
+// the re-sealing of the catalog's secrets (`lakepipe secrets`) and the codec
+// server that decrypts payloads for the Temporal UI (`lakepipe codec-server`).
 package main
 
 import (
@@ -29,6 +29,8 @@ Usage:
   lakepipe serve [flags]                            run the write service (streaming writes, HTTP API)
   lakepipe demo                                     run the end-to-end demo on the local stack
   lakepipe codec-server [flags]                     decrypt payloads for the Temporal UI (LAKEPIPE_CODEC_KEY)
+  lakepipe secrets status|rotate [flags]            count or re-seal the catalog's secrets (LAKEPIPE_SECRET_KEY)
+  lakepipe tokens create|list|revoke [flags]        scoped write-service tokens (lakepipe tokens -h)
   lakepipe version
 
 Run 'lakepipe sql -h' for the flags. Every flag has a LAKEPIPE_* environment
@@ -59,6 +61,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDemo(ctx, args[1:], stdout, stderr)
 	case "codec-server":
 		return runCodecServer(ctx, args[1:], stderr)
+	case "secrets":
+		return runSecrets(ctx, args[1:], stdout, stderr)
+	case "tokens":
+		return runTokens(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "lakepipe", version)
 		return 0

@@ -62,6 +62,13 @@ LAKEPIPE_CLICKHOUSE_CONFIG=${LAKEPIPE_CLICKHOUSE_CONFIG:-/etc/clickhouse-server/
 # Seconds start.sh waits for a service to answer, stop.sh for one to exit after TERM.
 LAKEPIPE_START_TIMEOUT=${LAKEPIPE_START_TIMEOUT:-180}
 LAKEPIPE_STOP_TIMEOUT=${LAKEPIPE_STOP_TIMEOUT:-60}
+# The master key lakepipe seals the catalog's secrets with (docs/security.md,
+# "Sealed secrets"): a file start.sh creates on first start. Not set when
+# LAKEPIPE_SECRET_KEY or LAKEPIPE_SECRET_PLAINTEXT=true is chosen instead.
+if [ -z "${LAKEPIPE_SECRET_KEY:-}" ] && [ "${LAKEPIPE_SECRET_PLAINTEXT:-}" != true ]; then
+  LAKEPIPE_SECRET_KEY_FILE=${LAKEPIPE_SECRET_KEY_FILE:-$LAKEPIPE_STATE/secret.key}
+  export LAKEPIPE_SECRET_KEY_FILE
+fi
 
 export LAKEPIPE_ROOT LAKEPIPE_BIN LAKEPIPE_STATE TEMPORAL_CLI_VERSION VERSITYGW_VERSION
 export LAKEPIPE_TEMPORAL_PORT LAKEPIPE_TEMPORAL_UI_PORT LAKEPIPE_CLICKHOUSE_PORT

@@ -264,6 +264,16 @@ start_one() {
 }
 
 lock_stack
+# The master key of the catalog's sealed secrets (LAKEPIPE_SECRET_KEY_FILE, see
+# env.sh): 32 random bytes, base64, made on first start, readable by its owner
+# only, kept with the stack's data (stop.sh leaves it; losing it makes the
+# secrets stored with it unreadable).
+if [ -n "${LAKEPIPE_SECRET_KEY_FILE:-}" ] && [ ! -s "$LAKEPIPE_SECRET_KEY_FILE" ]; then
+  mkdir -p "$(dirname "$LAKEPIPE_SECRET_KEY_FILE")"
+  (umask 077 && head -c 32 /dev/urandom | base64 >"$LAKEPIPE_SECRET_KEY_FILE.tmp" &&
+    mv "$LAKEPIPE_SECRET_KEY_FILE.tmp" "$LAKEPIPE_SECRET_KEY_FILE")
+  echo "secret key: created $LAKEPIPE_SECRET_KEY_FILE"
+fi
 for svc in "${SERVICES[@]}"; do
   start_one "$svc"
 done

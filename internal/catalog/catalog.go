@@ -2,13 +2,15 @@
 // volumes, tables and their properties, pipes, dynamic tables, table streams —
 // in ClickHouse tables of the lakepipe database. Each object is a JSON spec
 // under (kind, schema, name); secrets live in a column of their own that only
-// Secret reads, so no listing can print them.
+// Secret reads, so no listing can print them, sealed (internal/seal) with
+// the object's kind, schema and name as additional data.
 package catalog
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/seal"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -37,9 +40,11 @@ const (
 
 // Catalog reads and writes catalog objects; safe for concurrent use.
 type Catalog struct {
-	st    *chstore.Store
-	mu    sync.Mutex
-	cache map[string]cached // GetCached's objects, by cacheKey
+	st        *chstore.Store
+	sealer    *seal.Sealer
+	sealerSet bool
+	mu        sync.Mutex
+	cache     map[string]cached // GetCached's objects, by cacheKey
 }
 
 // cached is an object as GetCached last read it.
@@ -51,10 +56,33 @@ type cached struct {
 // maxCached bounds the cache; past it the cache starts over.
 const maxCached = 10000
 
+// Option configures Open.
+type Option func(*Catalog)
+
+// WithSealer makes the catalog seal secrets with s (see Put and Secret).
+// A nil s refuses to store secrets and reads only plaintext ones.
+func WithSealer(s *seal.Sealer) Option {
+	return func(c *Catalog) { c.sealer = s; c.sealerSet = true }
+}
+
 // Open migrates the system tables to the current version and returns the
 // catalog. Migrating is idempotent, so every process may call Open.
-func Open(ctx context.Context, st *chstore.Store) (*Catalog, error) {
+// Without WithSealer the catalog seals secrets as the process environment
+// says (seal.FromEnv: LAKEPIPE_SECRET_KEY, LAKEPIPE_SECRET_KEY_FILE,
+// LAKEPIPE_SECRET_OLD_KEYS, LAKEPIPE_SECRET_PLAINTEXT), and fails to open
+// when those settings are malformed.
+func Open(ctx context.Context, st *chstore.Store, opts ...Option) (*Catalog, error) {
 	c := &Catalog{st: st}
+	for _, o := range opts {
+		o(c)
+	}
+	if !c.sealerSet {
+		s, err := seal.FromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		c.sealer = s
+	}
 	if err := c.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -63,6 +91,9 @@ func Open(ctx context.Context, st *chstore.Store) (*Catalog, error) {
 
 // Store returns the ClickHouse store the catalog lives in.
 func (c *Catalog) Store() *chstore.Store { return c.st }
+
+// Sealer returns the sealer of the catalog's secrets (nil: none).
+func (c *Catalog) Sealer() *seal.Sealer { return c.sealer }
 
 func (c *Catalog) migrate(ctx context.Context) error {
 	have := 0
@@ -181,32 +212,85 @@ func (c *Catalog) list(ctx context.Context, cond string) ([]Object, error) {
 }
 
 // Put writes (creates or replaces) an object. secret is stored apart from
-// the spec; pass "" for objects without one.
+// the spec, sealed by the catalog's sealer; pass "" for objects without
+// one. A secret without a key to seal it with is refused (seal.ErrNoKey)
+// unless plaintext storage was chosen. Replacing a connection or a pipe
+// whose older rows hold a secret removes those rows (see write).
 func (c *Catalog) Put(ctx context.Context, kind Kind, schema, name string, spec any, secret string) error {
 	js, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("catalog %s %s: %w", kind, name, err)
 	}
-	return c.write(ctx, kind, schema, name, string(js), secret, 0)
+	stored, err := c.sealer.Seal(secret, secretAAD(kind, schema, name))
+	if err != nil {
+		return fmt.Errorf("catalog %s %s: store its secret: %w", kind, name, err)
+	}
+	return c.write(ctx, kind, schema, name, string(js), stored, 0, secret)
 }
 
-// Delete removes an object (a tombstone row).
+// Delete removes an object (a tombstone row); for a connection or a pipe,
+// its older rows holding a secret too.
 func (c *Catalog) Delete(ctx context.Context, kind Kind, schema, name string) error {
-	return c.write(ctx, kind, schema, name, "{}", "", 1)
+	return c.write(ctx, kind, schema, name, "{}", "", 1, "")
 }
 
-func (c *Catalog) write(ctx context.Context, kind Kind, schema, name, spec, secret string, deleted int) error {
+// secretKinds are the kinds whose objects may hold a secret.
+var secretKinds = map[Kind]bool{KindConnection: true, KindPipe: true}
+
+// write inserts a row of the object; plain is its secret before sealing,
+// scrubbed from errors. For kinds that may hold a secret it then removes
+// the object's older rows when any of them holds one, so that a DROP or a
+// REPLACE leaves no old secret in ClickHouse once the mutation has run.
+func (c *Catalog) write(ctx context.Context, kind Kind, schema, name, spec, stored string, deleted int, plain string) error {
+	return c.writeAt(ctx, kind, schema, name, spec, stored, deleted, plain, time.Now().UTC())
+}
+
+func (c *Catalog) writeAt(ctx context.Context, kind Kind, schema, name, spec, stored string, deleted int, plain string, updated time.Time) error {
 	c.Forget(kind, schema, name)
+	version := nextVersion()
 	err := c.st.InsertRows(ctx, schemas.SystemDB, "objects", []string{"kind", "schema", "name", "spec", "secret", "deleted", "version", "updated_at"},
-		[][]any{{string(kind), schema, name, spec, secret, uint8(deleted), nextVersion(), time.Now().UTC()}})
+		[][]any{{string(kind), schema, name, spec, stored, uint8(deleted), version, updated}})
 	if err != nil {
 		// The statement holds the secret: never wrap its text.
-		return fmt.Errorf("write catalog %s %s: %w", kind, name, scrubbed(err, secret))
+		return fmt.Errorf("write catalog %s %s: %w", kind, name, scrubbed(scrubbed(err, stored), plain))
+	}
+	if secretKinds[kind] {
+		if err := c.removeOlderSecrets(ctx, kind, schema, name, version); err != nil {
+			return fmt.Errorf("write catalog %s %s: remove the secrets of its earlier versions: %w", kind, name, err)
+		}
 	}
 	return nil
 }
 
-// Secret returns the secret stored with an object.
+// removeOlderSecrets deletes an object's rows older than version when one
+// of them holds a secret (the common case, a write of an object that never
+// had one, costs one small query and no mutation). ALTER … DELETE is a
+// mutation: ClickHouse rewrites the parts holding those rows in the
+// background, so the old values leave the disk once it has run and the
+// parts it replaced are cleaned up. ClickHouse 18.16 has no mutations_sync
+// setting, hence no waiting here; on a replicated catalog the mutation
+// replicates through the table's ZooKeeper path, so no ON CLUSTER.
+func (c *Catalog) removeOlderSecrets(ctx context.Context, kind Kind, schema, name string, version uint64) error {
+	cond := where(kind, schema, name) + " AND version < " + strconv.FormatUint(version, 10)
+	n, err := c.st.Strings(ctx, "SELECT toString(count()) FROM lakepipe.objects WHERE "+cond+" AND secret != ''")
+	if err != nil {
+		return err
+	}
+	if len(n) == 0 || n[0] == "0" {
+		return nil
+	}
+	return c.st.Exec(ctx, "ALTER TABLE lakepipe.objects DELETE WHERE "+cond)
+}
+
+// secretAAD binds a sealed secret to its object.
+func secretAAD(kind Kind, schema, name string) []byte {
+	return []byte(string(kind) + "\x00" + schema + "\x00" + name)
+}
+
+// Secret returns the secret stored with an object, opened by the
+// catalog's sealer: a secret stored before sealing existed (plaintext) is
+// returned as it is; one sealed with a key the sealer lacks fails with an
+// error naming that key's id.
 func (c *Catalog) Secret(ctx context.Context, kind Kind, schema, name string) (string, error) {
 	vals, err := c.st.Strings(ctx, "SELECT argMax(secret, version) FROM lakepipe.objects WHERE "+where(kind, schema, name))
 	if err != nil {
@@ -215,7 +299,11 @@ func (c *Catalog) Secret(ctx context.Context, kind Kind, schema, name string) (s
 	if len(vals) == 0 {
 		return "", nil
 	}
-	return vals[0], nil
+	secret, err := c.sealer.Open(vals[0], secretAAD(kind, schema, name))
+	if err != nil {
+		return "", fmt.Errorf("catalog %s %s: %w", kind, name, err)
+	}
+	return secret, nil
 }
 
 func scrubbed(err error, secret string) error {

@@ -221,7 +221,13 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 			}
 		}
 		if changed {
-			if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, ""); err != nil {
+			// A Kafka pipe's secrets (its SASL password) are stored with the
+			// pipe: the new version keeps them.
+			secret, err := e.cat.Secret(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+			if err != nil {
+				return nil, err
+			}
+			if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, secret); err != nil {
 				return nil, err
 			}
 		}
