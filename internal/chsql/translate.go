@@ -621,6 +621,9 @@ func (t *Translator) call(b *strings.Builder, f *sqlparse.FuncCall) error {
 		b.WriteString(functions[name] + "()")
 		return nil
 	}
+	if err := CheckFunction(f.Name); err != nil {
+		return err
+	}
 	if mapped, ok := functions[name]; ok && mapped != "" {
 		name = mapped
 	} else {
@@ -661,4 +664,58 @@ func isPlainIdent(s string) bool {
 		return false
 	}
 	return true
+}
+
+// RefusedFunction is returned for a scalar function that would let a query
+// reach past the tables it names: dictionaries, files on the server, Join
+// tables, other tables' structure.
+type RefusedFunction struct {
+	Name string // as written
+	Hint string // what to write instead
+}
+
+func (e *RefusedFunction) Error() string {
+	msg := e.Name + "(…): functions that read dictionaries, server files or other tables " +
+		"(dictGet…, joinGet, file, hasColumnInTable) are not available in lakepipe SQL"
+	if e.Hint != "" {
+		msg += "; " + e.Hint
+	}
+	return msg
+}
+
+// readingFunctions are ClickHouse functions that read something other than
+// their arguments, by name (lower-cased). The in… forms are the function
+// spelling of IN, which also takes a bare table name.
+var readingFunctions = map[string]string{
+	"file":             "read files with SELECT … FROM VOLUME v",
+	"joinget":          "JOIN the table instead",
+	"joingetornull":    "JOIN the table instead",
+	"hascolumnintable": "DESC TABLE t lists a table's columns",
+	"modelevaluate":    "",
+	"catboostevaluate": "",
+	"in":               "write x IN (…)",
+	"notin":            "write x NOT IN (…)",
+	"globalin":         "write x IN (…)",
+	"globalnotin":      "write x NOT IN (…)",
+	"nullin":           "write x IN (…)",
+	"notnullin":        "write x NOT IN (…)",
+	"globalnullin":     "write x IN (…)",
+	"globalnotnullin":  "write x NOT IN (…)",
+	"notinignoreset":   "write x NOT IN (…)",
+	"inignoreset":      "write x IN (…)",
+}
+
+// CheckFunction refuses, with a *RefusedFunction, the scalar functions a
+// query through lakepipe may not call (see readingFunctions; every dict…
+// function reads a dictionary). Other names are allowed: the translator
+// passes them through to ClickHouse.
+func CheckFunction(name string) error {
+	l := strings.ToLower(name)
+	if hint, ok := readingFunctions[l]; ok {
+		return &RefusedFunction{Name: name, Hint: hint}
+	}
+	if strings.HasPrefix(l, "dict") {
+		return &RefusedFunction{Name: name, Hint: "JOIN the table the dictionary is built from instead"}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package chsql
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -77,5 +78,46 @@ func TestQuote(t *testing.T) {
 	}
 	if got := QuoteString("it's\n\\"); got != `'it\'s\n\\'` {
 		t.Errorf("QuoteString = %s", got)
+	}
+}
+
+func TestTranslateRefusedFunctions(t *testing.T) {
+	tests := []struct{ in, name string }{
+		{"SELECT dictGet('lakepipe.d', 'secret', toUInt64(1))", "dictget"},
+		{"SELECT `dictGetOrDefault`('d', 'a', 1, '') FROM t", "dictGetOrDefault"},
+		{"SELECT a FROM t WHERE dictHas('d', a)", "dicthas"},
+		{"SELECT joinGet('j', 'v', a) FROM t", "joinget"},
+		{"SELECT joinGetOrNull('j', 'v', a) FROM t", "joingetornull"},
+		{"SELECT file('/etc/passwd')", "file"},
+		{"SELECT hasColumnInTable('lakepipe', 'objects', 'secret')", "hascolumnintable"},
+		{"SELECT a FROM t WHERE `in`(a, x)", "in"},
+		{"SELECT a FROM t WHERE globalNotIn(a, x)", "globalnotin"},
+		{"SELECT upper(file('/etc/passwd')) FROM t", "file"},
+		{"SELECT a FROM t WHERE a IN (SELECT dictGet('d', 'a', 1))", "dictget"},
+	}
+	for _, tt := range tests {
+		q, err := sqlparse.ParseQuery(tt.in)
+		if err != nil {
+			t.Fatalf("parse %q: %v", tt.in, err)
+		}
+		_, err = testTranslator().Query(q)
+		var rf *RefusedFunction
+		if !errors.As(err, &rf) || rf.Name != tt.name {
+			t.Errorf("%s: err = %v, want RefusedFunction %s", tt.in, err, tt.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), "are not available in lakepipe SQL") {
+			t.Errorf("%s: message %q", tt.in, err)
+		}
+	}
+	// Look-alikes are ordinary functions.
+	for _, in := range []string{"SELECT lengthUTF8(a), index_of(a) FROM t", "SELECT a FROM t WHERE a IN (1, 2)", "SELECT filename(a) FROM t"} {
+		q, err := sqlparse.ParseQuery(in)
+		if err != nil {
+			t.Fatalf("parse %q: %v", in, err)
+		}
+		if _, err := testTranslator().Query(q); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
 	}
 }

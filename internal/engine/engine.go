@@ -102,8 +102,14 @@ const CommitColumn = "_lp_commit"
 // execution a later release brings.
 var ErrNotSupportedYet = errors.New("not supported yet")
 
-// Exec runs one statement.
+// Exec runs one statement. A statement that names lakepipe's own or
+// ClickHouse's system tables, or calls a function reaching outside the
+// user's tables, is refused before anything runs: with a *GuardError, or a
+// *chsql.RefusedFunction for a scalar function.
 func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, error) {
+	if err := e.guard(stmt); err != nil {
+		return nil, err
+	}
 	switch s := stmt.(type) {
 	case *sqlparse.CreateConnection:
 		return e.createConnection(ctx, s)

@@ -198,6 +198,11 @@ func (e *Engine) session(ctx context.Context) *session {
 	s := &session{e: e, ctx: ctx}
 	s.tr = &chsql.Translator{
 		Table: func(n sqlparse.ObjectName) (string, error) {
+			// Again here, for the queries of dynamic tables stored
+			// before Exec checked them.
+			if err := e.guardName(n); err != nil {
+				return "", err
+			}
 			if l, err := s.stream(n); err != nil {
 				return "", err
 			} else if l.ok {
