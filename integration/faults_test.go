@@ -49,6 +49,7 @@ type workerProc struct {
 	queue   string
 	logPath string
 	env     []string // added to the worker's environment
+	http    string   // the worker's --http address ("": none)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -71,7 +72,7 @@ func (w *workerProc) start() {
 	from := fi.Size()
 	w.starts++
 	fmt.Fprintf(logf, "---- start %d at %s\n", w.starts, time.Now().Format("15:04:05.000"))
-	cmd := exec.Command(w.bin, "worker", "--task-queue", w.queue, "--http", "", "--log-format", "text")
+	cmd := exec.Command(w.bin, "worker", "--task-queue", w.queue, "--http", w.http, "--log-format", "text")
 	cmd.Env = append(os.Environ(),
 		"LAKEPIPE_CLICKHOUSE_ADDR="+chAddr, "LAKEPIPE_TEMPORAL_ADDR="+temporalAddr, "LAKEPIPE_WORKSPACE=default")
 	cmd.Env = append(cmd.Env, w.env...)
