@@ -25,6 +25,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 
 // faultEnvInt reads a positive whole number from the environment.
@@ -124,6 +125,30 @@ func (w *workerProc) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// endWorkerProcs registers the end of a test that runs its pipes on
+// worker processes: the schema's pipe workflows are terminated, the
+// workers killed (their logs' ends shown when the test failed) and the
+// orchestrator closed.
+func endWorkerProcs(t *testing.T, s *Stack, orch *orchestrator.Temporal, workers ...*workerProc) {
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer ccancel()
+		if _, c, err := openCatalog(); err == nil {
+			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
+			for _, p := range pipes {
+				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
+			}
+		}
+		for _, w := range workers {
+			w.kill()
+			if t.Failed() {
+				t.Logf("%s (end):\n%s", w.logPath, w.tail(80))
+			}
+		}
+		orch.Close()
+	})
+}
+
 // faultSnap is the state of the pipe's target and load history at one moment.
 type faultSnap struct {
 	loaded   map[string]string // file path → load id, for files recorded LOADED
@@ -217,21 +242,7 @@ func TestPipeFaults(t *testing.T) {
 	queue := "it-faults-" + s.ID
 	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker.log"}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
-			for _, p := range pipes {
-				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
-			}
-		}
-		w.kill()
-		orch.Close()
-		if t.Failed() {
-			t.Logf("worker log (end):\n%s", w.tail(80))
-		}
-	})
+	endWorkerProcs(t, s, orch, w)
 	w.start()
 
 	s.run(`CREATE TABLE fault_t (id BIGINT, payload STRING, n INT)`)

@@ -20,7 +20,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
@@ -60,23 +59,7 @@ func TestPoisonFleet(t *testing.T) {
 		{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker1.log"},
 		{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker2.log"},
 	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
-			for _, p := range pipes {
-				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
-			}
-		}
-		for _, w := range workers {
-			w.kill()
-			if t.Failed() {
-				t.Logf("%s (end):\n%s", w.logPath, w.tail(60))
-			}
-		}
-		orch.Close()
-	})
+	endWorkerProcs(t, s, orch, workers...)
 	for _, w := range workers {
 		w.start()
 	}

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lakepipe/lakepipe/internal/catalog"
 )
 
 // TestSecretScan is issue 20's secret scan: storage connections and Kafka
@@ -51,18 +49,7 @@ func TestSecretScan(t *testing.T) {
 	queue := "it-scan-" + s.ID
 	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log", http: httpAddr}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer ccancel()
-		if _, c, err := openCatalog(); err == nil {
-			pipes, _ := c.List(cctx, catalog.KindPipe, s.Schema)
-			for _, p := range pipes {
-				_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID(p.Name), "test finished")
-			}
-		}
-		w.kill()
-		orch.Close()
-	})
+	endWorkerProcs(t, s, orch, w)
 	w.start()
 
 	var script strings.Builder
