@@ -295,25 +295,11 @@ func FuzzArrowReader(f *testing.F) {
 			return
 		}
 		defer r.Close()
-		cols := r.Columns()
 		var row int64
 		// A record batch may declare 65536 rows with next to no data
 		// (arrowFreeRows); reading all of them in batches of one row
 		// would only slow the fuzzer down.
-		for row < 4096 {
-			b, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				if !strings.HasPrefix(err.Error(), "fuzz: ") {
-					t.Fatalf("Next error %q does not name the source", err)
-				}
-				return
-			}
-			if err := checkBatch(b, len(cols)); err != nil {
-				t.Fatal(err)
-			}
+		if !readFuzzBatches(t, r, 4096, func(b *Batch) {
 			if b.Rows == 0 || b.Rows > opts.BatchRows {
 				t.Fatalf("batch of %d rows (batch_rows %d)", b.Rows, opts.BatchRows)
 			}
@@ -323,9 +309,8 @@ func FuzzArrowReader(f *testing.F) {
 				}
 			}
 			row += int64(b.Rows)
-			for c := range b.Cols {
-				readAll(t, b.Cols[c].Arrow, b.Rows)
-			}
+		}) {
+			return
 		}
 		if r.BytesRead() > int64(len(data)) {
 			t.Fatalf("BytesRead %d of %d", r.BytesRead(), len(data))
@@ -387,27 +372,36 @@ func FuzzParquet(f *testing.F) {
 			return
 		}
 		defer r.Close()
-		cols := r.Columns()
-		for rows := 0; rows < 4096; {
-			b, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				if !strings.HasPrefix(err.Error(), "fuzz: ") {
-					t.Fatalf("Next error %q does not name the source", err)
-				}
-				return
-			}
-			if err := checkBatch(b, len(cols)); err != nil {
-				t.Fatal(err)
-			}
-			for c := range b.Cols {
-				readAll(t, b.Cols[c].Arrow, b.Rows)
-			}
-			rows += b.Rows
-		}
+		readFuzzBatches(t, r, 4096, func(*Batch) {})
 	})
+}
+
+// readFuzzBatches reads r's batches until the end or maxRows rows: each is
+// checked (checkBatch, every Arrow value read) and handed to each. A read
+// error must name the source; it ends the reading and the result is false.
+func readFuzzBatches(t *testing.T, r Reader, maxRows int, each func(*Batch)) bool {
+	cols := len(r.Columns())
+	for rows := 0; rows < maxRows; {
+		b, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz: ") {
+				t.Fatalf("Next error %q does not name the source", err)
+			}
+			return false
+		}
+		if err := checkBatch(b, cols); err != nil {
+			t.Fatal(err)
+		}
+		each(b)
+		for c := range b.Cols {
+			readAll(t, b.Cols[c].Arrow, b.Rows)
+		}
+		rows += b.Rows
+	}
+	return true
 }
 
 // FuzzDecompress feeds arbitrary gzip and zstd streams (seeded with real
