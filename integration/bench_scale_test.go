@@ -41,7 +41,7 @@ func BenchmarkScaleWorkers(b *testing.B) {
 
 	run := func(label string, nWorkers int) time.Duration {
 		queue := "bench-scale-" + label + "-" + p.id
-		orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+		orch := orchestrator.New(temporalConfig(queue))
 		defer orch.Close()
 		eng := p.eng.WithOrchestrator(orch)
 		workers := make([]*workerProc, nWorkers)

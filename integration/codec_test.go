@@ -33,6 +33,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
+	"github.com/lakepipe/lakepipe/internal/signalguard"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -75,7 +76,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 
 	// The lakepipe command, with the key: a signal (encrypted by the
 	// command's client) and the status query (decrypted by it).
-	cliEnv := []string{"LAKEPIPE_SCHEMA=" + s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR=" + chAddr, "LAKEPIPE_TEMPORAL_ADDR=" + temporalAddr, "LAKEPIPE_TASK_QUEUE=" + queue}
+	cliEnv := []string{"LAKEPIPE_CODEC_KEY_FILE=", "LAKEPIPE_SCHEMA=" + s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR=" + chAddr, "LAKEPIPE_TEMPORAL_ADDR=" + temporalAddr, "LAKEPIPE_TASK_QUEUE=" + queue}
 	out := cli(t, t.TempDir(), append(cliEnv, "LAKEPIPE_CODEC_KEY="+spec), "", "sql", "--format", "csv", "-e", "ALTER PIPE enc_pipe REFRESH; DESC PIPE EXTENDED enc_pipe")
 	if out.Code != 0 || !strings.Contains(out.Stdout, "pipe_status,RUNNING") || !strings.Contains(out.Stdout, "files_loaded,1") {
 		t.Errorf("lakepipe sql with LAKEPIPE_CODEC_KEY: exit %d\nstdout:\n%s\nstderr:\n%s", out.Code, out.Stdout, out.Stderr)
@@ -146,7 +147,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 			cfg.Codec = codec
 		}
 		dc, fc := cfg.Converters()
-		r, err := sdkworker.NewWorkflowReplayerWithOptions(sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc})
+		r, err := sdkworker.NewWorkflowReplayerWithOptions(sdkworker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: fc, Interceptors: signalguard.Replaying()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +283,7 @@ func startCodecServer(t *testing.T, keys, token string) (string, func() string) 
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, lakepipeBin(t), "codec-server")
-	cmd.Env = append(os.Environ(), "LAKEPIPE_CODEC_KEY="+keys, "LAKEPIPE_CODEC_TOKEN="+token, "LAKEPIPE_CODEC_ADDR=127.0.0.1:0", "LAKEPIPE_LOG_FORMAT=json")
+	cmd.Env = append(os.Environ(), "LAKEPIPE_CODEC_KEY_FILE=", "LAKEPIPE_CODEC_KEY="+keys, "LAKEPIPE_CODEC_TOKEN="+token, "LAKEPIPE_CODEC_ADDR=127.0.0.1:0", "LAKEPIPE_LOG_FORMAT=json")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -170,7 +170,7 @@ func TestPipeOnBucketRoot(t *testing.T) {
 	s := newStack(t)
 	// The refusal comes before any workflow starts; Temporal is dialled
 	// only if CREATE PIPE wrongly gets that far.
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: "it-" + s.ID})
+	orch := orchestrator.New(temporalConfig("it-" + s.ID))
 	t.Cleanup(orch.Close)
 	s.Eng = s.Eng.WithOrchestrator(orch)
 	conn := s.connection()

@@ -223,7 +223,7 @@ func TestHostileWriteService(t *testing.T) {
 // notification still answer promptly.
 func TestHostileEvents(t *testing.T) {
 	s := newStack(t)
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr})
+	orch := orchestrator.New(temporalConfig(""))
 	if _, err := orch.Client(); err != nil {
 		t.Skipf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
 	}
@@ -240,7 +240,7 @@ func TestHostileEvents(t *testing.T) {
 	go func() {
 		runDone <- worker.Run(ctx, worker.Config{
 			ClickHouse: chstore.Config{Addr: chAddr},
-			Temporal:   orchestrator.Config{Address: temporalAddr, TaskQueue: "it-" + s.ID},
+			Temporal:   temporalConfig("it-" + s.ID),
 			Workspace:  "default",
 			HTTPAddr:   "127.0.0.1:0",
 			Events:     worker.EventsConfig{Token: token, BodyTimeout: time.Second},

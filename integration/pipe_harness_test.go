@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,17 +18,38 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
 // temporalAddr is the local Temporal frontend.
 var temporalAddr = env("LAKEPIPE_TEMPORAL_ADDR", "127.0.0.1:"+env("LAKEPIPE_TEMPORAL_PORT", "7233"))
 
+// envCodec is the payload codec of the environment (the local stack's
+// .stack/codec.key through LAKEPIPE_CODEC_KEY_FILE), the one the lakepipe
+// processes tests start use: in-process workers and clients must encrypt
+// alike to share task queues with them.
+var envCodec = sync.OnceValues(payloadcodec.FromEnv)
+
+// temporalConfig is the Temporal configuration of the test's in-process
+// workers and clients on queue ("" = lakepipe's default queue).
+func temporalConfig(queue string) orchestrator.Config {
+	cfg := orchestrator.Config{Address: temporalAddr, TaskQueue: queue}
+	codec, err := envCodec()
+	if err != nil {
+		panic(fmt.Sprintf("payload codec of the environment: %v", err))
+	}
+	if codec != nil {
+		cfg.Codec = codec
+	}
+	return cfg
+}
+
 // useQueue points the test's engine at a Temporal task queue of its own
 // (for workers the test runs as processes) and returns its orchestrator.
 func (s *Stack) useQueue(queue string) *orchestrator.Temporal {
 	s.T.Helper()
-	orch := orchestrator.New(orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	orch := orchestrator.New(temporalConfig(queue))
 	if _, err := orch.Client(); err != nil {
 		s.T.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
 	}
@@ -52,7 +74,7 @@ func (s *Stack) withWorker() string {
 // worker stopped, when the test or benchmark ends.
 func pipeWorker(tb testing.TB, eng *engine.Engine, schema, queue string) (*engine.Engine, *orchestrator.Temporal, string) {
 	tb.Helper()
-	return pipeWorkerWith(tb, eng, schema, orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	return pipeWorkerWith(tb, eng, schema, temporalConfig(queue))
 }
 
 // pipeWorkerWith is pipeWorker with the Temporal settings (queue, codec,
@@ -107,7 +129,7 @@ func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, 
 // log file whose end is printed when the test or benchmark fails.
 func startInProcessWorker(tb testing.TB, queue string) string {
 	tb.Helper()
-	return startInProcessWorkerWith(tb, orchestrator.Config{Address: temporalAddr, TaskQueue: queue})
+	return startInProcessWorkerWith(tb, temporalConfig(queue))
 }
 
 // startInProcessWorkerWith is startInProcessWorker with the worker's
@@ -122,14 +144,18 @@ func startInProcessWorkerWith(tb testing.TB, cfg orchestrator.Config) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
+	// A codec that refuses clear payloads makes a worker that requires
+	// encryption, as LAKEPIPE_CODEC_REQUIRE=true does for lakepipe worker.
+	pc, _ := cfg.Codec.(*payloadcodec.Codec)
 	go func() {
 		done <- worker.Run(ctx, worker.Config{
-			ClickHouse: chstore.Config{Addr: chAddr},
-			Temporal:   cfg,
-			Workspace:  "default",
-			HTTPAddr:   "127.0.0.1:0",
-			Logger:     slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:      ready,
+			ClickHouse:        chstore.Config{Addr: chAddr},
+			Temporal:          cfg,
+			RequireEncryption: pc != nil && pc.RequiresEncryption(),
+			Workspace:         "default",
+			HTTPAddr:          "127.0.0.1:0",
+			Logger:            slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Ready:             ready,
 		})
 	}()
 	var addr string

@@ -227,7 +227,7 @@ func TestTemporalConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, k := range []string{"LAKEPIPE_CODEC_KEY", "LAKEPIPE_TEMPORAL_TLS_CERT", "LAKEPIPE_TEMPORAL_TLS_KEY", "LAKEPIPE_TEMPORAL_TLS_CA", "LAKEPIPE_TEMPORAL_API_KEY"} {
+			for _, k := range []string{"LAKEPIPE_CODEC_KEY", "LAKEPIPE_CODEC_KEY_FILE", "LAKEPIPE_TEMPORAL_TLS_CERT", "LAKEPIPE_TEMPORAL_TLS_KEY", "LAKEPIPE_TEMPORAL_TLS_CA", "LAKEPIPE_TEMPORAL_API_KEY"} {
 				t.Setenv(k, c.env[k])
 			}
 			var f connFlags

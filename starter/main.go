@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
@@ -88,10 +87,10 @@ type connFlags struct {
 	taskQueue          string
 	ch                 clickhouseFlags
 	temporalTLS        orchestrator.TLS
-	// temporalAPIKey (LAKEPIPE_TEMPORAL_API_KEY) and codecKey
-	// (LAKEPIPE_CODEC_KEY) have no flags on purpose, like the password.
+	// temporalAPIKey (LAKEPIPE_TEMPORAL_API_KEY) and the payload keys
+	// (LAKEPIPE_CODEC_KEY or _FILE, read by temporalConfig) have no flags
+	// on purpose, like the password.
 	temporalAPIKey string
-	codecKey       string
 }
 
 func env(name, def string) string {
@@ -119,19 +118,19 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.temporalTLS.KeyFile, "temporal-tls-key", env("LAKEPIPE_TEMPORAL_TLS_KEY", ""), "PEM private key of -temporal-tls-cert (LAKEPIPE_TEMPORAL_TLS_KEY)")
 	fs.StringVar(&c.temporalTLS.ServerName, "temporal-tls-server-name", env("LAKEPIPE_TEMPORAL_TLS_SERVER_NAME", ""), "name Temporal's certificate is checked against; default the host of -temporal (LAKEPIPE_TEMPORAL_TLS_SERVER_NAME)")
 	c.temporalAPIKey = os.Getenv("LAKEPIPE_TEMPORAL_API_KEY")
-	c.codecKey = os.Getenv(payloadcodec.EnvKey)
 }
 
 // temporalConfig is the orchestrator configuration of the flags: with
-// LAKEPIPE_CODEC_KEY set, every payload lakepipe writes to Temporal is
-// encrypted. Its errors name settings, never a key.
+// LAKEPIPE_CODEC_KEY or LAKEPIPE_CODEC_KEY_FILE set, every payload
+// lakepipe writes to Temporal is encrypted. Its errors name settings,
+// never a key.
 func (c *connFlags) temporalConfig() (orchestrator.Config, error) {
 	cfg := orchestrator.Config{Address: c.temporal, Namespace: c.namespace, TaskQueue: c.taskQueue, TLS: c.temporalTLS, APIKey: c.temporalAPIKey}
-	if strings.TrimSpace(c.codecKey) != "" {
-		codec, err := payloadcodec.Parse(c.codecKey)
-		if err != nil {
-			return orchestrator.Config{}, err
-		}
+	codec, err := payloadcodec.FromEnv()
+	if err != nil {
+		return orchestrator.Config{}, err
+	}
+	if codec != nil {
 		cfg.Codec = codec
 	}
 	return cfg, cfg.Validate()

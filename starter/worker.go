@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -46,18 +47,32 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)
 		return 2
 	}
+	require, err := payloadcodec.RequireFromEnv()
+	if err != nil {
+		fmt.Fprintln(stderr, "lakepipe worker:", err)
+		return 2
+	}
+	if require {
+		pc, ok := tc.Codec.(*payloadcodec.Codec)
+		if !ok {
+			fmt.Fprintf(stderr, "lakepipe worker: %s=true needs the payload keys (%s or %s)\n", payloadcodec.EnvRequire, payloadcodec.EnvKey, payloadcodec.EnvKeyFile)
+			return 2
+		}
+		tc.Codec = pc.Requiring()
+	}
 	err = worker.Run(ctx, worker.Config{
-		ClickHouse:       chc,
-		Temporal:         tc,
-		Workspace:        c.workspace,
-		Limits:           ecfg.Limits,
-		MetricsToken:     os.Getenv("LAKEPIPE_METRICS_TOKEN"),
-		HTTPAddr:         *httpAddr,
-		Parallel:         *parallel,
-		MaxActivities:    *maxActivities,
-		MaxWorkflowTasks: *maxWorkflowTasks,
-		Pollers:          *pollers,
-		StopTimeout:      *stopTimeout,
+		ClickHouse:        chc,
+		Temporal:          tc,
+		RequireEncryption: require,
+		Workspace:         c.workspace,
+		Limits:            ecfg.Limits,
+		MetricsToken:      os.Getenv("LAKEPIPE_METRICS_TOKEN"),
+		HTTPAddr:          *httpAddr,
+		Parallel:          *parallel,
+		MaxActivities:     *maxActivities,
+		MaxWorkflowTasks:  *maxWorkflowTasks,
+		Pollers:           *pollers,
+		StopTimeout:       *stopTimeout,
 		// The token has no flag on purpose: flags show up in process lists.
 		Events: worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
 		Logger: newLogger(*logFormat, stderr),

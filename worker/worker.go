@@ -27,6 +27,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/internal/signalguard"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -34,7 +35,11 @@ import (
 type Config struct {
 	ClickHouse chstore.Config
 	Temporal   orchestrator.Config
-	Workspace  string
+	// RequireEncryption drops signals that do not carry an encrypted
+	// payload (internal/signalguard); Temporal.Codec should then refuse
+	// clear payloads too (payloadcodec.Codec.Requiring). Needs a codec.
+	RequireEncryption bool
+	Workspace         string
 	// Limits bound what reading one file may allocate (zero fields: the
 	// defaults of formats.Limits).
 	Limits formats.Limits
@@ -81,6 +86,16 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	}
 }
 
+// Interceptors are the worker interceptors of every lakepipe worker; the
+// replayers of tests install the same signal guard. m may be nil.
+func Interceptors(requireEncryption bool, m *metrics.Worker) []interceptor.WorkerInterceptor {
+	is := []interceptor.WorkerInterceptor{&signalguard.Interceptor{Require: requireEncryption}}
+	if m != nil {
+		is = append(is, &loadInterceptor{m: m})
+	}
+	return is
+}
+
 // Run runs a worker until ctx ends, then stops gracefully: activities in
 // flight finish (or are retried elsewhere), nothing is lost.
 func Run(ctx context.Context, cfg Config) error {
@@ -92,6 +107,9 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.MaxWorkflowTasks = cmp.Or(cfg.MaxWorkflowTasks, 64)
 	cfg.Pollers = cmp.Or(cfg.Pollers, 2)
 	cfg.StopTimeout = cmp.Or(cfg.StopTimeout, time.Minute)
+	if cfg.RequireEncryption && cfg.Temporal.Codec == nil {
+		return errors.New("payload encryption is required (LAKEPIPE_CODEC_REQUIRE) but no codec key is set (LAKEPIPE_CODEC_KEY or LAKEPIPE_CODEC_KEY_FILE)")
+	}
 	if cfg.Temporal.Codec == nil {
 		// Histories then hold table names, file paths and the errors of
 		// bad files (which quote values) in clear.
@@ -133,7 +151,7 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxConcurrentActivityTaskPollers:       cfg.Pollers,
 		MaxConcurrentWorkflowTaskPollers:       cfg.Pollers,
 		WorkerStopTimeout:                      cfg.StopTimeout,
-		Interceptors:                           []interceptor.WorkerInterceptor{&loadInterceptor{m: m}},
+		Interceptors:                           Interceptors(cfg.RequireEncryption, m),
 	})
 	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
 

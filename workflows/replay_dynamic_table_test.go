@@ -7,6 +7,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/signalguard"
 )
 
 // TestReplayDynamicTable replays histories recorded from real runs: a
@@ -38,7 +40,10 @@ func TestReplayDynamicTable(t *testing.T) {
 		{"refresh_serial_wait.json", "", ""},
 	} {
 		t.Run(h.file, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: signalguard.Replaying()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: DynamicTableWorkflowName})
 			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
 			hist, err := client.HistoryFromJSON(mustOpen(t, "testdata/"+h.file), client.HistoryJSONOptions{})

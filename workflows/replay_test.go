@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/lakepipe/lakepipe/internal/signalguard"
+
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -50,7 +52,10 @@ func TestReplay(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: signalguard.Replaying()})
+			if err != nil {
+				t.Fatal(err)
+			}
 			r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
 			if err := r.ReplayWorkflowHistory(nil, readHistory(t, f)); err != nil {
 				t.Fatalf("replay %s: %v", f, err)

@@ -70,6 +70,15 @@ if [ -z "${LAKEPIPE_SECRET_KEY:-}" ] && [ "${LAKEPIPE_SECRET_PLAINTEXT:-}" != tr
   export LAKEPIPE_SECRET_KEY_FILE
 fi
 
+# The key Temporal payloads are encrypted with (docs/security.md, "Payload
+# encryption"): a file start.sh creates on first start. Not set when
+# LAKEPIPE_CODEC_KEY is given instead, or LAKEPIPE_CODEC_PLAINTEXT=true asks for
+# clear payloads (then workers warn at start).
+if [ -z "${LAKEPIPE_CODEC_KEY:-}" ] && [ "${LAKEPIPE_CODEC_PLAINTEXT:-}" != true ]; then
+  LAKEPIPE_CODEC_KEY_FILE=${LAKEPIPE_CODEC_KEY_FILE:-$LAKEPIPE_STATE/codec.key}
+  export LAKEPIPE_CODEC_KEY_FILE
+fi
+
 export LAKEPIPE_ROOT LAKEPIPE_BIN LAKEPIPE_STATE TEMPORAL_CLI_VERSION VERSITYGW_VERSION
 export LAKEPIPE_TEMPORAL_PORT LAKEPIPE_TEMPORAL_UI_PORT LAKEPIPE_CLICKHOUSE_PORT
 export LAKEPIPE_CLICKHOUSE_HTTP_PORT LAKEPIPE_CLICKHOUSE_INTERSERVER_PORT LAKEPIPE_S3_PORT

@@ -274,6 +274,15 @@ if [ -n "${LAKEPIPE_SECRET_KEY_FILE:-}" ] && [ ! -s "$LAKEPIPE_SECRET_KEY_FILE" 
     mv "$LAKEPIPE_SECRET_KEY_FILE.tmp" "$LAKEPIPE_SECRET_KEY_FILE")
   echo "secret key: created $LAKEPIPE_SECRET_KEY_FILE"
 fi
+# The key Temporal payloads are encrypted with (LAKEPIPE_CODEC_KEY_FILE, see
+# env.sh), in the keyid:base64key form of LAKEPIPE_CODEC_KEY; made once, kept
+# like the secret key: histories written with it need it to be read.
+if [ -n "${LAKEPIPE_CODEC_KEY_FILE:-}" ] && [ ! -s "$LAKEPIPE_CODEC_KEY_FILE" ]; then
+  mkdir -p "$(dirname "$LAKEPIPE_CODEC_KEY_FILE")"
+  (umask 077 && printf 'local%s:%s\n' "$(date +%Y%m%d)" "$(head -c 32 /dev/urandom | base64)" >"$LAKEPIPE_CODEC_KEY_FILE.tmp" &&
+    mv "$LAKEPIPE_CODEC_KEY_FILE.tmp" "$LAKEPIPE_CODEC_KEY_FILE")
+  echo "payload key: created $LAKEPIPE_CODEC_KEY_FILE"
+fi
 for svc in "${SERVICES[@]}"; do
   start_one "$svc"
 done

@@ -28,12 +28,21 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/lakepipe/lakepipe/internal/errtext"
 )
 
 const (
 	// EnvKey is the environment variable of the key list:
 	// "keyid:base64key[,keyid:base64key…]", the first entry encrypting.
 	EnvKey = "LAKEPIPE_CODEC_KEY"
+	// EnvKeyFile names a file holding the same key list (the local stack's
+	// .stack/codec.key); setting it and EnvKey is an error.
+	EnvKeyFile = "LAKEPIPE_CODEC_KEY_FILE"
+	// EnvRequire=true makes workers refuse payloads that are not
+	// encrypted: Decode fails on them, and signals without an encrypted
+	// payload are dropped (internal/signalguard).
+	EnvRequire = "LAKEPIPE_CODEC_REQUIRE"
 	// Encoding is the metadata encoding of an encrypted payload.
 	Encoding = "binary/encrypted"
 	// MetadataKeyID is the metadata key naming the key a payload was
@@ -48,8 +57,10 @@ const (
 // Codec is a converter.PayloadCodec; it is safe for concurrent use.
 type Codec struct {
 	encryptID string
-	aeads     map[string]cipher.AEAD
-	ids       []string // in configuration order
+	// require: Decode refuses payloads that are not encrypted.
+	require bool
+	aeads   map[string]cipher.AEAD
+	ids     []string // in configuration order
 }
 
 var _ converter.PayloadCodec = (*Codec)(nil)
@@ -162,14 +173,67 @@ func decodeBase64(s string) ([]byte, bool) {
 	return nil, false
 }
 
-// FromEnv parses LAKEPIPE_CODEC_KEY; it returns nil and no error when the
-// variable is unset or empty (payloads are then stored in clear).
+// FromEnv reads the key list from LAKEPIPE_CODEC_KEY or the file
+// LAKEPIPE_CODEC_KEY_FILE; it returns nil and no error when neither is
+// set (payloads are then stored in clear). LAKEPIPE_CODEC_REQUIRE is read
+// by RequireFromEnv, not here: clients and the codec server decode what
+// they are given.
 func FromEnv() (*Codec, error) {
-	spec := os.Getenv(EnvKey)
-	if strings.TrimSpace(spec) == "" {
+	return fromEnv(os.Getenv)
+}
+
+func fromEnv(getenv func(string) string) (*Codec, error) {
+	spec, file := strings.TrimSpace(getenv(EnvKey)), strings.TrimSpace(getenv(EnvKeyFile))
+	if spec != "" && file != "" {
+		return nil, fmt.Errorf("both %s and %s are set: set one", EnvKey, EnvKeyFile)
+	}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvKeyFile, err)
+		}
+		c, err := Parse(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", EnvKeyFile, file, err)
+		}
+		return c, nil
+	}
+	if spec == "" {
 		return nil, nil
 	}
 	return Parse(spec)
+}
+
+// RequireFromEnv reads LAKEPIPE_CODEC_REQUIRE (true/1 or false/0, unset
+// is false).
+func RequireFromEnv() (bool, error) {
+	switch v := strings.TrimSpace(os.Getenv(EnvRequire)); strings.ToLower(v) {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want true or false", EnvRequire, v)
+	}
+}
+
+// Requiring returns a copy of c whose Decode refuses payloads that are
+// not encrypted (a worker with LAKEPIPE_CODEC_REQUIRE=true). Histories
+// written before encryption was turned on no longer replay with it, so
+// it is for workers whose workflows all started encrypted.
+func (c *Codec) Requiring() *Codec {
+	r := *c
+	r.require = true
+	return &r
+}
+
+// RequiresEncryption reports whether Decode refuses clear payloads.
+func (c *Codec) RequiresEncryption() bool { return c.require }
+
+// IsEncrypted reports whether p was encrypted by a Codec (it may still
+// fail to decrypt).
+func IsEncrypted(p *commonpb.Payload) bool {
+	return p != nil && string(p.GetMetadata()[converter.MetadataEncoding]) == Encoding
 }
 
 // EncryptKeyID is the id of the key new payloads are encrypted with.
@@ -215,13 +279,16 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 }
 
 // Decode decrypts the payloads encoded by Encode, with the key named in
-// each; other payloads are returned unchanged. A payload encrypted with a
-// key the codec does not hold, or altered after encryption, is an error
-// naming the key id.
+// each; other payloads are returned unchanged, or refused when the codec
+// is Requiring. A payload encrypted with a key the codec does not hold,
+// or altered after encryption, is an error naming the key id.
 func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
-		if p == nil || string(p.GetMetadata()[converter.MetadataEncoding]) != Encoding {
+		if p == nil || !IsEncrypted(p) {
+			if p != nil && c.require {
+				return nil, fmt.Errorf("payload is not encrypted (encoding %s) and this worker requires encrypted payloads (%s=true): it was not written by a lakepipe client holding the keys", errtext.Quote(string(p.GetMetadata()[converter.MetadataEncoding])), EnvRequire)
+			}
 			out[i] = p
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -267,5 +268,60 @@ func TestFromEnv(t *testing.T) {
 	t.Setenv(EnvKey, "k:short")
 	if _, err := FromEnv(); err == nil {
 		t.Fatal("bad key accepted")
+	}
+}
+
+// A Requiring codec decrypts what it encrypted and refuses clear payloads,
+// whose error names the setting and not the payload's data.
+func TestRequiringRefusesClear(t *testing.T) {
+	c := mustParse(t, "k1:"+b64(newKey(t))).Requiring()
+	if !c.RequiresEncryption() {
+		t.Fatal("Requiring codec does not say it requires encryption")
+	}
+	enc, err := c.Encode([]*commonpb.Payload{clear(t, "pause me")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Decode(enc); err != nil {
+		t.Fatalf("decode of an encrypted payload: %v", err)
+	}
+	_, err = c.Decode([]*commonpb.Payload{clear(t, "injected-9d1c")})
+	if err == nil || !strings.Contains(err.Error(), EnvRequire) || strings.Contains(err.Error(), "injected-9d1c") {
+		t.Fatalf("clear payload: err = %v, want a refusal naming %s without the data", err, EnvRequire)
+	}
+	// The plain codec it was made from still passes clear payloads.
+	plain := mustParse(t, "k1:"+b64(newKey(t)))
+	if _, err := plain.Decode([]*commonpb.Payload{clear(t, "old history")}); err != nil {
+		t.Fatalf("non-requiring codec refused a clear payload: %v", err)
+	}
+}
+
+func TestFromEnvKeyFile(t *testing.T) {
+	key := "local:" + b64(newKey(t))
+	dir := t.TempDir()
+	file := dir + "/codec.key"
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	c, err := fromEnv(env(map[string]string{EnvKeyFile: file}))
+	if err != nil || c == nil || c.EncryptKeyID() != "local" {
+		t.Fatalf("key file: codec %v, err %v", c, err)
+	}
+	if c, err := fromEnv(env(nil)); c != nil || err != nil {
+		t.Fatalf("nothing set: codec %v, err %v; want none", c, err)
+	}
+	if _, err := fromEnv(env(map[string]string{EnvKeyFile: file, EnvKey: key})); err == nil {
+		t.Fatal("both the key and the key file set: no error")
+	}
+	_, err = fromEnv(env(map[string]string{EnvKeyFile: dir + "/missing"}))
+	if err == nil || !strings.Contains(err.Error(), EnvKeyFile) {
+		t.Fatalf("missing file: err = %v", err)
+	}
+	if err := os.WriteFile(file, []byte("local:bm90LWEta2V5"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fromEnv(env(map[string]string{EnvKeyFile: file})); err == nil || strings.Contains(err.Error(), "bm90LWEta2V5") {
+		t.Fatalf("bad key in file: err = %v, want an error without the key", err)
 	}
 }
