@@ -84,7 +84,7 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		warnSecretInArgs(chunks, stderr)
 	}
 	if f.check {
-		return check(chunks, where, stdout, stderr)
+		return check(chunks, where, f.conn.schema, stdout, stderr)
 	}
 	eng, closeFn, err := connect(ctx, &f.conn)
 	if err != nil {
@@ -187,12 +187,12 @@ func explain(err error) string {
 	return msg
 }
 
-func check(chunks []sqlparse.Chunk, where string, stdout, stderr io.Writer) int {
+func check(chunks []sqlparse.Chunk, where, schema string, stdout, stderr io.Writer) int {
 	bad := 0
 	for i, c := range chunks {
 		stmt, err := sqlparse.ParseChunk(c)
 		if err == nil {
-			err = engine.Check(stmt)
+			err = engine.Check(schema, stmt)
 		}
 		if err != nil {
 			bad++

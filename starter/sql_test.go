@@ -54,3 +54,29 @@ func TestTokensUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLCheckGuards: `lakepipe sql --check` refuses what execution
+// refuses (lakepipe's own databases, system, outside table functions),
+// without a server.
+func TestSQLCheckGuards(t *testing.T) {
+	for _, tc := range []struct {
+		sql, want string
+	}{
+		{"SELECT name, secret FROM lakepipe.objects", "lakepipe.objects"},
+		{"SELECT * FROM t WHERE x IN (SELECT x FROM system.tables)", "system.tables"},
+		{"SELECT * FROM remote('h', db.t)", "remote"},
+		{"SELECT count(*) FROM t", ""},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runSQL(context.Background(), []string{"--check", "--schema", "public", "-e", tc.sql}, strings.NewReader(""), &stdout, &stderr)
+		if tc.want == "" {
+			if code != 0 {
+				t.Errorf("%s: exit %d, want 0:\n%s", tc.sql, code, stderr.String())
+			}
+			continue
+		}
+		if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%s: exit %d, stderr %q: want a refusal naming %q", tc.sql, code, stderr.String(), tc.want)
+		}
+	}
+}

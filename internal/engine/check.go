@@ -15,7 +15,13 @@ import (
 // Check validates a statement without any server: types, property names
 // and values, formats and options. It is what `lakepipe sql --check` runs;
 // what needs the catalog (does the table exist?) is left to execution.
-func Check(stmt sqlparse.Statement) error {
+// Tables of lakepipe's own databases and of system, and functions that
+// reach outside the user's tables, are refused as execution refuses them
+// (unqualified names are taken to be in schema).
+func Check(schema string, stmt sqlparse.Statement) error {
+	if err := guard(schema, stmt); err != nil {
+		return err
+	}
 	switch s := stmt.(type) {
 	case *sqlparse.CreateConnection:
 		switch s.Kind {

@@ -60,7 +60,11 @@ func reservedDatabase(db string) (hint string, reserved bool) {
 // guardName refuses a table (or other schema object) name of a reserved
 // database; an unqualified name is in the session's schema.
 func (e *Engine) guardName(n sqlparse.ObjectName) error {
-	db := e.cfg.Schema
+	return guardName(e.cfg.Schema, n)
+}
+
+func guardName(schema string, n sqlparse.ObjectName) error {
+	db := schema
 	if len(n.Parts) >= 2 {
 		db = n.Parts[len(n.Parts)-2]
 	}
@@ -74,6 +78,12 @@ func (e *Engine) guardName(n sqlparse.ObjectName) error {
 // sources of its queries at any depth (subqueries, JOINs, CTEs, UNION
 // branches, IN (SELECT …)) — and every function it calls.
 func (e *Engine) guard(stmt sqlparse.Statement) error {
+	return guard(e.cfg.Schema, stmt)
+}
+
+// guard is Engine.guard for a session in schema (`lakepipe sql --check`
+// runs it without an engine).
+func guard(schema string, stmt sqlparse.Statement) error {
 	ctes := map[string]bool{}
 	sqlparse.Inspect(stmt, func(n any) bool {
 		if q, ok := n.(*sqlparse.Query); ok {
@@ -91,13 +101,13 @@ func (e *Engine) guard(stmt sqlparse.Statement) error {
 		switch n := n.(type) {
 		case sqlparse.Statement:
 			for _, name := range statementNames(n) {
-				if err = e.guardName(name); err != nil {
+				if err = guardName(schema, name); err != nil {
 					break
 				}
 			}
 		case *sqlparse.TableName:
 			if len(n.Name.Parts) != 1 || !ctes[n.Name.Parts[0]] {
-				err = e.guardName(n.Name)
+				err = guardName(schema, n.Name)
 			}
 		case *sqlparse.FuncRef:
 			if !allowedTableFunctions[strings.ToLower(n.Func.Name)] {
@@ -109,13 +119,13 @@ func (e *Engine) guard(stmt sqlparse.Statement) error {
 		case *sqlparse.ColumnRef:
 			// db.table.column (or workspace.db.table.column).
 			if len(n.Parts) >= 3 {
-				err = e.guardName(sqlparse.ObjectName{Parts: n.Parts[:len(n.Parts)-1]})
+				err = guardName(schema, sqlparse.ObjectName{Parts: n.Parts[:len(n.Parts)-1]})
 			}
 		case *sqlparse.InExpr:
 			// x IN (db.table): ClickHouse reads a bare table name there.
 			for _, x := range n.List {
 				if c, ok := x.(*sqlparse.ColumnRef); ok && len(c.Parts) == 2 && err == nil {
-					err = e.guardName(sqlparse.ObjectName{Parts: c.Parts})
+					err = guardName(schema, sqlparse.ObjectName{Parts: c.Parts})
 				}
 			}
 		}

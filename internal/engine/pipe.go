@@ -100,7 +100,7 @@ func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipePa
 }
 
 func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Result, error) {
-	if err := Check(s); err != nil {
+	if err := Check(e.cfg.Schema, s); err != nil {
 		return nil, err
 	}
 	orch, err := e.orchestrator()
