@@ -139,11 +139,62 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			}
 		}
 	}()
+	// Small files load in batches, one INSERT and one load_history write
+	// per batch (engine.PipeRun.LoadBatch); the others one by one, par at
+	// a time, each streamed.
+	var large []int
+	var batch []int
+	var batchBytes int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		refs := make([]workflows.FileRef, len(batch))
+		for k, i := range batch {
+			refs[k] = in.Files[i]
+		}
+		start := time.Now()
+		rs, err := loadBatch(ctx, run, refs, par)
+		if err != nil {
+			a.Metrics.Error(in.Params)
+			return err
+		}
+		took := time.Since(start) / time.Duration(len(batch))
+		mu.Lock()
+		defer mu.Unlock()
+		for k, i := range batch {
+			results[i] = rs[k]
+			finished = append(finished, rs[k])
+			a.Metrics.File(in.Params, rs[k], in.Files[i], took)
+		}
+		activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+		batch, batchBytes = batch[:0], 0
+		return nil
+	}
 	for i, f := range in.Files {
 		if r, ok := done[f.Path]; ok {
 			results[i] = r
 			continue
 		}
+		if f.Size > engine.StageFileBytes {
+			large = append(large, i)
+			continue
+		}
+		if len(batch) == engine.StageBatchFiles || batchBytes+f.Size > engine.StageBatchBytes {
+			if err := flush(); err != nil {
+				close(stop)
+				return workflows.CopyResult{}, classify(err)
+			}
+		}
+		batch = append(batch, i)
+		batchBytes += f.Size
+	}
+	if err := flush(); err != nil {
+		close(stop)
+		return workflows.CopyResult{}, classify(err)
+	}
+	for _, i := range large {
+		f := in.Files[i]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(i int, f workflows.FileRef) {
@@ -186,6 +237,17 @@ func loadOne(ctx context.Context, run *engine.PipeRun, f workflows.FileRef) (r w
 		}
 	}()
 	return run.LoadFile(ctx, f)
+}
+
+// loadBatch is loadOne for a batch of small files.
+func loadBatch(ctx context.Context, run *engine.PipeRun, files []workflows.FileRef, par int) (rs []workflows.FileResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("panic in a pipe's batch load", "pipe", run.Name, "files", len(files), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("pipe %s: load of a batch of %d files failed: %s", run.Name, len(files), errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+		}
+	}()
+	return run.LoadBatch(ctx, files, par)
 }
 
 // keepAlive heartbeats every few seconds until the returned stop is called:

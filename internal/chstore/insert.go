@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,7 +45,14 @@ type Inserter struct {
 	done         chan error
 	closed       bool
 	aborted      bool
+	staging      bool // Stage: hold every row for Take, never flush
+	stageLimit   int
 }
+
+// ErrStageFull is Add's error on a staged Inserter whose rows grew past
+// the limit given to Stage: the file is too large once read to wait in
+// memory, and is to be loaded by a streaming Inserter instead.
+var ErrStageFull = errors.New("rows too large to stage")
 
 type block struct {
 	values []any
@@ -213,7 +221,10 @@ func (in *Inserter) Add(b *formats.Batch, source []int) (_ []RowError, err error
 			in.pendingBytes += v.Arrow.Data().Len() * 8
 		}
 	}
-	if in.pending >= in.BlockRows || in.pendingBytes >= in.BlockBytes {
+	if in.staging && in.pendingBytes > in.stageLimit {
+		return errs, fmt.Errorf("insert into %s.%s: %w (over %d bytes)", in.db, in.table, ErrStageFull, in.stageLimit)
+	}
+	if !in.staging && (in.pending >= in.BlockRows || in.pendingBytes >= in.BlockBytes) {
 		if err := in.Flush(); err != nil {
 			return errs, err
 		}
@@ -255,6 +266,91 @@ func (in *Inserter) Close() (int64, error) {
 		return 0, serr
 	}
 	return in.sent, err
+}
+
+// Stage makes the Inserter hold every row it converts until Take, instead
+// of sending blocks as they fill: the rows of a small file wait until the
+// file is known to be good, and then go to the server with those of other
+// files in one INSERT (InsertStaged). The caller bounds what one Inserter
+// holds: once the text it holds passes limit bytes, Add fails with
+// ErrStageFull. Call it before Add.
+func (in *Inserter) Stage(limit int) { in.staging, in.stageLimit = true, limit }
+
+// Staged is the converted rows of one staged load, not yet written.
+type Staged struct {
+	query  string
+	values []any
+	rows   int
+	bytes  int
+}
+
+// Rows is the number of rows held.
+func (s Staged) Rows() int64 { return int64(s.rows) }
+
+// Bytes is about how much memory the rows hold (their text).
+func (s Staged) Bytes() int64 { return int64(s.bytes) }
+
+// Take ends a staged Inserter without writing anything and returns its
+// rows for InsertStaged.
+func (in *Inserter) Take() (Staged, error) {
+	if in.closed {
+		return Staged{}, fmt.Errorf("insert into %s.%s: Take after Close or Abort", in.db, in.table)
+	}
+	if in.sent > 0 {
+		return Staged{}, fmt.Errorf("insert into %s.%s: Take after rows were sent (call Stage before Add)", in.db, in.table)
+	}
+	st := Staged{query: in.query, rows: in.pending, bytes: in.pendingBytes, values: make([]any, len(in.columns))}
+	for i, c := range in.columns {
+		st.values[i] = c.values()
+	}
+	in.pending, in.pendingBytes = 0, 0
+	in.closed = true
+	close(in.send)
+	<-in.done // no block was handed over: the sender made no INSERT
+	return st, nil
+}
+
+// InsertStaged writes the rows of several staged loads of one table in a
+// single INSERT of one block: one part, one round trip, however many
+// loads. Rows keep the commit ids their Inserters gave them. The loads
+// must come from Inserters of the same table and columns.
+func (s *Store) InsertStaged(ctx context.Context, loads []Staged) (err error) {
+	var rows int
+	for _, l := range loads {
+		rows += l.rows
+	}
+	if rows == 0 {
+		return nil
+	}
+	query := loads[0].query
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: the ClickHouse driver failed on a block: %s", query, errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+		}
+	}()
+	batch, err := s.conn.PrepareBatch(ctx, query)
+	if err != nil {
+		return fmt.Errorf("%s: %w", query, Error(err))
+	}
+	for _, l := range loads {
+		if l.query != query {
+			_ = batch.Abort()
+			return fmt.Errorf("insert of staged rows: %q and %q in one INSERT", query, l.query)
+		}
+		if l.rows == 0 {
+			continue
+		}
+		for i, v := range l.values {
+			if err := batch.Column(i).Append(v); err != nil {
+				_ = batch.Abort()
+				return fmt.Errorf("%s (column %d): %w", query, i+1, Error(err))
+			}
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("%s: %w", query, Error(err))
+	}
+	return nil
 }
 
 // Sent is the number of rows handed to the sender so far.

@@ -152,6 +152,61 @@ func (e *Engine) trackLoad(ctx context.Context, schema, name string, commit uint
 	return e.registerCommit(ctx, schema, name, commit, commitInsert, rows)
 }
 
+// loadCommit is one load's commit: its id and the rows it added (< 0:
+// not known here, for a load registered again after a crash).
+type loadCommit struct {
+	id   uint64
+	rows int64
+}
+
+// trackLoads is trackLoad for the loads of one batch: one read of the
+// change log for all of them and one insert of those it lacks.
+func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []loadCommit) error {
+	var todo []loadCommit
+	for _, l := range loads {
+		if l.rows != 0 {
+			todo = append(todo, l)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	var spec catalog.TableSpec
+	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	if err != nil || !ok || !tracked(spec) {
+		return err
+	}
+	ids := make([]uint64, len(todo))
+	for i, l := range todo {
+		ids[i] = l.id
+	}
+	have, err := e.st.Strings(ctx, fmt.Sprintf("SELECT toString(commit_id) FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id IN (%s)",
+		chsql.QuoteString(schema), chsql.QuoteString(name), idList(ids)))
+	if err != nil {
+		return fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+	}
+	known := make(map[string]bool, len(have))
+	for _, h := range have {
+		known[h] = true
+	}
+	var rows [][]any
+	now := time.Now().UTC()
+	for _, l := range todo {
+		if known[strconv.FormatUint(l.id, 10)] {
+			continue
+		}
+		known[strconv.FormatUint(l.id, 10)] = true // a batch may name a commit twice
+		rows = append(rows, []any{schema, name, nextCommitVersion(), l.id, commitInsert, uint64(max(l.rows, 0)), now})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := e.st.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
+		return fmt.Errorf("table %s: record %d commits in its change log: %w", display(schema, name), len(rows), err)
+	}
+	return nil
+}
+
 // commitRef is one commit of the change log.
 type commitRef struct {
 	version uint64

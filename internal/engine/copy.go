@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -164,6 +166,10 @@ type FileLoad struct {
 	FirstErrLine int64
 	Status       string
 	Duration     time.Duration
+	// LoadID, when set, is this load's load_id in load_history instead
+	// of the one RecordLoads is given (the loads of a pipe's batch each
+	// keep their own).
+	LoadID string
 }
 
 // mapColumns says, for each target column, which source column feeds it.
@@ -206,6 +212,13 @@ func mapColumns(file string, src []formats.Column, target loadTarget, named bool
 // loadFile streams one file into the target. With onErrorAbort a bad row
 // fails the call; otherwise bad rows are counted in the result.
 func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string) (FileLoad, error) {
+	return e.readFileInto(ctx, vol, obj, src, opts, target, onError, nil)
+}
+
+// readFileInto is loadFile; with staged set, the file's rows are not
+// written but kept in *staged (for chstore.InsertStaged with those of
+// other small files), and only when the file loads whole or in part.
+func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
 	f, _, err := vol.OpenListed(ctx, obj.Path)
@@ -226,6 +239,9 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 		return res, err
 	}
 	defer in.Abort()
+	if staged != nil {
+		in.Stage(StageFileMemory)
+	}
 	var mapping []int
 	named := len(opts.Schema) > 0 || opts.Header || !strings.EqualFold(src.Format, "CSV")
 	for {
@@ -270,8 +286,13 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 			}
 		}
 	}
-	n, err := in.Close()
-	if err != nil {
+	var n int64
+	if staged != nil {
+		if *staged, err = in.Take(); err != nil {
+			return res, err
+		}
+		n = staged.Rows()
+	} else if n, err = in.Close(); err != nil {
 		return res, err
 	}
 	res.Rows = n
@@ -422,7 +443,7 @@ func (e *Engine) RecordLoads(ctx context.Context, table, pipe, loadID string, lo
 	now := time.Now().UTC()
 	for i, l := range loads {
 		rows[i] = []any{table, pipe, l.Path, l.ETag, uint64(l.Size), now, l.Status, l.FirstError, l.FirstErrLine,
-			uint64(l.Rows), uint64(l.Rejected), loadID, uint64(now.UnixNano()) + uint64(i)}
+			uint64(l.Rows), uint64(l.Rejected), cmp.Or(l.LoadID, loadID), uint64(now.UnixNano()) + uint64(i)}
 	}
 	err := e.st.InsertRows(ctx, schemas.SystemDB, "load_history", []string{"table_name", "pipe_name", "file_path", "etag", "file_size",
 		"last_copy_time", "status", "first_error_message", "first_error_line", "rows_loaded", "rows_rejected", "load_id", "version"}, rows)

@@ -608,6 +608,34 @@ func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []workflows.
 }
 
 // dropCommit deletes the rows of an unrecorded attempt, if there are any.
+// dropCommits is dropCommit for the loads of one batch: one count of
+// their rows, and one removal of those that left any.
+func (e *Engine) dropCommits(ctx context.Context, t loadTarget, commits []uint64) error {
+	if len(commits) == 0 {
+		return nil
+	}
+	found, err := e.st.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
+		chsql.QuoteIdent(CommitColumn), chsql.Table(t.db, t.table), chsql.QuoteIdent(CommitColumn), idList(commits)))
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	ids := make([]uint64, 0, len(found))
+	for _, f := range found {
+		id, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("remove unfinished loads: commit id %q: %w", f, err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(CommitColumn), idList(ids))); err != nil {
+		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
+	}
+	return nil
+}
+
 func (e *Engine) dropCommit(ctx context.Context, t loadTarget, commit uint64) error {
 	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
 		chsql.Table(t.db, t.table), chsql.QuoteIdent(CommitColumn), commit))

@@ -1,15 +1,19 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
@@ -239,12 +243,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		}
 		fl.Status, fl.FirstError = StatusFailed, fe.Error()
 	}
-	// A hostile file's error may quote a whole cell: load_history, the
-	// heartbeat and the activity result carry a bounded message.
-	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
-	if fl.Status == StatusFailed && fl.FirstErrLine > 0 {
-		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
-	}
+	boundError(&fl)
 	if fl.Status == StatusFailed {
 		// A failed file leaves no rows behind.
 		if err := r.dropCommit(ctx, commit); err != nil {
@@ -275,4 +274,189 @@ func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
 		return fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	return nil
+}
+
+// boundError caps a load's error: a hostile file's error may quote a whole
+// cell, and load_history, the heartbeat and the activity result carry a
+// bounded message.
+func boundError(fl *FileLoad) {
+	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
+	if fl.Status == StatusFailed && fl.FirstErrLine > 0 {
+		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
+	}
+}
+
+// Batching small files: a file of at most StageFileBytes is read whole
+// into memory and written with the other small files of its batch in one
+// INSERT; a batch holds at most StageBatchFiles files and StageBatchBytes
+// bytes of files. What they hold once read is bounded too, since a small
+// compressed file may hold much more: a file whose rows pass
+// StageFileMemory, or that would take its batch past StageBatchMemory, is
+// loaded alone afterwards, streamed as a large file is. At most
+// StageBatchMemory plus par × StageFileMemory is held at once.
+const (
+	StageFileBytes   = 4 << 20
+	StageBatchBytes  = 32 << 20
+	StageBatchFiles  = 1000
+	StageFileMemory  = 8 << 20
+	StageBatchMemory = 48 << 20
+)
+
+// LoadBatch loads small files (see StageFileBytes) together, each exactly
+// once, as LoadFile does one:
+//
+//  1. one read of load_history for the batch's paths; files recorded
+//     already are skipped (and purged with LIST_PURGE);
+//  2. rows left by an attempt that died (tagged with the commit ids of
+//     the files to load) are removed, in one mutation if there are any;
+//  3. the files are read and converted, par at a time, each into memory;
+//     a bad file fails alone and leaves nothing behind;
+//  4. the rows of every good file go to the table in one INSERT, each row
+//     tagged with its own file's commit id;
+//  5. one load_history insert records every file (the commit point), one
+//     change-log insert registers the loads, then LIST_PURGE removes the
+//     loaded files.
+//
+// A crash anywhere leaves a state from which running LoadBatch again
+// converges: before 5 the files are not recorded and their rows are
+// removed by 2; after it they are skipped. Results are in files' order.
+func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par int) ([]workflows.FileResult, error) {
+	results := make([]workflows.FileResult, len(files))
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+		results[i].Path = f.Path
+	}
+	hist, err := r.histories(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		todo    []int
+		commits []uint64
+		track   []loadCommit
+		purge   []string
+	)
+	for i, f := range files {
+		if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
+			results[i].Status = "SKIPPED"
+			if h.status != StatusFailed && h.etag == f.ETag {
+				// A crash may have come between the load record and the
+				// change log: registering again is a no-op otherwise.
+				track = append(track, loadCommit{id: r.commitID(f), rows: -1})
+			}
+			if r.purge && h.status == StatusLoaded {
+				purge = append(purge, f.Path)
+			}
+			continue
+		}
+		todo = append(todo, i)
+		commits = append(commits, r.commitID(f))
+	}
+	if err := r.e.dropCommits(ctx, r.target, commits); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+
+	loads := make([]FileLoad, len(files))
+	staged := make([]chstore.Staged, len(files))
+	gone := make([]bool, len(files))
+	alone := make([]bool, len(files)) // too large once read: loaded by LoadFile
+	var held atomic.Int64             // bytes staged by the batch
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, max(par, 1))
+	)
+	for k, i := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f := files[i]
+			target := r.target
+			target.commit = commits[k]
+			obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
+			fl, err := r.e.safeStageFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError, &staged[i])
+			if err == nil && held.Add(staged[i].Bytes()) > StageBatchMemory {
+				err = chstore.ErrStageFull
+			}
+			if errors.Is(err, chstore.ErrStageFull) {
+				held.Add(-staged[i].Bytes())
+				staged[i], alone[i] = chstore.Staged{}, true
+				return
+			}
+			if errors.Is(err, objstore.ErrNotFound) {
+				gone[i] = true // gone since the listing (another worker purged it)
+				return
+			}
+			if err != nil {
+				var fe *fileError
+				if !errors.As(err, &fe) {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err) // transient: the activity retries
+					mu.Unlock()
+					return
+				}
+				fl.Status, fl.FirstError = StatusFailed, fe.Error()
+			}
+			boundError(&fl)
+			if fl.Status == StatusFailed {
+				staged[i], fl.Rows = chstore.Staged{}, 0 // nothing of it is written
+			}
+			fl.LoadID = fmt.Sprintf("%016x", commits[k])
+			loads[i] = fl
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+
+	var write []chstore.Staged
+	var record []FileLoad
+	for k, i := range todo {
+		if gone[i] {
+			results[i].Status = "SKIPPED"
+			continue
+		}
+		if alone[i] {
+			continue
+		}
+		fl := loads[i]
+		record = append(record, fl)
+		if fl.Status != StatusFailed {
+			write = append(write, staged[i])
+			track = append(track, loadCommit{id: commits[k], rows: fl.Rows})
+			if r.purge && fl.Status == StatusLoaded {
+				purge = append(purge, fl.Path)
+			}
+		}
+		results[i].Status, results[i].Rows, results[i].Rejected, results[i].FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
+	}
+	if err := r.e.st.InsertStaged(ctx, write); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if len(record) > 0 {
+		if err := r.e.RecordLoads(ctx, r.target.display, r.Name, "", record); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.e.trackLoads(ctx, r.target.db, r.target.table, track); err != nil {
+		return nil, err
+	}
+	for _, p := range purge {
+		if err := r.vol.RemoveListed(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	for _, i := range todo {
+		if alone[i] {
+			if results[i], err = r.LoadFile(ctx, files[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return results, nil
 }
