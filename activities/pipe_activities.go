@@ -76,7 +76,7 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 	if max <= 0 {
 		max = 500
 	}
-	files, backlog, err := run.ListFiles(ctx, in.Hint, max)
+	files, backlog, state, err := run.ListFiles(ctx, in.Hint, max, in.State)
 	if err != nil {
 		return workflows.ListResult{}, classify(err)
 	}
@@ -87,7 +87,7 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 		}
 	}
 	a.Metrics.Backlog(in.Params, len(files)+backlog, oldest)
-	return workflows.ListResult{Files: files, Backlog: backlog}, nil
+	return workflows.ListResult{Files: files, Backlog: backlog, State: state}, nil
 }
 
 // CopyFiles loads files, several at a time, heartbeating after each. A
@@ -154,7 +154,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			refs[k] = in.Files[i]
 		}
 		start := time.Now()
-		rs, err := loadBatch(ctx, run, refs, par)
+		rs, err := loadBatch(ctx, run, refs, smallFileReaders(par))
 		if err != nil {
 			a.Metrics.Error(in.Params)
 			return err
@@ -270,3 +270,8 @@ func keepAlive(ctx context.Context) (stop func()) {
 	}()
 	return func() { close(done) }
 }
+
+// smallFileReaders is how many small files of a batch are read at once:
+// reading one is mostly waiting for the object store's answer, so more
+// than the large-file parallelism, which is bound by CPU.
+func smallFileReaders(par int) int { return min(4*par, 32) }

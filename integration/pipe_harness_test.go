@@ -79,14 +79,14 @@ func pipeWorker(tb testing.TB, eng *engine.Engine, schema, queue string) (*engin
 
 // pipeWorkerWith is pipeWorker with the Temporal settings (queue, codec,
 // …) of both the worker and the returned orchestrator given.
-func pipeWorkerWith(tb testing.TB, eng *engine.Engine, schema string, cfg orchestrator.Config) (*engine.Engine, *orchestrator.Temporal, string) {
+func pipeWorkerWith(tb testing.TB, eng *engine.Engine, schema string, cfg orchestrator.Config, opts ...func(*worker.Config)) (*engine.Engine, *orchestrator.Temporal, string) {
 	tb.Helper()
 	orch := orchestrator.New(cfg)
 	if _, err := orch.Client(); err != nil {
 		tb.Fatalf("Temporal is needed (deploy/local/start.sh temporal): %v", err)
 	}
 	eng = eng.WithOrchestrator(orch)
-	addr := startInProcessWorkerWith(tb, cfg)
+	addr := startInProcessWorkerWith(tb, cfg, opts...)
 	// Registered after the worker's cleanup, so it runs first.
 	tb.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -133,8 +133,8 @@ func startInProcessWorker(tb testing.TB, queue string) string {
 }
 
 // startInProcessWorkerWith is startInProcessWorker with the worker's
-// Temporal settings given.
-func startInProcessWorkerWith(tb testing.TB, cfg orchestrator.Config) string {
+// Temporal settings given; opts change the rest of its configuration.
+func startInProcessWorkerWith(tb testing.TB, cfg orchestrator.Config, opts ...func(*worker.Config)) string {
 	tb.Helper()
 	logPath := filepath.Join(tb.TempDir(), "worker.log")
 	logf, err := os.Create(logPath)
@@ -147,17 +147,19 @@ func startInProcessWorkerWith(tb testing.TB, cfg orchestrator.Config) string {
 	// A codec that refuses clear payloads makes a worker that requires
 	// encryption, as LAKEPIPE_CODEC_REQUIRE=true does for lakepipe worker.
 	pc, _ := cfg.Codec.(*payloadcodec.Codec)
-	go func() {
-		done <- worker.Run(ctx, worker.Config{
-			ClickHouse:        chstore.Config{Addr: chAddr},
-			Temporal:          cfg,
-			RequireEncryption: pc != nil && pc.RequiresEncryption(),
-			Workspace:         "default",
-			HTTPAddr:          "127.0.0.1:0",
-			Logger:            slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:             ready,
-		})
-	}()
+	wcfg := worker.Config{
+		ClickHouse:        chstore.Config{Addr: chAddr},
+		Temporal:          cfg,
+		RequireEncryption: pc != nil && pc.RequiresEncryption(),
+		Workspace:         "default",
+		HTTPAddr:          "127.0.0.1:0",
+		Logger:            slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Ready:             ready,
+	}
+	for _, o := range opts {
+		o(&wcfg)
+	}
+	go func() { done <- worker.Run(ctx, wcfg) }()
 	var addr string
 	select {
 	case addr = <-ready:

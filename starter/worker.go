@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/worker"
 )
@@ -26,6 +27,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
 	pollers := fs.Int("pollers", envInt("LAKEPIPE_WORKER_POLLERS", 2), "pollers of the task queue per task kind (LAKEPIPE_WORKER_POLLERS)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
+	fullListing := fs.Duration("full-listing-interval", envDuration("LAKEPIPE_FULL_LISTING_INTERVAL", engine.DefaultFullListingInterval), "how often a pipe whose new files arrive in key order lists its whole volume anyway; between, turns list only what is new (LAKEPIPE_FULL_LISTING_INTERVAL)")
 	eventsMaxBytes := fs.Int64("events-max-bytes", worker.DefaultEventsMaxBytes, "largest S3 event notification body /events accepts; larger ones get 413")
 	eventsMaxRecords := fs.Int("events-max-records", worker.DefaultEventsMaxRecords, "most records in one S3 event notification; more get 413")
 	eventsMaxPaths := fs.Int("events-max-paths", worker.DefaultEventsMaxPaths, "most new-file paths one notification signals to a pipe; past it the pipe is only woken, and its listing finds the files")
@@ -61,18 +63,19 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		tc.Codec = pc.Requiring()
 	}
 	err = worker.Run(ctx, worker.Config{
-		ClickHouse:        chc,
-		Temporal:          tc,
-		RequireEncryption: require,
-		Workspace:         c.workspace,
-		Limits:            ecfg.Limits,
-		MetricsToken:      os.Getenv("LAKEPIPE_METRICS_TOKEN"),
-		HTTPAddr:          *httpAddr,
-		Parallel:          *parallel,
-		MaxActivities:     *maxActivities,
-		MaxWorkflowTasks:  *maxWorkflowTasks,
-		Pollers:           *pollers,
-		StopTimeout:       *stopTimeout,
+		ClickHouse:          chc,
+		Temporal:            tc,
+		RequireEncryption:   require,
+		Workspace:           c.workspace,
+		Limits:              ecfg.Limits,
+		FullListingInterval: *fullListing,
+		MetricsToken:        os.Getenv("LAKEPIPE_METRICS_TOKEN"),
+		HTTPAddr:            *httpAddr,
+		Parallel:            *parallel,
+		MaxActivities:       *maxActivities,
+		MaxWorkflowTasks:    *maxWorkflowTasks,
+		Pollers:             *pollers,
+		StopTimeout:         *stopTimeout,
 		// The token has no flag on purpose: flags show up in process lists.
 		Events: worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
 		Logger: newLogger(*logFormat, stderr),
@@ -97,6 +100,15 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
+	}
+	return def
+}
+
+// envDuration is env for durations ("90s", "1h"); a value that is not one
+// is ignored.
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil && d > 0 {
+		return d
 	}
 	return def
 }

@@ -43,6 +43,8 @@ type Config struct {
 	// Limits bound what reading one file may allocate (zero fields: the
 	// defaults of formats.Limits).
 	Limits formats.Limits
+	// FullListingInterval: see engine.Config (0: its default).
+	FullListingInterval time.Duration
 	// MetricsToken, when set, is required of /metrics requests (Bearer).
 	MetricsToken string
 	// HTTPAddr serves /metrics, /healthz and /events ("" = no server).
@@ -133,7 +135,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace, Limits: cfg.Limits}).WithOrchestrator(orch)
+	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace, Limits: cfg.Limits, FullListingInterval: cfg.FullListingInterval}).WithOrchestrator(orch)
 	queue := cfg.Temporal.TaskQueue
 	if queue == "" {
 		queue = workflows.TaskQueue

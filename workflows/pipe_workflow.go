@@ -71,6 +71,25 @@ type PipeInput struct {
 	// retry fixes (its table, volume or connection gone, credentials
 	// refused). Resume clears it. Kafka pipes keep theirs in Kafka.
 	InvalidReason string `json:",omitempty"`
+	// List is where the pipe's listing resumes (volume pipes).
+	List ListState
+}
+
+// ListState is where a volume pipe's listing resumes. When the keys of new
+// files sort after those already handled (time-stamped or numbered names,
+// as most writers make), a turn lists only the keys after Cursor (S3's
+// StartAfter), in proportion to what is new; a full listing now and then
+// (engine.Config.FullListingInterval) checks the order still holds and
+// finds files that broke it. Databricks Auto Loader's incremental listing
+// works the same way.
+type ListState struct {
+	// Cursor: every key up to it, in key order, is handled.
+	Cursor string `json:",omitempty"`
+	// Ordered: the last full listing found every file not yet handled
+	// after every handled one, so turns may list from Cursor.
+	Ordered bool `json:",omitempty"`
+	// FullAt is when the last full listing ran.
+	FullAt time.Time
 }
 
 // PipeStatus is what the status query answers.
@@ -82,6 +101,8 @@ type PipeStatus struct {
 	Kafka    *KafkaState `json:",omitempty"`
 	// InvalidReason: see PipeInput.
 	InvalidReason string `json:",omitempty"`
+	// List is where the next listing resumes (volume pipes).
+	List ListState
 }
 
 // FilesSignal carries object paths (relative to the volume) that an event
@@ -93,7 +114,8 @@ type FilesSignal struct {
 // ListInput asks for the files a pipe has not loaded yet.
 type ListInput struct {
 	Params PipeParams
-	Hint   []string // paths from event notifications, checked first
+	Hint   []string  // paths from event notifications, checked first
+	State  ListState // where the listing resumes
 }
 
 // FileRef is one file to load.
@@ -106,8 +128,11 @@ type FileRef struct {
 
 // ListResult is the answer of ListFiles.
 type ListResult struct {
-	Files   []FileRef
-	Backlog int // files waiting beyond this batch
+	Files []FileRef
+	// Backlog counts files waiting beyond this batch; a listing that
+	// stopped once it had a batch knows of at least this many.
+	Backlog int
+	State   ListState // where the next turn's listing resumes
 }
 
 // CopyInput asks to load files.
@@ -165,7 +190,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		p.PollSeconds = 30
 	}
 	if p.MaxFilesPerTurn <= 0 {
-		p.MaxFilesPerTurn = 500
+		p.MaxFilesPerTurn = 2000
 	}
 	paused, counters, invalid := in.Paused, in.Counters, in.InvalidReason
 	running, dropped, wake := false, false, false
@@ -174,6 +199,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		kst = &KafkaState{}
 	}
 	var hints []string
+	list := in.List
 
 	// From version 1 on, signals are applied while a turn's activities run,
 	// in the order they arrive. Before, they waited in their channels until
@@ -183,7 +209,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	signalsDuringTurn := workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
-		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid}, nil
+		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list}, nil
 	}); err != nil {
 		return err
 	}
@@ -276,7 +302,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 				paused = true
 			}
 		} else {
-			more, err = turn(ctx, p, &counters, &hints, get)
+			more, err = turn(ctx, p, &counters, &hints, &list, get)
 		}
 		running = false
 		counters.Turns++
@@ -306,7 +332,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid})
+			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list})
 		}
 		if more || wake || len(hints) > 0 || paused || dropped {
 			continue
@@ -326,7 +352,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 
 // turn lists and loads one batch; more reports a backlog beyond it. get
 // waits for an activity's result.
-func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, get func(workflow.Future, any) error) (more bool, err error) {
+func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, ls *ListState, get func(workflow.Future, any) error) (more bool, err error) {
 	var list ListResult
 	h := *hints
 	*hints = nil
@@ -335,9 +361,10 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	// timeout (without one, its attempt would hold the pipe for the whole
 	// start-to-close timeout).
 	lctx := workflow.WithStartToCloseTimeout(ctx, 30*time.Minute)
-	if err := get(workflow.ExecuteActivity(lctx, ActivityListFiles, ListInput{Params: p, Hint: h}), &list); err != nil {
+	if err := get(workflow.ExecuteActivity(lctx, ActivityListFiles, ListInput{Params: p, Hint: h, State: *ls}), &list); err != nil {
 		return false, err
 	}
+	*ls = list.State
 	c.Backlog = list.Backlog
 	if len(list.Files) == 0 {
 		return false, nil

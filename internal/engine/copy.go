@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -221,7 +222,19 @@ func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstor
 func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
-	f, _, err := vol.OpenListed(ctx, obj.Path)
+	var f objstore.File
+	var err error
+	if staged != nil {
+		// A staged file is small: one GET reads it whole.
+		var data []byte
+		data, err = vol.ReadListed(ctx, obj.Path, obj.ETag, StageFileBytes)
+		if err == nil {
+			f = memFile{bytes.NewReader(data)}
+			obj.Size = int64(len(data))
+		}
+	} else {
+		f, _, err = vol.OpenListed(ctx, obj.Path)
+	}
 	if errors.Is(err, objstore.ErrRefused) {
 		return res, &fileError{err: err} // the store will not serve this key: no retry helps
 	}
@@ -303,6 +316,11 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 	res.Duration = time.Since(start)
 	return res, nil
 }
+
+// memFile is a file read whole into memory.
+type memFile struct{ *bytes.Reader }
+
+func (memFile) Close() error { return nil }
 
 // fileError is a problem with a file's content: loading it again cannot
 // help until the file changes.

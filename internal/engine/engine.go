@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -39,7 +40,15 @@ type Config struct {
 	// allocate (zero fields: the defaults of formats.Limits); the
 	// programs read them from the environment (formats.LimitsFromEnv).
 	Limits formats.Limits
+	// FullListingInterval is how often a volume pipe whose new files
+	// arrive in key order lists its whole volume anyway (default 1 hour;
+	// LAKEPIPE_FULL_LISTING_INTERVAL): between, its turns list only the
+	// keys after the last handled one (see workflows.ListState).
+	FullListingInterval time.Duration
 }
+
+// DefaultFullListingInterval is Config.FullListingInterval's default.
+const DefaultFullListingInterval = time.Hour
 
 // Engine runs statements; safe for concurrent use.
 type Engine struct {
@@ -68,6 +77,9 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	}
 	if cfg.Schema == "" {
 		cfg.Schema = "public"
+	}
+	if cfg.FullListingInterval <= 0 {
+		cfg.FullListingInterval = DefaultFullListingInterval
 	}
 	if cfg.TrashRetentionDays == 0 {
 		cfg.TrashRetentionDays = 7

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/workflows"
@@ -406,7 +407,26 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 				[2]any{"rows_loaded", c.RowsLoaded}, [2]any{"rows_rejected", c.RowsRejected},
 				[2]any{"last_load_time", last}, [2]any{"backlog", c.Backlog}, [2]any{"turns", c.Turns},
 				[2]any{"turn_in_progress", v.st.Running}, [2]any{"last_error", c.LastError})
+			if v.st.Params.Kind != workflows.KindKafka {
+				kv = append(kv, [2]any{"listing", listingText(v.st.List)})
+			}
 		}
 	}
 	return propertyRows(kv), nil
+}
+
+// listingText says how a volume pipe's turns list its volume.
+func listingText(l workflows.ListState) string {
+	full := "never yet"
+	if !l.FullAt.IsZero() {
+		full = l.FullAt.UTC().Format(time.DateTime)
+	}
+	switch {
+	case l.Ordered && l.Cursor != "":
+		return fmt.Sprintf("incremental: after %s (new files arrive in key order); last full listing %s", errtext.Quote(l.Cursor), full)
+	case !l.FullAt.IsZero() && !l.Ordered:
+		return "full every turn: new files do not arrive in key order; last full listing " + full
+	default:
+		return "full; last full listing " + full
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,18 +149,221 @@ func (h history) done(etag string) bool {
 	return false
 }
 
-// ListFiles returns up to max files the pipe has to handle (load, or purge
-// when already loaded), hinted paths first, and how many wait beyond.
-func (r *PipeRun) ListFiles(ctx context.Context, hints []string, max int) ([]workflows.FileRef, int, error) {
+// ListFiles returns up to limit files the pipe has to handle (load, or purge
+// when already loaded), hinted paths first, how many more are known to
+// wait, and where the next listing resumes.
+//
+// The listing goes page by page (objstore.ListPages) and looks up
+// load_history only for each page's keys, so memory is one page plus the
+// batch, whatever the volume holds. When the last full listing found new
+// files arriving in key order (state.Ordered), it starts after
+// state.Cursor and stops once it has a batch: a turn costs what is new.
+// Otherwise, or every Config.FullListingInterval, it lists everything,
+// which also tells whether the order holds.
+func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state workflows.ListState) ([]workflows.FileRef, int, workflows.ListState, error) {
 	sub := ""
 	if r.copy.Volume.Subdirectory != nil {
 		sub = *r.copy.Volume.Subdirectory
 	}
+	if len(r.copy.Volume.Files) > 0 || r.copy.Volume.Subdirectory != nil && objstore.CheckPath(sub) != nil {
+		// FILES (…) names a bounded set; a bad SUBDIRECTORY gets
+		// selectFiles' error.
+		files, backlog, err := r.listSelected(ctx, hints, limit)
+		return files, backlog, workflows.ListState{}, err
+	}
+	var re *regexp.Regexp
+	if r.copy.Volume.Regexp != nil {
+		var err error
+		if re, err = regexp.Compile(*r.copy.Volume.Regexp); err != nil {
+			return nil, 0, state, permanent(fmt.Errorf("pipe %s: REGEXP %q: %v", r.Name, *r.copy.Volume.Regexp, err))
+		}
+	}
+	now := time.Now().UTC()
+	full := !state.Ordered || state.Cursor == "" || now.Sub(state.FullAt) >= r.e.cfg.FullListingInterval
+	start := state.Cursor
+	if full {
+		start = ""
+	}
+
+	var files []workflows.FileRef
+	seen := map[string]bool{}
+	// Hinted paths (event notifications) first, whatever their key.
+	if len(hints) > 0 {
+		hinted, err := r.hinted(ctx, hints, limit)
+		if err != nil {
+			return nil, 0, state, err
+		}
+		for _, f := range hinted {
+			seen[f.Path] = true
+		}
+		files = hinted
+	}
+
+	var (
+		backlog    int
+		inPrefix   = true // every key listed so far is handled
+		maxDone    string // largest handled key
+		minPending string // smallest key not handled
+		pending    bool
+		// The last listingLag+1 keys of the run of handled keys from
+		// start: the cursor stays listingLag keys behind the run's end.
+		prefix  = make([]string, listingLag+1) // a ring
+		nPrefix int                            // keys put in it
+	)
+	err := r.vol.ListPages(ctx, sub, start, func(page []objstore.Object) error {
+		if re != nil {
+			kept := page[:0]
+			for _, o := range page {
+				if re.MatchString(o.Path) {
+					kept = append(kept, o)
+				}
+			}
+			page = kept
+		}
+		if len(page) == 0 {
+			return nil
+		}
+		paths := make([]string, len(page))
+		for i, o := range page {
+			paths[i] = o.Path
+		}
+		hist, err := r.histories(ctx, paths)
+		if err != nil {
+			return err
+		}
+		for _, o := range page {
+			h, recorded := hist[o.Path]
+			handled := recorded && h.done(o.ETag)
+			if handled {
+				maxDone = max(maxDone, o.Path)
+				if inPrefix {
+					prefix[nPrefix%len(prefix)] = o.Path
+					nPrefix++
+				}
+				if !(r.purge && h.status == StatusLoaded) {
+					continue
+				}
+				// Loaded but not yet purged: still to be removed.
+			} else {
+				inPrefix = false
+				if !pending || o.Path < minPending {
+					minPending, pending = o.Path, true
+				}
+			}
+			if seen[o.Path] {
+				continue
+			}
+			if len(files) >= limit {
+				backlog++
+				continue
+			}
+			files = append(files, workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+		}
+		if !full && len(files) >= limit {
+			if backlog == 0 && len(page) == objstore.PageSize {
+				backlog = 1 // there may be more: the next turn looks at once
+			}
+			return objstore.ErrStopListing // a batch: enough for this turn
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, state, fmt.Errorf("pipe %s: list %s: %w", r.Name, sub, err)
+	}
+	cursor := start
+	if nPrefix >= len(prefix) {
+		cursor = prefix[nPrefix%len(prefix)] // the oldest of the ring
+	}
+	next := workflows.ListState{Cursor: cursor, Ordered: state.Ordered, FullAt: state.FullAt}
+	if full {
+		// Ordered when nothing waits before the last handled key: then
+		// files keep arriving after the cursor.
+		next.Ordered = !pending || minPending > maxDone
+		next.FullAt = now
+		if !next.Ordered {
+			next.Cursor = ""
+		}
+	}
+	return files, backlog, next, nil
+}
+
+// listingLag is how many handled keys a pipe's cursor stays behind the
+// newest: writers upload in parallel, and a file whose key sorts a little
+// before one already handled may land a moment later (16 uploaders leave
+// at most 15 such files). Listing those keys again each turn finds them;
+// a file that lands further back than listingLag keys is found by the
+// next full listing.
+const listingLag = 256
+
+// hinted returns the hinted paths that exist and are not handled yet, at
+// most max.
+func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workflows.FileRef, error) {
+	uniq := make([]string, 0, len(hints))
+	dup := map[string]bool{}
+	for _, h := range hints {
+		if !dup[h] {
+			dup[h] = true
+			uniq = append(uniq, h)
+		}
+	}
+	hist, err := r.histories(ctx, uniq)
+	if err != nil {
+		return nil, err
+	}
+	var out []workflows.FileRef
+	for _, p := range uniq {
+		if len(out) >= max {
+			break
+		}
+		o, err := r.vol.StatListed(ctx, p)
+		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrRefused) {
+			continue // gone, or a key the store will not serve: the listing decides
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		if h, ok := hist[o.Path]; ok && h.done(o.ETag) && !(r.purge && h.status == StatusLoaded) {
+			continue
+		}
+		if !r.inScope(o.Path) {
+			continue
+		}
+		out = append(out, workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+	}
+	return out, nil
+}
+
+// inScope reports whether a path of the volume is one the pipe loads (its
+// SUBDIRECTORY and REGEXP).
+func (r *PipeRun) inScope(path string) bool {
+	src := r.copy.Volume
+	if src.Subdirectory != nil {
+		dir := strings.TrimSuffix(*src.Subdirectory, "/")
+		if dir != "" && !strings.HasPrefix(path, dir+"/") {
+			return false
+		}
+	}
+	if src.Regexp != nil {
+		re, err := regexp.Compile(*src.Regexp)
+		if err != nil || !re.MatchString(path) {
+			return false
+		}
+	}
+	return true
+}
+
+// listSelected is ListFiles for a pipe whose COPY names its files: the
+// set is bounded by the statement.
+func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]workflows.FileRef, int, error) {
 	objs, err := r.e.selectFiles(ctx, r.vol, r.copy.Volume)
 	if err != nil {
-		return nil, 0, fmt.Errorf("pipe %s: list %s: %w", r.Name, sub, err)
+		return nil, 0, fmt.Errorf("pipe %s: list: %w", r.Name, err)
 	}
-	hist, err := r.histories(ctx, nil)
+	paths := make([]string, len(objs))
+	for i, o := range objs {
+		paths[i] = o.Path
+	}
+	hist, err := r.histories(ctx, paths)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -382,7 +586,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 			if err == nil && held.Add(staged[i].Bytes()) > StageBatchMemory {
 				err = chstore.ErrStageFull
 			}
-			if errors.Is(err, chstore.ErrStageFull) {
+			if errors.Is(err, chstore.ErrStageFull) || errors.Is(err, objstore.ErrTooLarge) {
 				held.Add(-staged[i].Bytes())
 				staged[i], alone[i] = chstore.Staged{}, true
 				return
