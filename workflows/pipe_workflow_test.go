@@ -232,9 +232,9 @@ func TestTurnLoadsListedFilesAndCounts(t *testing.T) {
 	eq(t, "paused", st.Paused, false)
 	eq(t, "running", st.Running, false)
 	// Defaults apply to the params the pipe runs with and reports.
-	p.MaxFilesPerTurn = 500
+	p.MaxFilesPerTurn = 2000
 	eq(t, "params", st.Params, p)
-	eq(t, "ListFiles max", l.lists[0].max, 500)
+	eq(t, "ListFiles max", l.lists[0].max, 2000)
 }
 
 func TestStatusRunningDuringTurn(t *testing.T) {
