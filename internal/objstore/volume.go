@@ -187,24 +187,13 @@ func (v *Volume) Dir(sub string) (string, error) {
 // List returns the files under a sub-directory ("" for all), sorted by
 // path. Without RECURSIVE only the directory's own files are listed.
 func (v *Volume) List(ctx context.Context, sub string) ([]Object, error) {
-	prefix, err := v.Dir(sub)
+	var out []Object
+	err := v.ListPages(ctx, sub, "", func(page []Object) error {
+		out = append(out, page...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var out []Object
-	for o := range v.client.ListObjects(ctx, v.loc.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: v.recursive}) {
-		if o.Err != nil {
-			return nil, v.wrap("list", prefix, o.Err)
-		}
-		if strings.HasSuffix(o.Key, "/") {
-			continue // directory markers and common prefixes
-		}
-		out = append(out, Object{
-			Path:     v.listedPath(o.Key),
-			Size:     o.Size,
-			Modified: o.LastModified.UTC(),
-			ETag:     strings.Trim(o.ETag, `"`),
-		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
