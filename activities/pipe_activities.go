@@ -72,6 +72,10 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 	if err != nil {
 		return workflows.ListResult{}, err
 	}
+	return a.list(ctx, run, in)
+}
+
+func (a *Activities) list(ctx context.Context, run *engine.PipeRun, in workflows.ListInput) (workflows.ListResult, error) {
 	max := in.Params.MaxFilesPerTurn
 	if max <= 0 {
 		max = 500
@@ -88,6 +92,21 @@ func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (wor
 	}
 	a.Metrics.Backlog(in.Params, len(files)+backlog, oldest)
 	return workflows.ListResult{Files: files, Backlog: backlog, State: state}, nil
+}
+
+// ListNewFiles is ListFiles for a pipe whose listing is incremental, run
+// as a local activity (a short call inside the pipe's workflow task): when
+// a full listing is due it lists nothing and says so (NeedFull), and the
+// workflow runs ListFiles, which heartbeats however long the listing.
+func (a *Activities) ListNewFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+	run, err := a.open(ctx, in.Params)
+	if err != nil {
+		return workflows.ListResult{}, err
+	}
+	if run.FullListingDue(in.State) {
+		return workflows.ListResult{NeedFull: true, State: in.State}, nil
+	}
+	return a.list(ctx, run, in)
 }
 
 // CopyFiles loads files, several at a time, heartbeating after each. A

@@ -4,6 +4,8 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +26,12 @@ import (
 // order holds. Every file loads once.
 func TestPipeIncrementalListing(t *testing.T) {
 	s := newStack(t)
-	s.Eng, s.Orch, _ = pipeWorkerWith(t, s.Eng, s.Schema, temporalConfig("it-"+s.ID), func(c *worker.Config) { c.FullListingInterval = 15 * time.Second })
+	cfg := temporalConfig("it-" + s.ID)
+	record := os.Getenv("LAKEPIPE_RECORD_HISTORY")
+	if record != "" {
+		cfg.Codec = nil // for workflows/testdata, which replays without keys
+	}
+	s.Eng, s.Orch, _ = pipeWorkerWith(t, s.Eng, s.Schema, cfg, func(c *worker.Config) { c.FullListingInterval = 15 * time.Second })
 	s.volume("inc_vol", "inc", false)
 	s.pipeTable("t")
 	s.run(`CREATE PIPE inc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO t FROM VOLUME inc_vol USING CSV`)
@@ -84,5 +91,14 @@ func TestPipeIncrementalListing(t *testing.T) {
 	}
 	if d = s.pipeDesc("inc_pipe"); !strings.Contains(d["listing"], "incremental") {
 		t.Fatalf("after the full listing: %s, want still incremental (the late file was the only one out of order… and it is now handled)", d["listing"])
+	}
+	if record != "" {
+		s.run("DROP PIPE inc_pipe")
+		wfID := s.Eng.PipeWorkflowID("inc_pipe")
+		pipeWait(t, 30*time.Second, "the dropped pipe's workflow did not end", func() bool {
+			st, _, _, _ := s.Orch.PipeStatus(s.Ctx, wfID)
+			return st == nil
+		})
+		recordHistory(t, s, wfID, filepath.Join(record, "pipe_local_listing.json"))
 	}
 }

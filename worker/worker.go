@@ -82,6 +82,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: workflows.ActivityPlanRefresh})
 		w.RegisterActivityWithOptions(acts.WaitRefresh, activity.RegisterOptions{Name: workflows.ActivityWaitRefresh})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
+		w.RegisterActivityWithOptions(acts.ListNewFiles, activity.RegisterOptions{Name: workflows.ActivityListNewFiles})
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
 		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})

@@ -41,7 +41,11 @@ import (
 //   - pipe_volume_invalid.json: the "pause-on-invalid" version: the
 //     target table dropped pauses the pipe (a PipeInvalid activity
 //     failure), resume after the fix loads, the volume dropped pauses it
-//     again, terminated (TestPipePausesOnPermanentError).
+//     again, terminated (TestPipePausesOnPermanentError);
+//   - pipe_local_listing.json: the "local-listing" version (and the
+//     signal guard's record): a LIST pipe whose turns list in the local
+//     ListNewFiles once its listing is incremental, full listings every
+//     15 s, a file out of key order, drop (TestPipeIncrementalListing).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

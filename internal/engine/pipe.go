@@ -424,6 +424,8 @@ func listingText(l workflows.ListState) string {
 	switch {
 	case l.Ordered && l.Cursor != "":
 		return fmt.Sprintf("incremental: after %s (new files arrive in key order); last full listing %s", errtext.Quote(l.Cursor), full)
+	case l.Ordered:
+		return "incremental: from the first key (new files arrive in key order); last full listing " + full
 	case !l.FullAt.IsZero() && !l.Ordered:
 		return "full every turn: new files do not arrive in key order; last full listing " + full
 	default:

@@ -179,7 +179,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		}
 	}
 	now := time.Now().UTC()
-	full := !state.Ordered || state.Cursor == "" || now.Sub(state.FullAt) >= r.e.cfg.FullListingInterval
+	full := r.FullListingDue(state)
 	start := state.Cursor
 	if full {
 		start = ""
@@ -294,6 +294,15 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 // a file that lands further back than listingLag keys is found by the
 // next full listing.
 const listingLag = 256
+
+// FullListingDue reports whether the next listing of a pipe lists its
+// whole volume: its files are not known to arrive in key order, or the
+// last full listing is older than Config.FullListingInterval. (An empty
+// cursor with the order known lists from the start, stopping at a batch:
+// a volume with few handled keys, or none.)
+func (r *PipeRun) FullListingDue(state workflows.ListState) bool {
+	return !state.Ordered || time.Since(state.FullAt) >= r.e.cfg.FullListingInterval
+}
 
 // hinted returns the hinted paths that exist and are not handled yet, at
 // most max.
