@@ -119,9 +119,28 @@ var pipeProps = map[string]func(string) error{
 	"batch_interval_in_seconds":      positiveInt("BATCH_INTERVAL_IN_SECONDS"),
 	"poll_interval_in_seconds":       positiveInt("POLL_INTERVAL_IN_SECONDS"),
 	"batch_size_per_kafka_partition": positiveInt("BATCH_SIZE_PER_KAFKA_PARTITION"),
-	"max_files_per_batch":            positiveInt("MAX_FILES_PER_BATCH"),
+	"max_files_per_batch":            intUpTo("MAX_FILES_PER_BATCH", MaxFilesPerTurn),
 	"initial_delay_in_seconds":       positiveInt("INITIAL_DELAY_IN_SECONDS"),
 	"comment":                        func(string) error { return nil },
+}
+
+// MaxFilesPerTurn bounds MAX_FILES_PER_BATCH: a turn's file list travels
+// in its activities' inputs and results (~130 bytes a file), which
+// Temporal keeps under 2 MB.
+const MaxFilesPerTurn = 10000
+
+// intUpTo is positiveInt with an upper bound.
+func intUpTo(name string, limit int) func(string) error {
+	positive := positiveInt(name)
+	return func(v string) error {
+		if err := positive(v); err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(strings.TrimSpace(v)); n > limit {
+			return fmt.Errorf("%s = %s: at most %d (a turn's file list travels in Temporal's history)", name, strings.TrimSpace(v), limit)
+		}
+		return nil
+	}
 }
 
 func positiveInt(name string) func(string) error {

@@ -1,0 +1,31 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
+)
+
+// Pipe properties are checked without a server: MAX_FILES_PER_BATCH is a
+// positive number up to MaxFilesPerTurn.
+func TestCheckPipeBatchSize(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string
+	}{
+		{"2000", ""},
+		{"10000", ""},
+		{"10001", "at most 10000"},
+		{"0", "positive whole number"},
+		{"many", "positive whole number"},
+	} {
+		stmt, err := sqlparse.Parse("CREATE PIPE p MAX_FILES_PER_BATCH = '" + tc.value + "' AS COPY INTO t FROM VOLUME v USING CSV")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.value, err)
+		}
+		err = Check("public", stmt)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("MAX_FILES_PER_BATCH = %s: error %v, want %q", tc.value, err, tc.want)
+		}
+	}
+}
