@@ -195,6 +195,7 @@ func TestCodecServerConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("LAKEPIPE_CODEC_KEY_FILE", "") // the local stack's env.sh sets it
 			t.Setenv("LAKEPIPE_CODEC_KEY", c.key)
 			t.Setenv("LAKEPIPE_CODEC_TOKEN", c.token)
 			var stderr bytes.Buffer

@@ -257,6 +257,7 @@ func TestStringHidesKeys(t *testing.T) {
 }
 
 func TestFromEnv(t *testing.T) {
+	t.Setenv(EnvKeyFile, "") // the local stack's env.sh sets it
 	t.Setenv(EnvKey, "")
 	if c, err := FromEnv(); c != nil || err != nil {
 		t.Fatalf("unset: %v %v", c, err)
