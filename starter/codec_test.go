@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -199,7 +200,11 @@ func TestCodecServerConfig(t *testing.T) {
 			t.Setenv("LAKEPIPE_CODEC_KEY", c.key)
 			t.Setenv("LAKEPIPE_CODEC_TOKEN", c.token)
 			var stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"codec-server", "-listen", "127.0.0.1:0"}, c.args...), nil, io.Discard, &stderr)
+			// A server that starts after all would serve until cancelled:
+			// the test then fails instead of hanging.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			code := run(ctx, append([]string{"codec-server", "-listen", "127.0.0.1:0"}, c.args...), nil, io.Discard, &stderr)
 			if code != 2 || !strings.Contains(stderr.String(), c.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr.String(), c.want)
 			}
