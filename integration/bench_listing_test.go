@@ -39,7 +39,9 @@ func BenchmarkPipeListing(b *testing.B) {
 	root := filepath.Join(stateDir(), "s3", "root", s3Bucket, filepath.FromSlash(rel))
 	// Removed before the bench's own clean-up, which would delete the
 	// objects one S3 request at a time.
-	b.Cleanup(func() { os.RemoveAll(filepath.Join(stateDir(), "s3", "root", s3Bucket, strings.TrimSuffix(p.prefix, "/"))) })
+	b.Cleanup(func() {
+		os.RemoveAll(filepath.Join(stateDir(), "s3", "root", s3Bucket, strings.TrimSuffix(p.prefix, "/")))
+	})
 	key := func(i int) string { return fmt.Sprintf("d%04d/f%07d.csv", i/perDir, i) }
 
 	made := time.Now()

@@ -102,3 +102,36 @@ func TestPipeIncrementalListing(t *testing.T) {
 		recordHistory(t, s, wfID, filepath.Join(record, "pipe_local_listing.json"))
 	}
 }
+
+// TestPipeListingFilters: a pipe with SUBDIRECTORY and REGEXP loads only
+// the files both select, on its full and on its incremental turns.
+func TestPipeListingFilters(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("flt_vol", "flt", false)
+	s.pipeTable("t")
+	s.run(`CREATE PIPE flt_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO t FROM VOLUME flt_vol USING CSV SUBDIRECTORY 'in/' REGEXP '.*[.]csv$'`)
+	c := rawS3(t)
+	put := func(rel string, id int) {
+		t.Helper()
+		data := csvRows(id, 1)
+		if _, err := c.PutObject(s.Ctx, s3Bucket, s.key("flt/"+rel), strings.NewReader(string(data)), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+			t.Fatalf("upload %s: %v", rel, err)
+		}
+	}
+	put("in/a1.csv", 1)
+	put("in/a2.txt", 2)  // not selected by REGEXP
+	put("out/a3.csv", 3) // not in SUBDIRECTORY
+	pipeWait(t, time.Minute, "in/a1.csv did not load", func() bool { return s.pipeScalar("SELECT count() FROM t WHERE id = 1") == "1" })
+	pipeWait(t, time.Minute, "the listing did not become incremental", func() bool {
+		return strings.HasPrefix(s.pipeDesc("flt_pipe")["listing"], "incremental")
+	})
+	put("in/b1.csv", 4)
+	put("in/b2.txt", 5)
+	put("out/b3.csv", 6)
+	pipeWait(t, time.Minute, "in/b1.csv did not load on an incremental turn", func() bool { return s.pipeScalar("SELECT count() FROM t WHERE id = 4") == "1" })
+	s.pipeWaitTurns("flt_pipe", 2, 30*time.Second)
+	if n, sum := s.pipeScalar("SELECT count(*) FROM t"), s.pipeScalar("SELECT sum(id) FROM t"); n != "2" || sum != "5" {
+		t.Fatalf("%s rows with ids summing to %s, want ids 1 and 4 (only in/*.csv)", n, sum)
+	}
+}

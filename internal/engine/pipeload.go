@@ -37,6 +37,7 @@ type PipeRun struct {
 	opts    formats.Options
 	onError string
 	purge   bool
+	re      *regexp.Regexp // the COPY's REGEXP, nil without one
 	// tableCreated tells this table's load records from those of an
 	// earlier table of the same name.
 	tableCreated time.Time
@@ -87,6 +88,11 @@ func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	}
 	if run.opts, err = e.fileOptions(cp.Volume); err != nil {
 		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+	}
+	if re := cp.Volume.Regexp; re != nil {
+		if run.re, err = regexp.Compile(*re); err != nil {
+			return nil, permanent(fmt.Errorf("pipe %s: REGEXP %q: %v", p.Name, *re, err))
+		}
 	}
 	// A pipe's default is to skip a file with a bad row (Snowpipe's
 	// SKIP_FILE): the file is recorded FAILED and the pipe goes on.
@@ -171,13 +177,6 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		files, backlog, err := r.listSelected(ctx, hints, limit)
 		return files, backlog, workflows.ListState{}, err
 	}
-	var re *regexp.Regexp
-	if r.copy.Volume.Regexp != nil {
-		var err error
-		if re, err = regexp.Compile(*r.copy.Volume.Regexp); err != nil {
-			return nil, 0, state, permanent(fmt.Errorf("pipe %s: REGEXP %q: %v", r.Name, *r.copy.Volume.Regexp, err))
-		}
-	}
 	now := time.Now().UTC()
 	full := r.FullListingDue(state)
 	start := state.Cursor
@@ -211,10 +210,10 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		nPrefix int                            // keys put in it
 	)
 	err := r.vol.ListPages(ctx, sub, start, func(page []objstore.Object) error {
-		if re != nil {
+		if r.re != nil {
 			kept := page[:0]
 			for _, o := range page {
-				if re.MatchString(o.Path) {
+				if r.re.MatchString(o.Path) {
 					kept = append(kept, o)
 				}
 			}
@@ -352,13 +351,7 @@ func (r *PipeRun) inScope(path string) bool {
 			return false
 		}
 	}
-	if src.Regexp != nil {
-		re, err := regexp.Compile(*src.Regexp)
-		if err != nil || !re.MatchString(path) {
-			return false
-		}
-	}
-	return true
+	return r.re == nil || r.re.MatchString(path)
 }
 
 // listSelected is ListFiles for a pipe whose COPY names its files: the
