@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"testing"
@@ -44,6 +45,26 @@ func kafkaBaseline(tb testing.TB, topic string, partitions int32, n int) time.Du
 	return time.Since(start)
 }
 
+// profilePhase starts a CPU profile into the file the environment
+// variable names, if it names one; the returned function stops it.
+func profilePhase(tb testing.TB, env string) func() {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		tb.Fatalf("%s: %v (a profile of the whole run, -cpuprofile, cannot be taken beside it)", env, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
+}
+
 // benchDuration reads a duration setting (e.g. "5s").
 func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
@@ -60,13 +81,16 @@ func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration 
 // run:
 //
 //	(a) throughput: N JSON log lines (LAKEPIPE_BENCH_KAFKA_RECORDS, default
-//	    1,000,000) on a 6-partition topic, loaded by the seed's pipe (three
+//	    1,000,000) on a 6-partition topic, loaded by the Kafka pipe guide's pipe (three
 //	    PARSE_JSON fields, TIMESTAMP cast) from CREATE PIPE until every row
 //	    is visible, vs a plain franz-go consumer that only reads the same
 //	    records (measured before and after the pipe; target ratio ≥ 0.5);
 //	(b) latency with BATCH_INTERVAL_IN_SECONDS = '1': one record produced at
 //	    a random moment, the table polled until its row is visible, 40 times
 //	    (LAKEPIPE_BENCH_KAFKA_LATENCY); target p50 < 1.5 s.
+//
+// LAKEPIPE_BENCH_KAFKA_PROFILE=file writes a CPU profile of the pipe's
+// phase alone (the worker runs in this process): go tool pprof file.
 //
 // LAKEPIPE_BENCH_KAFKA_RAW=1 measures the lightest pipe instead (the value
 // as one string, no JSON), to tell evaluation cost from the rest.
@@ -107,6 +131,9 @@ func BenchmarkKafkaPipe(b *testing.B) {
 		// The lightest pipe: the value as one string, no JSON.
 		pipeSQL = fmt.Sprintf(`CREATE PIPE bench_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO logs (message) FROM (SELECT CAST(VALUE AS STRING) AS message FROM READ_KAFKA('%s', '%s', '', 'bench_%s', '', '', '', '', 'raw', 'raw', 0, map()))`, kafkaAddr, topic, p.id)
 	}
+	chPid := pidOf(b, "clickhouse")
+	cpu0, chCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(chPid)
+	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_KAFKA_PROFILE")
 	p.run(pipeSQL)
 	for p.count("logs") < int64(n) {
 		if time.Since(start) > 20*time.Minute {
@@ -115,6 +142,11 @@ func BenchmarkKafkaPipe(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	pipe := time.Since(start)
+	stopProfile()
+	// The worker runs in this process; besides it, only the polling of
+	// the row count above (a query every 50 ms) is counted.
+	workerCPU := (cpuSeconds(os.Getpid()) - cpu0) / (float64(n) / 1e6)
+	chCPU := (cpuSeconds(chPid) - chCPU0) / (float64(n) / 1e6)
 	if got := p.count("logs"); got != int64(n) {
 		b.Fatalf("pipe loaded %d rows, want %d", got, n)
 	}
@@ -152,12 +184,16 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	b.ReportMetric(rate(pipe), "pipe_records/s")
 	b.ReportMetric(rate(base), "consumer_records/s")
 	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(workerCPU, "worker_cpu_s/M_records")
+	b.ReportMetric(chCPU, "clickhouse_cpu_s/M_records")
 	b.ReportMetric(benchMS(benchPercentile(lat, 50)), "latency_p50_ms")
 	b.ReportMetric(benchMS(benchPercentile(lat, 95)), "latency_p95_ms")
-	fmt.Printf("\nKafka pipe throughput, %d JSON log lines on 6 partitions (seed pipe: PARSE_JSON ×3, TIMESTAMP cast):\n", n)
+	fmt.Printf("\nKafka pipe throughput, %d JSON log lines on 6 partitions (the Kafka pipe guide's pipe: PARSE_JSON ×3, TIMESTAMP cast):\n", n)
 	fmt.Printf("  plain franz-go consumer (read only) %9.0f records/s (%v, %v)\n", rate(base), base1.Round(time.Millisecond), base2.Round(time.Millisecond))
 	fmt.Printf("  pipe, topic to visible rows         %9.0f records/s (%v)\n", rate(pipe), pipe.Round(time.Millisecond))
 	fmt.Printf("  ratio %.2f (target ≥ 0.5)\n", ratio)
+	fmt.Printf("  worker CPU %.2f s per million records (target ≤ 1.2); ClickHouse %.2f s; the pipe took %.2f cores of 2 for %v\n",
+		workerCPU, chCPU, (workerCPU+chCPU)*float64(n)/1e6/pipe.Seconds(), pipe.Round(time.Millisecond))
 	fmt.Printf("Kafka pipe latency, BATCH_INTERVAL_IN_SECONDS = '1', %d records produced at random moments:\n", nLat)
 	fmt.Printf("  p50 %.0f ms  p95 %.0f ms  min %.0f ms  max %.0f ms (target p50 < 1500 ms)\n",
 		benchMS(benchPercentile(lat, 50)), benchMS(benchPercentile(lat, 95)), benchMS(lat[0]), benchMS(lat[len(lat)-1]))

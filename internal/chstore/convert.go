@@ -87,6 +87,17 @@ func text(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // formats.ClickHouseType), so ValueStr is left for mismatches such as a
 // Float64 array loaded into an Int32 column.
 func cell(src *formats.Vector, r int) (string, bool) {
+	if src.Null != nil && src.Null[r] && src.Text == nil {
+		return "", true
+	}
+	switch {
+	case src.Int != nil:
+		return strconv.FormatInt(src.Int[r], 10), false
+	case src.Float != nil:
+		return strconv.FormatFloat(src.Float[r], 'g', -1, 64), false
+	case src.Time != nil:
+		return src.Time[r].UTC().Format("2006-01-02 15:04:05.999999999"), false
+	}
 	if src.Arrow != nil {
 		if src.Arrow.IsNull(r) {
 			return "", true
@@ -128,6 +139,19 @@ func (c *intCol[T]) addNull(n int) {
 
 func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
 	if c.addArrow(src.Arrow, rows, bad) {
+		return
+	}
+	if src.Int != nil {
+		for r, v := range src.Int[:rows] {
+			if src.Null[r] {
+				c.put(0, true)
+				continue
+			}
+			if v < c.min || v > c.max {
+				bad(r, fmt.Sprintf("%d is out of range", v))
+			}
+			c.put(T(v), false)
+		}
 		return
 	}
 	for r := 0; r < rows; r++ {
@@ -385,6 +409,25 @@ func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) 
 		addFloats(c, a, a.Uint64Values(), rows, bad)
 		return
 	}
+	if src.Float != nil || src.Int != nil {
+		for r := 0; r < rows; r++ {
+			if src.Null[r] {
+				c.put(0, true)
+				continue
+			}
+			var v float64
+			if src.Float != nil {
+				v = src.Float[r]
+			} else {
+				v = float64(src.Int[r])
+			}
+			if c.bits == 32 && math.Abs(v) > math.MaxFloat32 && !math.IsInf(v, 0) {
+				bad(r, fmt.Sprintf("%g is out of range", v))
+			}
+			c.put(T(v), false)
+		}
+		return
+	}
 	for r := 0; r < rows; r++ {
 		s, null := cell(src, r)
 		if null || s == "" {
@@ -469,6 +512,13 @@ func (c *stringCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 	// the accessor is not inlined, which costs a third of the time.
 	switch a := src.Arrow.(type) {
 	case nil: // text cells, below
+		if src.Text == nil && (src.Int != nil || src.Float != nil || src.Time != nil) {
+			for r := 0; r < rows; r++ {
+				s, null := cell(src, r)
+				c.put(s, null)
+			}
+			return
+		}
 	case *array.String:
 		hasNull := a.NullN() > 0
 		for r := range rows {
@@ -773,6 +823,16 @@ func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
 		return
 	case *array.Date64:
 		addTimes(c, a, a.Date64Values(), rows, arrow.Date64.ToTime)
+		return
+	}
+	if src.Time != nil {
+		for r, t := range src.Time[:rows] {
+			if src.Null[r] {
+				c.put(time.Unix(0, 0).UTC(), true)
+				continue
+			}
+			c.put(t.UTC(), false)
+		}
 		return
 	}
 	for r := 0; r < rows; r++ {

@@ -2,6 +2,7 @@ package chstore
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"slices"
@@ -446,6 +447,62 @@ func TestDecimalTextFits(t *testing.T) {
 		col.add(&formats.Vector{Text: [][]byte{[]byte(tt.in)}, Null: []bool{false}}, 1, func(int, string) { bad = true })
 		if bad == tt.ok {
 			t.Errorf("%s ← %q: refused %v, want %v", tt.target, tt.in, bad, !tt.ok)
+		}
+	}
+}
+
+// TestTypedVectorsMatchText: values handed over typed (a Kafka pipe's
+// evaluated columns) load as the same values, with the same rows
+// rejected, as their text would.
+func TestTypedVectorsMatchText(t *testing.T) {
+	ts := []time.Time{
+		time.Date(2026, 12, 2, 10, 1, 2, 0, time.UTC),
+		time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+		{},
+		time.Date(1999, 1, 2, 3, 4, 5, 123456789, time.UTC),
+	}
+	ints := []int64{1, -5, 0, 300, math.MaxInt64}
+	floats := []float64{1.5, -2, 0, 1e300, math.Inf(1)}
+	null := func(n, at int) []bool { b := make([]bool, n); b[at] = true; return b }
+	cases := []struct {
+		chType string
+		typed  formats.Vector
+	}{
+		{"DateTime", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Nullable(DateTime)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Date", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Nullable(Date)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"DateTime64(3)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Int64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Nullable(Int32)", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"UInt8", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"UInt64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Float64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Float64", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"Nullable(Float32)", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"String", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"Nullable(String)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+	}
+	for _, c := range cases {
+		rows := len(c.typed.Null)
+		text := formats.Vector{Null: c.typed.Null}
+		for r := 0; r < rows; r++ {
+			s, _ := cell(&c.typed, r)
+			text.Text = append(text.Text, []byte(s))
+		}
+		load := func(v *formats.Vector) (string, []int) {
+			col, err := newColumn(c.chType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bad []int
+			col.add(v, rows, func(r int, _ string) { bad = append(bad, r) })
+			return show(col.values()), bad
+		}
+		gotV, gotBad := load(&c.typed)
+		wantV, wantBad := load(&text)
+		if gotV != wantV || fmt.Sprint(gotBad) != fmt.Sprint(wantBad) {
+			t.Errorf("%s: typed gives %s (bad rows %v), text %s (bad rows %v)", c.chType, gotV, gotBad, wantV, wantBad)
 		}
 	}
 }

@@ -220,6 +220,7 @@ func (in *Inserter) Add(b *formats.Batch, source []int) (_ []RowError, err error
 		if v.Arrow != nil {
 			in.pendingBytes += v.Arrow.Data().Len() * 8
 		}
+		in.pendingBytes += 8*(len(v.Int)+len(v.Float)) + 24*len(v.Time)
 	}
 	if in.staging && in.pendingBytes > in.stageLimit {
 		return errs, fmt.Errorf("insert into %s.%s: %w (over %d bytes)", in.db, in.table, ErrStageFull, in.stageLimit)

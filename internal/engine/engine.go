@@ -16,6 +16,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -68,7 +69,15 @@ type Engine struct {
 	// plans caches incremental refresh plans (see refreshCached); copies
 	// of the engine share it.
 	plans *planCache
+	// kafka keeps each Kafka pipe's client between its batches; shared by
+	// copies.
+	kafka *kafka.Pool
 }
+
+// kafkaClientIdle is how long a Kafka pipe's client is kept unused: longer
+// than the default BATCH_INTERVAL_IN_SECONDS (60), so that a pipe's
+// batches find it.
+const kafkaClientIdle = 3 * time.Minute
 
 // New returns an engine over an opened catalog.
 func New(cat *catalog.Catalog, cfg Config) *Engine {
@@ -90,7 +99,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache)}
+	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle)}
 }
 
 // Result is what a statement returns: rows with named columns, or just a

@@ -22,6 +22,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/schemas"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 
@@ -146,7 +147,8 @@ type KafkaPipeRun struct {
 	rk     readKafka
 	prog   *recordeval.Program
 	target loadTarget
-	source []int // target column ← program column
+	source []int  // target column ← program column
+	typed  []bool // program columns handed over as values, not text
 	// Warn reports trouble that does not fail a batch (nil: ignored).
 	Warn func(msg string)
 }
@@ -200,7 +202,42 @@ func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.Cop
 	if run.source, err = mapColumns("the SELECT list", src, run.target, true); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
+	run.typed = typedColumns(prog, run.source, run.target.cols)
 	return run, nil
+}
+
+// typedColumns says which columns of the SELECT list go to the Inserter as
+// values rather than text: those whose type always is one the columns they
+// feed take as it is (a TIMESTAMP into a DateTime, a BIGINT into any
+// integer or float column). Writing a value out and parsing it again was a
+// fifth of a Kafka pipe's CPU.
+func typedColumns(prog *recordeval.Program, source []int, targets []formats.Column) []bool {
+	typed := make([]bool, len(prog.Columns))
+	used := make([]bool, len(prog.Columns))
+	for j, i := range source {
+		if i < 0 || i >= len(typed) {
+			continue
+		}
+		ok := typedFits(prog.Typed(i), targets[j].Type)
+		typed[i] = ok && (typed[i] || !used[i])
+		used[i] = true
+	}
+	return typed
+}
+
+func typedFits(typed, chType string) bool {
+	base, _ := schemas.BaseOf(chType)
+	isInt := strings.HasPrefix(base, "Int") || strings.HasPrefix(base, "UInt")
+	isFloat := base == "Float32" || base == "Float64"
+	switch typed {
+	case "BIGINT":
+		return isInt || isFloat
+	case "DOUBLE":
+		return isFloat
+	case "TIMESTAMP", "DATE":
+		return base == "Date" || strings.HasPrefix(base, "DateTime")
+	}
+	return false
 }
 
 // createKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
@@ -351,13 +388,20 @@ type badRecord struct {
 //
 // When the batch has more bad records than max_errors still allows, none
 // of it is kept and the result says to pause.
-func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInput, retried bool) (workflows.KafkaBatchResult, error) {
+func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInput, retried bool) (_ workflows.KafkaBatchResult, err error) {
 	res := workflows.KafkaBatchResult{Offsets: in.Offsets}
-	cl, err := kafka.Open(r.rk.src)
+	// The pipe's client from its last batch, unless this is a retry: a
+	// batch that failed starts over on fresh connections.
+	var cl *kafka.Client
+	if retried {
+		cl, err = kafka.Open(r.rk.src)
+	} else {
+		cl, err = r.e.kafka.Get(r.rk.src)
+	}
 	if err != nil {
 		return res, err
 	}
-	defer cl.Close()
+	defer func() { r.e.kafka.Put(cl, err != nil) }()
 	end, err := cl.EndOffsets(ctx)
 	if err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
@@ -421,7 +465,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 	evaluators := min(runtime.GOMAXPROCS(0), 8)
 	free := make(chan *evalBatch, evaluators+2)
 	for i := 0; i < cap(free); i++ {
-		free <- &evalBatch{b: r.prog.NewBatch(batchRows), where: make([][2]int64, 0, batchRows)}
+		free <- &evalBatch{b: r.prog.NewBatch(batchRows, r.typed), where: make([][2]int64, 0, batchRows)}
 	}
 	full := make(chan *evalBatch, 2)
 	var mu sync.Mutex // guards bad
@@ -462,6 +506,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 	for i := 0; i < evaluators; i++ {
 		evals.Go(func() {
 			var rec recordeval.Record
+			ev := r.prog.Evaluator()
 			for chunk := range chunks {
 				if over() {
 					continue // the batch is lost anyway: drain
@@ -472,7 +517,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 					for _, h := range kr.Headers {
 						rec.Headers = append(rec.Headers, recordeval.Header{Key: h.Key, Value: h.Value})
 					}
-					kept, err := r.prog.Append(eb.b, &rec)
+					kept, err := ev.Append(eb.b, &rec)
 					if err != nil {
 						addBad(badRecord{partition: kr.Partition, offset: kr.Offset, msg: err.Error()})
 						continue

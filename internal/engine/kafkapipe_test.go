@@ -73,3 +73,26 @@ func TestKafkaQueryShape(t *testing.T) {
 		}
 	}
 }
+
+func TestTypedFits(t *testing.T) {
+	for _, c := range []struct {
+		typed, chType string
+		want          bool
+	}{
+		{"TIMESTAMP", "DateTime", true},
+		{"TIMESTAMP", "Nullable(DateTime64(3))", true},
+		{"DATE", "Date", true},
+		{"TIMESTAMP", "String", false},
+		{"BIGINT", "Int32", true},
+		{"BIGINT", "Nullable(UInt8)", true},
+		{"BIGINT", "Float64", true},
+		{"BIGINT", "Decimal(10, 2)", false},
+		{"DOUBLE", "Float32", true},
+		{"DOUBLE", "Int64", false},
+		{"", "String", false},
+	} {
+		if got := typedFits(c.typed, c.chType); got != c.want {
+			t.Errorf("typedFits(%q, %q) = %v", c.typed, c.chType, got)
+		}
+	}
+}

@@ -6,6 +6,8 @@
 package formats
 
 import (
+	"time"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -19,10 +21,16 @@ type Column struct {
 
 // Vector holds one column of a batch. Text formats fill Text and Null
 // (Text[i] is only valid until the next call to Next); Parquet fills Arrow.
+// A Kafka pipe's evaluated SELECT list hands over values whose type matches
+// the target column as they are, so that they are not written out as text
+// and parsed again: Int, Float or Time (UTC) instead of Text, with Null.
 type Vector struct {
 	Text  [][]byte
 	Null  []bool
 	Arrow arrow.Array
+	Int   []int64
+	Float []float64
+	Time  []time.Time
 }
 
 // RowError is a row the reader could not parse; the row is left out of the

@@ -33,6 +33,11 @@ type Client struct {
 	st  *settings
 	cl  *kgo.Client
 	adm *kadm.Client
+	key [32]byte // in a Pool
+	// cons reads records; it is made by the first Read and kept for the
+	// next ones (see Pool), assigned the partitions of each Read.
+	cons     *kgo.Client
+	assigned []int32
 }
 
 // Open prepares a client; connections are made on first use.
@@ -45,11 +50,16 @@ func Open(src Source) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka %s: %w", strings.Join(src.Bootstrap, ","), err)
 	}
-	return &Client{src: src, st: st, cl: cl, adm: kadm.NewClient(cl)}, nil
+	return &Client{src: src, st: st, cl: cl, adm: kadm.NewClient(cl), key: src.key()}, nil
 }
 
 // Close ends the client's connections.
-func (c *Client) Close() { c.cl.Close() }
+func (c *Client) Close() {
+	if c.cons != nil {
+		c.cons.Close()
+	}
+	c.cl.Close()
+}
 
 // MaxPollRecords is the most records one turn reads (max.poll.records).
 func (c *Client) MaxPollRecords() int { return c.st.maxPollRecords }
@@ -151,6 +161,38 @@ func (c *Client) CommitGroup(ctx context.Context, off Offsets) error {
 	return nil
 }
 
+// consumer returns the client's consumer, reading assign: the consumer of
+// the last Read reassigned (which drops what it fetched beyond that Read's
+// end), else a new one.
+func (c *Client) consumer(assign map[int32]kgo.Offset) (*kgo.Client, error) {
+	if c.cons != nil {
+		c.cons.RemoveConsumePartitions(map[string][]int32{c.src.Topic: c.assigned})
+		c.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.src.Topic: assign})
+	} else {
+		// kgo's fetch sizes (Kafka's defaults, 1 MiB per partition) unless
+		// the pipe's map sets them: 4 MiB read a 1 M-record backlog from
+		// the local Kafka server 2-3 times slower than 1 MiB (measured
+		// 2026-12-03).
+		opts := append([]kgo.Opt{}, c.st.opts...)
+		opts = append(opts,
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.src.Topic: assign}),
+			// A partition whose offset is out of range (retention removed
+			// it) resumes at its oldest record: the gap is the broker's
+			// doing.
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		cons, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, err
+		}
+		c.cons = cons
+	}
+	c.assigned = c.assigned[:0]
+	for p := range assign {
+		c.assigned = append(c.assigned, p)
+	}
+	return c.cons, nil
+}
+
 // Read calls fn for the records from `from` up to (not including) `until`,
 // at most max of them, partition by partition in offset order (partitions
 // interleave). It returns the offsets after the last record handed to fn.
@@ -168,28 +210,25 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 	if len(assign) == 0 || max <= 0 {
 		return next, nil
 	}
-	// kgo's fetch sizes (Kafka's defaults, 1 MiB per partition) unless the
-	// pipe's map sets them: 4 MiB read a 1 M-record backlog from the local
-	// Kafka server 2-3 times slower than 1 MiB (measured 2026-12-03).
-	opts := append([]kgo.Opt{}, c.st.opts...)
-	opts = append(opts,
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.src.Topic: assign}),
-		// A partition whose offset is out of range (retention removed it)
-		// resumes at its oldest record: the gap is the broker's doing.
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	cons, err := kgo.NewClient(opts...)
+	cons, err := c.consumer(assign)
 	if err != nil {
 		return next, c.wrap("consume", err)
 	}
-	defer cons.Close()
 
 	// kgo issues the next fetch only once the last one has been polled; a
 	// poller of its own lets the broker serve (and kgo decode) the next
 	// fetch while fn works on this one.
 	pctx, stopPolling := context.WithCancel(ctx)
-	defer stopPolling()
 	fetches := make(chan kgo.Fetches, 1)
+	polled := make(chan struct{})
+	// The consumer outlives this Read: its poller must be gone before the
+	// next Read assigns it, or it would take that Read's records.
+	defer func() {
+		stopPolling()
+		<-polled
+	}()
 	go func() {
+		defer close(polled)
 		defer close(fetches)
 		for pctx.Err() == nil {
 			wctx, cancel := context.WithTimeout(pctx, time.Second)

@@ -58,6 +58,9 @@ func Compile(sel *sqlparse.Select, keyFormat, valueFormat string) (*Program, err
 		p.Columns = append(p.Columns, outputName(it, i+1))
 		p.cols = append(p.cols, n)
 	}
+	for _, n := range p.cols {
+		p.kinds = append(p.kinds, staticKind(n))
+	}
 	if sel.Where != nil {
 		if p.where, err = c.expr(sel.Where); err != nil {
 			return nil, fmt.Errorf("WHERE: %w", err)

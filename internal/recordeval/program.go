@@ -51,22 +51,49 @@ type Program struct {
 	where     node
 	keyJSON   bool
 	valueJSON bool
-	nslots    int // memoized JSON parses
-	keySlot   int // memo slots of the 'json' key and value, or -1
+	kinds     []kind // static kind of each output column, or kUnknown
+	nslots    int    // memoized JSON parses
+	keySlot   int    // memo slots of the 'json' key and value, or -1
 	valSlot   int
 	pool      sync.Pool
 }
 
+// Typed is the type output column i always has when it can be handed over
+// as a value rather than text: "BIGINT" (Vector.Int), "DOUBLE"
+// (Vector.Float), "TIMESTAMP" or "DATE" (Vector.Time); else "".
+func (p *Program) Typed(i int) string {
+	switch k := p.kinds[i]; k {
+	case kInt, kFloat, kTime, kDate:
+		return k.String()
+	}
+	return ""
+}
+
 // NewBatch returns an empty batch with one vector per output column, with
-// room for capacity rows.
-func (p *Program) NewBatch(capacity int) *formats.Batch {
+// room for capacity rows. Columns i with typed[i] (see Typed) get their
+// values as Int, Float or Time; the others as Text.
+func (p *Program) NewBatch(capacity int, typed []bool) *formats.Batch {
 	b := &formats.Batch{
 		Cols: make([]formats.Vector, len(p.Columns)),
 		Line: make([]int64, 0, capacity),
 	}
 	for i := range b.Cols {
-		b.Cols[i].Text = make([][]byte, 0, capacity)
-		b.Cols[i].Null = make([]bool, 0, capacity)
+		v := &b.Cols[i]
+		v.Null = make([]bool, 0, capacity)
+		if i >= len(typed) || !typed[i] {
+			v.Text = make([][]byte, 0, capacity)
+			continue
+		}
+		switch p.kinds[i] {
+		case kInt:
+			v.Int = make([]int64, 0, capacity)
+		case kFloat:
+			v.Float = make([]float64, 0, capacity)
+		case kTime, kDate:
+			v.Time = make([]time.Time, 0, capacity)
+		default:
+			v.Text = make([][]byte, 0, capacity)
+		}
 	}
 	return b
 }
@@ -80,6 +107,7 @@ func ResetBatch(b *formats.Batch) {
 		clear(v.Text)
 		v.Text = v.Text[:0]
 		v.Null = v.Null[:0]
+		v.Int, v.Float, v.Time = v.Int[:0], v.Float[:0], v.Time[:0]
 	}
 	b.Rows = 0
 	b.Line = b.Line[:0]
@@ -94,30 +122,63 @@ func ResetBatch(b *formats.Batch) {
 // "yesterday" to TIMESTAMP`. Such errors are about the record's data: the
 // same record always fails the same way. Append never panics on any record.
 func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
+	st := p.getState()
+	kept, err, ok := p.append(st, b, r)
+	if ok {
+		p.putState(st)
+	}
+	return kept, err
+}
+
+// Evaluator is Append for one goroutine: it keeps its scratch memory from
+// one record to the next instead of taking it from a pool each time.
+type Evaluator struct {
+	p  *Program
+	st *state
+}
+
+// Evaluator returns an Evaluator of p; use one per goroutine.
+func (p *Program) Evaluator() *Evaluator { return &Evaluator{p: p, st: p.getState()} }
+
+// Append is Program.Append.
+func (e *Evaluator) Append(b *formats.Batch, r *Record) (bool, error) {
+	kept, err, ok := e.p.append(e.st, b, r)
+	if !ok {
+		e.st = &state{p: e.p, memo: make([]memo, e.p.nslots), outs: make([]value, 0, len(e.p.cols))}
+	}
+	e.st.r = nil // the record is the caller's again
+	return kept, err
+}
+
+// append is Append with st; ok is false when evaluation panicked, leaving
+// st in a state not to be used again.
+func (p *Program) append(st *state, b *formats.Batch, r *Record) (kept bool, err error, ok bool) {
 	if len(b.Cols) != len(p.cols) {
-		return false, fmt.Errorf("recordeval: batch has %d columns, the SELECT list has %d", len(b.Cols), len(p.cols))
+		return false, fmt.Errorf("recordeval: batch has %d columns, the SELECT list has %d", len(b.Cols), len(p.cols)), true
 	}
 	// A record nobody foresaw must not take the worker down: a panic while
 	// evaluating it makes it a bad record, and the batch is left as it was
 	// before it. (Evaluation runs on the pipe's evaluator goroutines, where
-	// nothing else would recover.) The state is not put back: it may be
+	// nothing else would recover.) The state is not used again: it may be
 	// half updated.
 	rows := b.Rows
-	st := p.getState()
+	ok = true
 	defer func() {
 		if v := recover(); v != nil {
 			for i := range b.Cols {
-				b.Cols[i].Text = b.Cols[i].Text[:min(rows, len(b.Cols[i].Text))]
-				b.Cols[i].Null = b.Cols[i].Null[:min(rows, len(b.Cols[i].Null))]
+				v := &b.Cols[i]
+				v.Text = v.Text[:min(rows, len(v.Text))]
+				v.Null = v.Null[:min(rows, len(v.Null))]
+				v.Int = v.Int[:min(rows, len(v.Int))]
+				v.Float = v.Float[:min(rows, len(v.Float))]
+				v.Time = v.Time[:min(rows, len(v.Time))]
 			}
 			b.Line, b.Rows = b.Line[:min(rows, len(b.Line))], rows
-			kept, err = false, fmt.Errorf("the record could not be evaluated: %s", errtext.Cap(fmt.Sprint(v), errtext.MaxValue))
-			return
+			kept, err, ok = false, fmt.Errorf("the record could not be evaluated: %s", errtext.Cap(fmt.Sprint(v), errtext.MaxValue)), false
 		}
-		p.putState(st)
 	}()
 	if err := st.begin(r); err != nil {
-		return false, err
+		return false, err, true
 	}
 	if p.where != nil {
 		v, err := p.where.eval(st)
@@ -125,24 +186,44 @@ func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
 			var t tri
 			t, err = st.truth(v)
 			if err == nil && t != triTrue {
-				return false, nil
+				return false, nil, true
 			}
 		}
 		if err != nil {
-			return false, fmt.Errorf("WHERE: %w", err)
+			return false, fmt.Errorf("WHERE: %w", err), true
 		}
 	}
 	outs := st.outs[:0]
 	for i, n := range p.cols {
 		v, err := n.eval(st)
 		if err != nil {
-			return false, fmt.Errorf("column %s: %w", p.Columns[i], err)
+			return false, fmt.Errorf("column %s: %w", p.Columns[i], err), true
 		}
 		outs = append(outs, v)
 	}
 	st.outs = outs
 	for i := range outs {
 		vec := &b.Cols[i]
+		if vec.Text == nil && outs[i].k != kNull && outs[i].k != p.kinds[i] && !(p.kinds[i] == kTime && outs[i].k == kDate) {
+			// Typed columns have a static kind: anything else is a bug,
+			// which this record reports rather than a wrong value.
+			return false, fmt.Errorf("column %s: a %s where a %s was expected", p.Columns[i], outs[i].k, p.kinds[i]), true
+		}
+	}
+	for i := range outs {
+		vec := &b.Cols[i]
+		if v := outs[i]; vec.Text == nil {
+			switch p.kinds[i] {
+			case kInt:
+				vec.Int = append(vec.Int, v.i)
+			case kFloat:
+				vec.Float = append(vec.Float, v.f)
+			default:
+				vec.Time = append(vec.Time, v.t)
+			}
+			vec.Null = append(vec.Null, v.k == kNull)
+			continue
+		}
 		s, null := st.text(outs[i])
 		var cell []byte
 		if !null {
@@ -153,7 +234,7 @@ func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
 	}
 	b.Line = append(b.Line, r.Offset)
 	b.Rows++
-	return true, nil
+	return true, nil, true
 }
 
 func (p *Program) getState() *state {

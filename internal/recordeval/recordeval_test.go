@@ -2,6 +2,7 @@ package recordeval
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,7 +98,7 @@ func row(b *formats.Batch, i int) []string {
 
 // evalRow evaluates r and returns its cells ("NULL" for NULL).
 func evalRow(p *Program, r *Record) ([]string, bool, error) {
-	b := p.NewBatch(1)
+	b := p.NewBatch(1, nil)
 	kept, err := p.Append(b, r)
 	if err != nil || !kept {
 		if b.Rows != 0 || len(b.Line) != 0 || len(b.Cols[0].Text) != 0 {
@@ -773,7 +774,7 @@ func TestWhere(t *testing.T) {
 		`{"msg":"c"}`, // NULL level: filtered out
 		`{"level":"WARN","msg":"d"}`,
 	}
-	b := p.NewBatch(4)
+	b := p.NewBatch(4, nil)
 	var kept []bool
 	for i, v := range recs {
 		k, err := p.Append(b, &Record{Value: []byte(v), Offset: int64(100 + i)})
@@ -797,7 +798,7 @@ func TestWhere(t *testing.T) {
 		t.Errorf("failed records were appended: Rows=%d", b.Rows)
 	}
 	p, _ = compileSelect("offset", "value", "raw", "raw")
-	if _, err := p.Append(p.NewBatch(1), &Record{Value: []byte(`x`)}); err == nil || err.Error() != `WHERE: "x" is not a boolean` {
+	if _, err := p.Append(p.NewBatch(1, nil), &Record{Value: []byte(`x`)}); err == nil || err.Error() != `WHERE: "x" is not a boolean` {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -936,7 +937,7 @@ func TestCompileErrors(t *testing.T) {
 
 func TestBatch(t *testing.T) {
 	p := compilePipe(t, seedPipe)
-	b := p.NewBatch(2)
+	b := p.NewBatch(2, nil)
 	good := `{"time":"2024-01-15T10:30:00Z","level":"E","message":"m%d"}`
 	for i := range 5 {
 		if _, err := p.Append(b, &Record{Value: fmt.Appendf(nil, good, i), Offset: int64(i)}); err != nil {
@@ -964,7 +965,7 @@ func TestBatch(t *testing.T) {
 	}
 	// the output does not alias the record
 	rec := &Record{Value: []byte(`{"message":"abc"}`)}
-	b = p.NewBatch(1)
+	b = p.NewBatch(1, nil)
 	if _, err := p.Append(b, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -996,7 +997,7 @@ func TestConcurrentAppend(t *testing.T) {
 	errs := make(chan error, 4)
 	for g := range 4 {
 		wg.Go(func() {
-			b := p.NewBatch(100)
+			b := p.NewBatch(100, nil)
 			for i := range 500 {
 				v := fmt.Appendf(nil, `{"time":%d,"level":"L%d","message":"g%d-%d"}`, 1705314600+i, g, g, i)
 				if _, err := p.Append(b, &Record{Value: v}); err != nil {
@@ -1056,7 +1057,7 @@ func FuzzAppend(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
 		for _, p := range []*Program{p, extra, jsonProg} {
-			b := p.NewBatch(1)
+			b := p.NewBatch(1, nil)
 			kept, err := p.Append(b, &Record{Value: v})
 			switch {
 			case err != nil && (kept || b.Rows != 0):
@@ -1088,7 +1089,7 @@ func BenchmarkSeedProgram(b *testing.B) {
 	}
 	b.SetBytes(int64(size / len(recs)))
 	b.ReportAllocs()
-	batch := p.NewBatch(4096)
+	batch := p.NewBatch(4096, nil)
 	n := 0
 	for b.Loop() {
 		if batch.Rows == 4096 {
@@ -1110,7 +1111,7 @@ func TestAppendPanicIsBadRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := p.NewBatch(4)
+	b := p.NewBatch(4, nil)
 	if _, err := p.Append(b, &Record{Value: []byte("a"), Offset: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -1123,5 +1124,71 @@ func TestAppendPanicIsBadRecord(t *testing.T) {
 	}
 	if b.Rows != 2 || fmt.Sprint(row(b, 0), row(b, 1)) != "[1 a] [2 b]" || fmt.Sprint(b.Line) != "[1 2]" {
 		t.Errorf("batch: Rows=%d Line=%v %v %v", b.Rows, b.Line, row(b, 0), row(b, 1))
+	}
+}
+
+// TestTypedBatch: columns asked for typed hold the values their text
+// would show; the others stay text; a record that fails leaves a typed
+// batch as it was.
+func TestTypedBatch(t *testing.T) {
+	p, err := compileSelect(`CAST(PARSE_JSON(VALUE::STRING)['time'] AS TIMESTAMP) AS ts, CAST(PARSE_JSON(VALUE::STRING)['d'] AS DATE) AS d,
+		PARSE_JSON(VALUE::STRING)['n']::BIGINT AS n, PARSE_JSON(VALUE::STRING)['f']::DOUBLE AS f, "offset" AS o, PARSE_JSON(VALUE::STRING)['s']::STRING AS s`, "", "raw", "raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTyped := []string{"TIMESTAMP", "DATE", "BIGINT", "DOUBLE", "BIGINT", ""}
+	for i, w := range wantTyped {
+		if got := p.Typed(i); got != w {
+			t.Errorf("Typed(%d) = %q, want %q", i, got, w)
+		}
+	}
+	values := []string{
+		`{"time": "2026-12-02 10:01:02.5", "d": "2026-12-02", "n": 42, "f": 1.25, "s": "x"}`,
+		`{"time": null, "n": "-7", "f": "1e300", "s": null}`,
+		`{"time": "2026-12-02T10:01:02Z", "d": "2026-01-31", "n": 9223372036854775807, "f": 3}`,
+	}
+	typed := p.NewBatch(len(values), []bool{true, true, true, true, true, true})
+	text := p.NewBatch(len(values), nil)
+	for i, v := range values {
+		for _, b := range []*formats.Batch{typed, text} {
+			if _, err := p.Append(b, &Record{Value: []byte(v), Offset: int64(i)}); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+		}
+	}
+	if typed.Cols[5].Text == nil || typed.Cols[0].Text != nil || len(typed.Cols[0].Time) != len(values) || len(typed.Cols[2].Int) != len(values) || len(typed.Cols[3].Float) != len(values) {
+		t.Fatalf("typed batch holds the wrong vectors: %+v", typed.Cols)
+	}
+	for r := range values {
+		for c, v := range typed.Cols {
+			want := row(text, r)[c]
+			var got string
+			switch {
+			case v.Null[r]:
+				got = nullCell
+			case v.Int != nil:
+				got = strconv.FormatInt(v.Int[r], 10)
+			case v.Float != nil:
+				got = strconv.FormatFloat(v.Float[r], 'g', -1, 64)
+			case v.Time != nil && c == 1:
+				got = v.Time[r].Format("2006-01-02")
+			case v.Time != nil:
+				got = v.Time[r].Format("2006-01-02 15:04:05.999999999")
+			default:
+				got = string(v.Text[r])
+			}
+			if got != want {
+				t.Errorf("row %d column %s: typed %q, text %q", r, p.Columns[c], got, want)
+			}
+		}
+	}
+	// A record failing in a later column appends nothing.
+	if _, err := p.Append(typed, &Record{Value: []byte(`{"time": "2026-12-02 10:00:00", "n": "many"}`)}); err == nil {
+		t.Fatal("a bad BIGINT was accepted")
+	}
+	for c, v := range typed.Cols {
+		if n := len(v.Null); n != len(values) || len(v.Int)+len(v.Float)+len(v.Time)+len(v.Text) != len(values) {
+			t.Errorf("column %d grew on a failed record: %d nulls", c, n)
+		}
 	}
 }
