@@ -24,7 +24,8 @@ import (
 // events a turn adds. From /proc: the CPU of the test process (the worker
 // runs in it; target < 10 % of a core) and of the Temporal dev server.
 // The baseline, in the same run, is the same pipes' first, full listings,
-// made as regular activities.
+// made as regular activities. LAKEPIPE_BENCH_MANY_PROFILE=file writes a
+// CPU profile of the watched window.
 // Run: ./task bench:scale -- -bench BenchmarkScaleThousandPipes
 func BenchmarkScaleThousandPipes(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_MANY_PIPES", 1000)
@@ -53,9 +54,11 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	temporalPid := pidOf(b, "temporal")
 	selfCPU0, tempCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(temporalPid)
 	b.ResetTimer()
+	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_MANY_PROFILE")
 	from := time.Now()
 	time.Sleep(window)
 	to := time.Now()
+	stopProfile()
 	b.StopTimer()
 	selfCPU, tempCPU := cpuSeconds(os.Getpid())-selfCPU0, cpuSeconds(temporalPid)-tempCPU0
 

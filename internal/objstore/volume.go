@@ -6,6 +6,7 @@ package objstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -105,17 +107,42 @@ func Open(conn Conn, loc Location, recursive bool) (*Volume, error) {
 		// OSS and COS only serve virtual-hosted-style requests.
 		lookup = minio.BucketLookupDNS
 	}
-	client, err := minio.New(ep, &minio.Options{
-		Creds:        credentials.NewStaticV4(conn.AccessID, conn.AccessKey, ""),
-		Secure:       secure,
-		Region:       conn.Region,
-		BucketLookup: lookup,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("storage connection %s: endpoint %q: %v", conn.Name, conn.Endpoint, err)
+	key := sha256.Sum256(fmt.Appendf(nil, "%q\x00%v\x00%q\x00%d\x00%q\x00%q", ep, secure, conn.Region, lookup, conn.AccessID, conn.AccessKey))
+	clients.Lock()
+	client := clients.m[key]
+	clients.Unlock()
+	if client == nil {
+		var err error
+		client, err = minio.New(ep, &minio.Options{
+			Creds:        credentials.NewStaticV4(conn.AccessID, conn.AccessKey, ""),
+			Secure:       secure,
+			Region:       conn.Region,
+			BucketLookup: lookup,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("storage connection %s: endpoint %q: %v", conn.Name, conn.Endpoint, err)
+		}
+		clients.Lock()
+		if clients.m == nil || len(clients.m) >= maxClients {
+			clients.m = map[[32]byte]*minio.Client{}
+		}
+		clients.m[key] = client
+		clients.Unlock()
 	}
 	return &Volume{client: client, conn: conn, loc: loc, recursive: recursive}, nil
 }
+
+// clients are the S3 clients of the connections opened so far, by endpoint
+// and credentials (hashed: the key is not kept in clear beside them). A
+// client holds its own pool of HTTP connections; a pipe's turns reuse it
+// instead of dialling the store each turn, which was much of an idle
+// turn's cost. At most maxClients are kept (then the map starts over).
+var clients struct {
+	sync.Mutex
+	m map[[32]byte]*minio.Client
+}
+
+const maxClients = 256
 
 // Location returns where the volume is.
 func (v *Volume) Location() Location { return v.loc }
