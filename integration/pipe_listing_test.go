@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/worker"
+	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // TestPipeIncrementalListing: a LIST pipe whose files arrive in key order
@@ -133,5 +136,45 @@ func TestPipeListingFilters(t *testing.T) {
 	s.pipeWaitTurns("flt_pipe", 2, 30*time.Second)
 	if n, sum := s.pipeScalar("SELECT count(*) FROM t"), s.pipeScalar("SELECT sum(id) FROM t"); n != "2" || sum != "5" {
 		t.Fatalf("%s rows with ids summing to %s, want ids 1 and 4 (only in/*.csv)", n, sum)
+	}
+}
+
+// TestOpenPipeSeesCatalogChanges: a worker keeps a pipe it opened between
+// turns, checking with one query that the pipe, its table, volume and
+// connection are unchanged; a change to any of them gives the next turn a
+// newly built one, and a dropped pipe is gone at once.
+func TestOpenPipeSeesCatalogChanges(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("oc_vol", "oc", false)
+	s.pipeTable("t")
+	s.run(`CREATE PIPE oc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO t FROM VOLUME oc_vol USING CSV`)
+	params := workflows.PipeParams{Workspace: "default", Schema: s.Schema, Name: "oc_pipe", Kind: "VOLUME"}
+	open := func() *engine.PipeRun {
+		t.Helper()
+		r, err := s.Eng.OpenPipe(s.Ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := open(), open()
+	c := open()
+	if b != c {
+		t.Fatal("an unchanged pipe was built again")
+	}
+	_ = a // the first turn builds twice (see OpenPipe)
+	s.run(`DROP TABLE t`)
+	s.run(`CREATE TABLE t (id BIGINT, name STRING, note STRING)`)
+	d := open()
+	if d == c {
+		t.Fatal("the pipe's table was made again and the worker kept the run built for the old one")
+	}
+	if e := open(); e != d {
+		t.Fatal("the rebuilt run was not kept")
+	}
+	s.run(`DROP PIPE oc_pipe`)
+	if _, err := s.Eng.OpenPipe(s.Ctx, params); !errors.Is(err, engine.ErrPipeGone) {
+		t.Fatalf("a dropped pipe opened: %v", err)
 	}
 }

@@ -362,3 +362,39 @@ func VersionCheck(kind Kind, schema, name string, version uint64) string {
 	return "throwIf((SELECT max(version) FROM lakepipe.objects WHERE " + where(kind, schema, name) + ") != " +
 		strconv.FormatUint(version, 10) + ") = 0"
 }
+
+// Ref names one catalog object.
+type Ref struct {
+	Kind         Kind
+	Schema, Name string
+}
+
+// Versions returns the version of each object's last write (a drop is a
+// write too), 0 for one never written, in one query: what a caller that
+// kept something built from these objects checks before using it again.
+func (c *Catalog) Versions(ctx context.Context, refs []Ref) ([]uint64, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	conds := make([]string, len(refs))
+	for i, r := range refs {
+		conds[i] = "(" + where(r.Kind, r.Schema, r.Name) + ")"
+	}
+	res, err := c.st.Query(ctx, "SELECT kind, schema, name, max(version) FROM lakepipe.objects WHERE "+strings.Join(conds, " OR ")+" GROUP BY kind, schema, name")
+	if err != nil {
+		return nil, fmt.Errorf("catalog: read versions: %w", err)
+	}
+	found := make(map[Ref]uint64, len(res.Rows))
+	for _, row := range res.Rows {
+		k, _ := row[0].(string)
+		s, _ := row[1].(string)
+		n, _ := row[2].(string)
+		v, _ := row[3].(uint64)
+		found[Ref{Kind(k), s, n}] = v
+	}
+	out := make([]uint64, len(refs))
+	for i, r := range refs {
+		out[i] = found[r]
+	}
+	return out, nil
+}

@@ -72,6 +72,8 @@ type Engine struct {
 	// kafka keeps each Kafka pipe's client between its batches; shared by
 	// copies.
 	kafka *kafka.Pool
+	// runs keeps opened volume pipes (see OpenPipe); shared by copies.
+	runs *runCache
 }
 
 // kafkaClientIdle is how long a Kafka pipe's client is kept unused: longer
@@ -99,7 +101,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle)}
+	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
 }
 
 // Result is what a statement returns: rows with named columns, or just a

@@ -41,6 +41,8 @@ type PipeRun struct {
 	// tableCreated tells this table's load records from those of an
 	// earlier table of the same name.
 	tableCreated time.Time
+	// refs are the catalog objects the run was built from (see OpenPipe).
+	refs []catalog.Ref
 }
 
 // activePipe loads a pipe's spec for its activities; a missing pipe is
@@ -57,8 +59,8 @@ func (e *Engine) activePipe(ctx context.Context, p workflows.PipeParams) (catalo
 	return spec, nil
 }
 
-// OpenPipe loads a pipe for its activities. A missing pipe is ErrPipeGone.
-func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
+// openPipe builds a PipeRun from the catalog.
+func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
 	e = e.WithSchema(p.Schema)
 	spec, err := e.activePipe(ctx, p)
 	if err != nil {
@@ -83,8 +85,15 @@ func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	}
 	run.target = tableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
-	if run.vol, _, err = e.volume(ctx, cp.Volume.Volume); err != nil {
+	var vspec catalog.VolumeSpec
+	if run.vol, vspec, err = e.volume(ctx, cp.Volume.Volume); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
+	}
+	run.refs = []catalog.Ref{
+		{Kind: catalog.KindPipe, Schema: p.Schema, Name: p.Name},
+		{Kind: catalog.KindTable, Schema: schema, Name: table},
+		{Kind: catalog.KindVolume, Schema: p.Schema, Name: cp.Volume.Volume},
+		{Kind: catalog.KindConnection, Schema: globalSchema, Name: vspec.Connection},
 	}
 	if run.opts, err = e.fileOptions(cp.Volume); err != nil {
 		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
