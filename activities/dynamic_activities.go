@@ -22,7 +22,7 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.Refre
 	start := time.Now()
 	res, err := a.Engine.WithSchema(in.Params.Schema).RefreshDynamicTable(ctx, in.Params.Name, in.Trigger)
 	if err == nil {
-		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, res.Mode, res.State, time.Since(start))
+		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, string(res.Mode), string(res.State), time.Since(start))
 	}
 	if errors.Is(err, engine.ErrDynamicTableGone) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/lakepipe/lakepipe/workflows"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -271,7 +272,7 @@ func TestPipeFaults(t *testing.T) {
 			t.Fatalf("read load_history: %v", err)
 		}
 		for _, r := range res.Rows {
-			if r[1].(string) == engine.StatusLoaded {
+			if workflows.FileStatus(r[1].(string)) == workflows.FileLoaded {
 				sn.loaded[r[0].(string)] = r[2].(string)
 			} else {
 				sn.other[r[0].(string)] = r[1].(string)

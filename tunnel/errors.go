@@ -34,7 +34,7 @@ var (
 // say). Error never holds the client's token.
 type Error struct {
 	Status  int
-	Code    string
+	Code    ErrorCode
 	Message string
 	TraceID string
 }
@@ -43,7 +43,7 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "server answered %d", e.Status)
 	if e.Code != "" {
-		b.WriteString(" " + e.Code)
+		b.WriteString(" " + string(e.Code))
 	} else if t := http.StatusText(e.Status); t != "" {
 		b.WriteString(" " + t)
 	}
@@ -77,7 +77,7 @@ func (e *Error) Is(target error) bool {
 // CodeTimeout: the server stopped waiting for a request body that
 // stalled or came too slowly (408); nothing of the flush was written, and
 // the same request may succeed later.
-const CodeTimeout = "Timeout"
+const CodeTimeout ErrorCode = "Timeout"
 
 // Temporary reports whether the same request may succeed later: 408
 // (a body that came too slowly), 429 and 5xx answers are temporary, other
@@ -92,4 +92,4 @@ func IsSchemaMismatch(err error) bool { return errors.Is(err, ErrSchemaMismatch)
 
 // CodeForbidden: the token is valid but its scope does not cover the
 // table (403); a token for that table (or a wider one) is needed.
-const CodeForbidden = "Forbidden"
+const CodeForbidden ErrorCode = "Forbidden"

@@ -38,7 +38,7 @@ type fakeServer struct {
 	columns []Column
 	// fail, if set, may answer a flush attempt (n counts from 1) instead
 	// of the server: it returns the status and code, or 0.
-	fail func(n int, r *http.Request) (status int, code string)
+	fail func(n int, r *http.Request) (status int, code ErrorCode)
 	// info, if set, edits the SessionInfo answers.
 	info func(*SessionInfo)
 
@@ -89,7 +89,7 @@ func (f *fakeServer) client(t *testing.T, opts ...Option) *Client {
 	return c
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+func writeError(w http.ResponseWriter, status int, code ErrorCode, msg string) {
 	var body ErrorBody
 	body.Error.Code, body.Error.Message, body.Error.TraceID = code, msg, w.Header().Get(HeaderTraceID)
 	w.Header().Set("Content-Type", "application/json")

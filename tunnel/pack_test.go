@@ -259,7 +259,7 @@ func TestAutoFlush(t *testing.T) {
 
 func TestRetryKeepsFlushID(t *testing.T) {
 	f := newFakeServer(t, testColumns)
-	f.fail = func(n int, r *http.Request) (int, string) {
+	f.fail = func(n int, r *http.Request) (int, ErrorCode) {
 		switch n {
 		case 1:
 			return http.StatusServiceUnavailable, CodeInternal
@@ -293,7 +293,7 @@ func TestRetryKeepsFlushID(t *testing.T) {
 
 func TestRetryGivesUpAtTimeout(t *testing.T) {
 	f := newFakeServer(t, testColumns)
-	f.fail = func(int, *http.Request) (int, string) { return http.StatusInternalServerError, CodeInternal }
+	f.fail = func(int, *http.Request) (int, ErrorCode) { return http.StatusInternalServerError, CodeInternal }
 	_, p := openPack(t, f)
 	p.AppendRow(int64(1), "a", 1.0)
 	start := time.Now()
@@ -320,7 +320,7 @@ func TestRetryGivesUpAtTimeout(t *testing.T) {
 // and go before rows appended after the failure, which get a new one.
 func TestFailedFlushIsResentFirst(t *testing.T) {
 	f := newFakeServer(t, testColumns)
-	f.fail = func(n int, r *http.Request) (int, string) {
+	f.fail = func(n int, r *http.Request) (int, ErrorCode) {
 		if n == 1 {
 			return http.StatusBadRequest, CodeBadPayload // permanent: not retried
 		}
@@ -354,7 +354,7 @@ func TestFailedFlushIsResentFirst(t *testing.T) {
 	}
 
 	// Discard drops what a failed flush left.
-	f.fail = func(int, *http.Request) (int, string) { return 400, CodeBadPayload }
+	f.fail = func(int, *http.Request) (int, ErrorCode) { return 400, CodeBadPayload }
 	p.AppendRow(int64(3), "c", 3.0)
 	p.Flush()
 	p.Discard()
@@ -370,7 +370,7 @@ func TestFailedFlushIsResentFirst(t *testing.T) {
 
 func TestSchemaMismatch(t *testing.T) {
 	f := newFakeServer(t, testColumns)
-	f.fail = func(int, *http.Request) (int, string) { return http.StatusConflict, CodeSchemaMismatch }
+	f.fail = func(int, *http.Request) (int, ErrorCode) { return http.StatusConflict, CodeSchemaMismatch }
 	_, p := openPack(t, f, RecordPackOptions{FlushThreshold: 1})
 	p.AppendRow(int64(1), "a", 1.0)
 	_, err := p.Flush()
@@ -398,7 +398,7 @@ func TestSchemaMismatch(t *testing.T) {
 func TestAutoFlushFailureKeepsRow(t *testing.T) {
 	f := newFakeServer(t, testColumns)
 	down := true
-	f.fail = func(int, *http.Request) (int, string) {
+	f.fail = func(int, *http.Request) (int, ErrorCode) {
 		if down {
 			return 400, CodeBadPayload
 		}
@@ -519,7 +519,7 @@ func TestBackgroundFlush(t *testing.T) {
 func TestBackgroundFlushFailure(t *testing.T) {
 	f := newFakeServer(t, testColumns)
 	down := true
-	f.fail = func(int, *http.Request) (int, string) {
+	f.fail = func(int, *http.Request) (int, ErrorCode) {
 		if down {
 			return http.StatusBadRequest, CodeBadPayload
 		}

@@ -54,18 +54,22 @@ const (
 	CompressLZ4    = "lz4"
 )
 
+// ErrorCode is the code of an error response; the server's engine uses
+// the same values, so each has one definition.
+type ErrorCode string
+
 // Error codes.
 const (
-	CodeBadRequest          = "BadRequest"
-	CodeBadPayload          = "BadPayload"
-	CodeUnauthorized        = "Unauthorized"
-	CodeNoSuchSession       = "NoSuchSession"
-	CodeNoSuchTable         = "NoSuchTable"
-	CodeNoSuchPartition     = "NoSuchPartition"
-	CodeSchemaMismatch      = "SchemaMismatch"
-	CodeTooLarge            = "TooLarge"
-	CodeUnsupportedEncoding = "UnsupportedEncoding"
-	CodeInternal            = "Internal"
+	CodeBadRequest          ErrorCode = "BadRequest"
+	CodeBadPayload          ErrorCode = "BadPayload"
+	CodeUnauthorized        ErrorCode = "Unauthorized"
+	CodeNoSuchSession       ErrorCode = "NoSuchSession"
+	CodeNoSuchTable         ErrorCode = "NoSuchTable"
+	CodeNoSuchPartition     ErrorCode = "NoSuchPartition"
+	CodeSchemaMismatch      ErrorCode = "SchemaMismatch"
+	CodeTooLarge            ErrorCode = "TooLarge"
+	CodeUnsupportedEncoding ErrorCode = "UnsupportedEncoding"
+	CodeInternal            ErrorCode = "Internal"
 )
 
 // CreateSessionRequest opens a stream upload session on a table.
@@ -131,7 +135,7 @@ type FlushResult struct {
 // ErrorBody is the JSON body of every error response.
 type ErrorBody struct {
 	Error struct {
-		Code    string `json:"code"`
+		Code    ErrorCode `json:"code"`
 		Message string `json:"message"`
 		TraceID string `json:"trace_id"`
 	} `json:"error"`

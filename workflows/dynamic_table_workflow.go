@@ -62,8 +62,8 @@ type RefreshInput struct {
 
 // RefreshResult is the outcome of one refresh.
 type RefreshResult struct {
-	State string // SUCCEED, FAILED
-	Mode  string // INCREMENTAL, FULL
+	State RefreshState
+	Mode  RefreshMode
 	Rows  int64
 	Error string
 }
@@ -166,7 +166,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		case err != nil:
 			counters.Failures++
 			counters.LastError = err.Error()
-		case res.State != "SUCCEED":
+		case res.State != RefreshSucceeded:
 			counters.Failures++
 			counters.LastError = res.Error
 		default:

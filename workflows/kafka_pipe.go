@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"sort"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -79,12 +78,6 @@ type KafkaBatchResult struct {
 	// allows: nothing of it was loaded and the pipe pauses with Reason.
 	Paused bool
 	Reason string
-}
-
-// SortOffsets orders offsets by partition.
-func SortOffsets(o []PartitionOffset) []PartitionOffset {
-	sort.Slice(o, func(i, j int) bool { return o[i].Partition < o[j].Partition })
-	return o
 }
 
 // kafkaTurn loads one batch of a Kafka pipe: the first turn asks where to

@@ -147,7 +147,7 @@ type CopyInput struct {
 // FileResult is the outcome of one file.
 type FileResult struct {
 	Path       string
-	Status     string // LOADED, PARTIALLY_LOADED, FAILED, SKIPPED
+	Status     FileStatus
 	Rows       int64
 	Rejected   int64
 	FirstError string
@@ -405,10 +405,10 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	}
 	for _, f := range res.Files {
 		switch f.Status {
-		case "LOADED", "PARTIALLY_LOADED":
+		case FileLoaded, FilePartiallyLoaded:
 			c.FilesLoaded++
 			c.LastLoadTime = workflow.Now(ctx)
-		case "FAILED":
+		case FileFailed:
 			c.FilesFailed++
 			c.LastError = f.Path + ": " + f.FirstError
 		}

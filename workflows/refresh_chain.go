@@ -133,7 +133,7 @@ func refreshChain(ctx workflow.Context, p DynamicTableParams, trigger string) (R
 		}
 		out.Refreshes = append(out.Refreshes, res.Refreshes...)
 		for _, st := range res.Refreshes {
-			if st.Result.State != "SUCCEED" {
+			if st.Result.State != RefreshSucceeded {
 				return out, fmt.Errorf("upstream dynamic table %s failed to refresh (%s); %s was not refreshed", st.Name, st.Result.Error, p.Name)
 			}
 		}

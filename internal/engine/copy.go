@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lakepipe/lakepipe/workflows"
 	"io"
 	"net"
 	"regexp"
@@ -149,13 +150,6 @@ const (
 	onErrorSkipFile = "skip_file" // a file with a bad row is not loaded
 )
 
-// Load statuses, as load_history shows them.
-const (
-	StatusLoaded          = "LOADED"
-	StatusPartiallyLoaded = "PARTIALLY_LOADED"
-	StatusFailed          = "FAILED"
-)
-
 // FileLoad is the outcome of loading one file.
 type FileLoad struct {
 	Path         string
@@ -165,7 +159,7 @@ type FileLoad struct {
 	Rejected     int64
 	FirstError   string
 	FirstErrLine int64
-	Status       string
+	Status       workflows.FileStatus
 	Duration     time.Duration
 	// LoadID, when set, is this load's load_id in load_history instead
 	// of the one RecordLoads is given (the loads of a pipe's batch each
@@ -293,7 +287,7 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 				}
 				return res, &fileError{err: fmt.Errorf("file %s line %d: %s (%s; ON_ERROR = 'continue' skips bad rows)", obj.Path, errs[0].Line, errs[0].Msg, kept)}
 			case onErrorSkipFile:
-				res.Status = StatusFailed
+				res.Status = workflows.FileFailed
 				res.Duration = time.Since(start)
 				return res, nil
 			}
@@ -309,9 +303,9 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, err
 	}
 	res.Rows = n
-	res.Status = StatusLoaded
+	res.Status = workflows.FileLoaded
 	if res.Rejected > 0 {
-		res.Status = StatusPartiallyLoaded
+		res.Status = workflows.FilePartiallyLoaded
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -415,7 +409,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	for _, f := range files {
 		fl, err := e.safeLoadFile(ctx, vol, f, s.Volume, opts, target, onError)
 		if err != nil {
-			fl.Status = StatusFailed
+			fl.Status = workflows.FileFailed
 			if fl.FirstError == "" {
 				fl.FirstError = err.Error()
 			}
@@ -425,12 +419,12 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		if err := e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl}); err != nil {
 			return nil, err
 		}
-		if s.Purge && fl.Status == StatusLoaded {
+		if s.Purge && fl.Status == workflows.FileLoaded {
 			if err := vol.RemoveListed(ctx, f.Path); err != nil {
 				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
 			}
 		}
-		if fl.Status != StatusFailed {
+		if fl.Status != workflows.FileFailed {
 			loaded += fl.Rows
 		}
 		res.Rows = append(res.Rows, []any{f.Path, fl.Status, fl.Rows, fl.Rejected, fl.FirstError})

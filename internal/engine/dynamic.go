@@ -111,7 +111,7 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 	if res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "CREATE"); err != nil {
 		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
 		return nil, err
-	} else if res.State != "SUCCEED" {
+	} else if res.State != workflows.RefreshSucceeded {
 		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
 		return nil, fmt.Errorf("dynamic table %s: %s", display(schema, name), res.Error)
 	}
@@ -169,7 +169,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ wor
 		}
 		return workflows.RefreshResult{}, false, nil
 	}
-	res := workflows.RefreshResult{State: "SUCCEED", Mode: "INCREMENTAL"}
+	res := workflows.RefreshResult{State: workflows.RefreshSucceeded, Mode: workflows.RefreshIncremental}
 	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
 		idle: noNewRows, sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
 }
@@ -189,11 +189,12 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		return workflows.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
 	}
 	var (
-		rows         = "0"
-		deleted      int64
-		mode, reason string
-		state        = chsql.Table(schemas.ChangesDB, stateTable(schema, name))
-		plan, why    = e.incrementalPlan(ctx, spec)
+		rows      = "0"
+		deleted   int64
+		mode      workflows.RefreshMode
+		reason    string
+		state     = chsql.Table(schemas.ChangesDB, stateTable(schema, name))
+		plan, why = e.incrementalPlan(ctx, spec)
 	)
 	if plan != nil {
 		e.plans.put(schema, name, version, plan)
@@ -204,7 +205,7 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
-		mode, reason = "FULL", why
+		mode, reason = workflows.RefreshFull, why
 		var n int64
 		n, deleted, err = e.fullRefresh(ctx, schema, name, spec)
 		rows = strconv.FormatInt(n, 10)
@@ -222,13 +223,13 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 	}
 	res := workflows.RefreshResult{Mode: mode}
 	if err != nil {
-		res.State, res.Error, rows, deleted = "FAILED", err.Error(), "0", 0
+		res.State, res.Error, rows, deleted = workflows.RefreshFailed, err.Error(), "0", 0
 	} else {
-		res.State = "SUCCEED"
+		res.State = workflows.RefreshSucceeded
 		res.Rows, _ = strconv.ParseInt(rows, 10, 64)
 	}
 	idle := ""
-	if mode == "INCREMENTAL" {
+	if mode == workflows.RefreshIncremental {
 		idle = noNewRows
 	}
 	return res, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: reason,
@@ -261,7 +262,7 @@ func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
 	}
 	q := "INSERT INTO lakepipe.refresh_history (schema, name, refresh_id, trigger, state, refresh_mode, mode_reason, start_time, end_time, duration_ms, source_tables, rows_inserted, rows_deleted, error_message) SELECT " +
 		strings.Join([]string{chsql.QuoteString(r.schema), chsql.QuoteString(r.name), chsql.QuoteString(refreshID(r.start)), chsql.QuoteString(r.trigger),
-			chsql.QuoteString(r.result.State), chsql.QuoteString(r.result.Mode), reason,
+			chsql.QuoteString(string(r.result.State)), chsql.QuoteString(string(r.result.Mode)), reason,
 			fmt.Sprintf("toDateTime(%d)", r.start.Unix()), fmt.Sprintf("toDateTime(%d)", end.Unix()), fmt.Sprintf("toUInt64(%d)", end.Sub(r.start).Milliseconds()),
 			chsql.QuoteString(strings.Join(r.sources, ",")), "toUInt64(_lp_rows)", fmt.Sprintf("toUInt64(%d)", r.deleted), chsql.QuoteString(r.result.Error)}, ", ") +
 		" FROM (SELECT " + r.rows + " AS _lp_rows)"
@@ -302,19 +303,19 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 }
 
 // refreshModeOf says which mode the next refresh will use and why.
-func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (string, string) {
+func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (workflows.RefreshMode, string) {
 	plan, why := e.incrementalPlan(ctx, spec)
 	switch {
 	case plan == nil:
-		return "FULL", why
+		return workflows.RefreshFull, why
 	case spec.ChangeVersion == 0:
-		return "FULL", "first refresh: the state of the dynamic table is built"
+		return workflows.RefreshFull, "first refresh: the state of the dynamic table is built"
 	case spec.StateOf != plan.stateOf():
-		return "FULL", recreatedSource
+		return workflows.RefreshFull, recreatedSource
 	case plan.appendRows:
-		return "INCREMENTAL", "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
+		return workflows.RefreshIncremental, "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}
-	return "INCREMENTAL", "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
+	return workflows.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
 }
 
 func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
@@ -356,13 +357,13 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 		return nil, fmt.Errorf("refresh of dynamic table %s did not run", display(schema, name))
 	}
 	res := out.Refreshes[n-1].Result
-	if res.State != "SUCCEED" {
+	if res.State != workflows.RefreshSucceeded {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
 	}
 	// The interval counts from this refresh, as the seeds say.
 	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
 	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
-	if res.Mode == "INCREMENTAL" {
+	if res.Mode == workflows.RefreshIncremental {
 		// The history counts the groups it wrote.
 		msg = fmt.Sprintf("dynamic table %s refreshed (INCREMENTAL): the new rows were merged into the groups they touch", display(schema, name))
 	}

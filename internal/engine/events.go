@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/lakepipe/lakepipe/workflows"
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -70,7 +71,7 @@ func (e *Engine) EventRoutes(ctx context.Context) (*EventRoutes, error) {
 	var specs []catalog.PipeSpec
 	for _, o := range pipes {
 		var spec catalog.PipeSpec
-		if o.Decode(&spec) != nil || spec.Kind != "VOLUME" || spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" {
+		if o.Decode(&spec) != nil || spec.Kind != workflows.KindVolume || spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" {
 			continue
 		}
 		wanted, specs = append(wanted, o), append(specs, spec)

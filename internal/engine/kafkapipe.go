@@ -329,12 +329,6 @@ func (e *Engine) OpenKafkaPipe(ctx context.Context, p workflows.PipeParams) (*Ka
 	return run, nil
 }
 
-// Topic is the pipe's topic.
-func (r *KafkaPipeRun) Topic() string { return r.rk.src.Topic }
-
-// Table is the pipe's target, schema.table.
-func (r *KafkaPipeRun) Table() string { return r.target.display }
-
 // InitialOffsets says where the pipe starts (see kafka.Client.InitialOffsets).
 func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]workflows.PartitionOffset, error) {
 	cl, err := kafka.Open(r.rk.src)

@@ -87,7 +87,7 @@ func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipePa
 	}
 	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
 		p.PollSeconds = v
-	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == "KAFKA" {
+	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == workflows.KindKafka {
 		p.PollSeconds = v
 	}
 	if p.IngestMode == "EVENT_NOTIFICATION" && spec.Properties["poll_interval_in_seconds"] == "" {
@@ -147,7 +147,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	}
 	for _, o := range pipes {
 		var other catalog.PipeSpec
-		if o.Decode(&other) == nil && other.Kind == "VOLUME" && other.Input == cp.Volume.Volume {
+		if o.Decode(&other) == nil && other.Kind == workflows.KindVolume && other.Input == cp.Volume.Volume {
 			return nil, fmt.Errorf("pipe %s: volume %s is already used by pipe %s; each pipe needs a volume of its own", s.Name, cp.Volume.Volume, o.Name)
 		}
 	}
@@ -163,7 +163,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 		return nil, fmt.Errorf("pipe %s: INGEST_MODE = '%s' keeps the source files, but the COPY says PURGE = TRUE: drop PURGE or use INGEST_MODE = 'LIST_PURGE'", s.Name, pr["ingest_mode"])
 	}
 	spec := catalog.PipeSpec{
-		Kind: "VOLUME", Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
+		Kind: workflows.KindVolume, Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
 		Output: e.cfg.Workspace + "." + schema + "." + table, CreatedAt: time.Now().UTC(),
 	}
 	if s.Comment != nil {

@@ -119,12 +119,9 @@ func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 	return run, nil
 }
 
-// Table is the pipe's target, schema.table.
-func (r *PipeRun) Table() string { return r.target.display }
-
 // history is what load_history knows of one file for this pipe.
 type history struct {
-	status string
+	status workflows.FileStatus
 	etag   string
 }
 
@@ -146,7 +143,7 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 	}
 	out := make(map[string]history, len(res.Rows))
 	for _, row := range res.Rows {
-		out[row[0].(string)] = history{status: row[1].(string), etag: row[2].(string)}
+		out[row[0].(string)] = history{status: workflows.FileStatus(row[1].(string)), etag: row[2].(string)}
 	}
 	return out, nil
 }
@@ -156,9 +153,9 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 // version (it is retried only when it changes).
 func (h history) done(etag string) bool {
 	switch h.status {
-	case StatusLoaded, StatusPartiallyLoaded:
+	case workflows.FileLoaded, workflows.FilePartiallyLoaded:
 		return true
-	case StatusFailed:
+	case workflows.FileFailed:
 		return h.etag == etag
 	}
 	return false
@@ -248,7 +245,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 					prefix[nPrefix%len(prefix)] = o.Path
 					nPrefix++
 				}
-				if !(r.purge && h.status == StatusLoaded) {
+				if !(r.purge && h.status == workflows.FileLoaded) {
 					continue
 				}
 				// Loaded but not yet purged: still to be removed.
@@ -339,7 +336,7 @@ func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workfl
 		if err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
-		if h, ok := hist[o.Path]; ok && h.done(o.ETag) && !(r.purge && h.status == StatusLoaded) {
+		if h, ok := hist[o.Path]; ok && h.done(o.ETag) && !(r.purge && h.status == workflows.FileLoaded) {
 			continue
 		}
 		if !r.inScope(o.Path) {
@@ -385,7 +382,7 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 	var first, rest []workflows.FileRef
 	for _, o := range objs {
 		h, seen := hist[o.Path]
-		if seen && h.done(o.ETag) && !(r.purge && h.status == StatusLoaded) {
+		if seen && h.done(o.ETag) && !(r.purge && h.status == workflows.FileLoaded) {
 			continue
 		}
 		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified}
@@ -426,15 +423,15 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		return res, err
 	}
 	if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
-		res.Status = "SKIPPED"
-		if h.status != StatusFailed && h.etag == f.ETag {
+		res.Status = workflows.FileSkipped
+		if h.status != workflows.FileFailed && h.etag == f.ETag {
 			// A crash may have come between the load record and the change
 			// log: registering again is a no-op otherwise.
 			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.commitID(f), -1); err != nil {
 				return res, err
 			}
 		}
-		if r.purge && h.status == StatusLoaded {
+		if r.purge && h.status == workflows.FileLoaded {
 			return res, r.vol.RemoveListed(ctx, f.Path)
 		}
 		return res, nil
@@ -448,7 +445,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 	fl, err := r.e.safeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
-		res.Status = "SKIPPED" // gone since the listing (another worker purged it)
+		res.Status = workflows.FileSkipped // gone since the listing (another worker purged it)
 		return res, nil
 	}
 	if err != nil {
@@ -456,10 +453,10 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		if !errors.As(err, &fe) {
 			return res, err // transient: the activity retries
 		}
-		fl.Status, fl.FirstError = StatusFailed, fe.Error()
+		fl.Status, fl.FirstError = workflows.FileFailed, fe.Error()
 	}
 	boundError(&fl)
-	if fl.Status == StatusFailed {
+	if fl.Status == workflows.FileFailed {
 		// A failed file leaves no rows behind.
 		if err := r.dropCommit(ctx, commit); err != nil {
 			return res, err
@@ -469,12 +466,12 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	if err := r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
 		return res, err
 	}
-	if fl.Status != StatusFailed {
+	if fl.Status != workflows.FileFailed {
 		if err := r.e.trackLoad(ctx, r.target.db, r.target.table, commit, fl.Rows); err != nil {
 			return res, err
 		}
 	}
-	if r.purge && fl.Status == StatusLoaded {
+	if r.purge && fl.Status == workflows.FileLoaded {
 		if err := r.vol.RemoveListed(ctx, f.Path); err != nil {
 			return res, err
 		}
@@ -496,7 +493,7 @@ func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
 // bounded message.
 func boundError(fl *FileLoad) {
 	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
-	if fl.Status == StatusFailed && fl.FirstErrLine > 0 {
+	if fl.Status == workflows.FileFailed && fl.FirstErrLine > 0 {
 		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
 	}
 }
@@ -554,13 +551,13 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 	)
 	for i, f := range files {
 		if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
-			results[i].Status = "SKIPPED"
-			if h.status != StatusFailed && h.etag == f.ETag {
+			results[i].Status = workflows.FileSkipped
+			if h.status != workflows.FileFailed && h.etag == f.ETag {
 				// A crash may have come between the load record and the
 				// change log: registering again is a no-op otherwise.
 				track = append(track, loadCommit{id: r.commitID(f), rows: -1})
 			}
-			if r.purge && h.status == StatusLoaded {
+			if r.purge && h.status == workflows.FileLoaded {
 				purge = append(purge, f.Path)
 			}
 			continue
@@ -614,10 +611,10 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 					mu.Unlock()
 					return
 				}
-				fl.Status, fl.FirstError = StatusFailed, fe.Error()
+				fl.Status, fl.FirstError = workflows.FileFailed, fe.Error()
 			}
 			boundError(&fl)
-			if fl.Status == StatusFailed {
+			if fl.Status == workflows.FileFailed {
 				staged[i], fl.Rows = chstore.Staged{}, 0 // nothing of it is written
 			}
 			fl.LoadID = fmt.Sprintf("%016x", commits[k])
@@ -633,7 +630,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 	var record []FileLoad
 	for k, i := range todo {
 		if gone[i] {
-			results[i].Status = "SKIPPED"
+			results[i].Status = workflows.FileSkipped
 			continue
 		}
 		if alone[i] {
@@ -641,10 +638,10 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 		}
 		fl := loads[i]
 		record = append(record, fl)
-		if fl.Status != StatusFailed {
+		if fl.Status != workflows.FileFailed {
 			write = append(write, staged[i])
 			track = append(track, loadCommit{id: commits[k], rows: fl.Rows})
-			if r.purge && fl.Status == StatusLoaded {
+			if r.purge && fl.Status == workflows.FileLoaded {
 				purge = append(purge, fl.Path)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lakepipe/lakepipe/tunnel"
 	"hash/fnv"
 	"io"
 	"sort"
@@ -28,23 +29,10 @@ import (
 // id, visible when the flush returns. The HTTP layer is package
 // tunnelserver; this file holds what a session means.
 
-// StreamErrorCode classifies a streaming-write error for the caller; the
-// values are the wire codes of package tunnel.
-type StreamErrorCode string
-
-const (
-	StreamBadRequest      StreamErrorCode = "BadRequest"
-	StreamBadPayload      StreamErrorCode = "BadPayload"
-	StreamNoSuchSession   StreamErrorCode = "NoSuchSession"
-	StreamNoSuchTable     StreamErrorCode = "NoSuchTable"
-	StreamNoSuchPartition StreamErrorCode = "NoSuchPartition"
-	StreamSchemaMismatch  StreamErrorCode = "SchemaMismatch"
-)
-
 // StreamError is an error the writer caused and can fix; its message
 // names the object and the fix.
 type StreamError struct {
-	Code StreamErrorCode
+	Code tunnel.ErrorCode
 	Msg  string
 	Err  error // the cause, when there is one
 }
@@ -52,7 +40,7 @@ type StreamError struct {
 func (e *StreamError) Error() string { return e.Msg }
 func (e *StreamError) Unwrap() error { return e.Err }
 
-func streamErr(code StreamErrorCode, format string, args ...any) error {
+func streamErr(code tunnel.ErrorCode, format string, args ...any) error {
 	return &StreamError{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -143,10 +131,10 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 		req.Schema = e.cfg.Schema
 	}
 	if req.Table == "" {
-		return StreamSession{}, streamErr(StreamBadRequest, "a stream upload session needs a table")
+		return StreamSession{}, streamErr(tunnel.CodeBadRequest, "a stream upload session needs a table")
 	}
 	if req.SlotNum < 0 {
-		return StreamSession{}, streamErr(StreamBadRequest, "slot_num %d: expected 0 (automatic) or more", req.SlotNum)
+		return StreamSession{}, streamErr(tunnel.CodeBadRequest, "slot_num %d: expected 0 (automatic) or more", req.SlotNum)
 	}
 	spec, err := e.streamTable(ctx, req.Schema, req.Table)
 	if err != nil {
@@ -162,9 +150,9 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 		// Only the latest schema is known: a session can pin the version
 		// it expects, and is refused when that is not the table's.
 		if _, err := strconv.Atoi(req.SchemaVersion); err != nil {
-			return StreamSession{}, streamErr(StreamBadRequest, "schema version %q: expected a number (the table's is %d)", req.SchemaVersion, spec.SchemaVersion)
+			return StreamSession{}, streamErr(tunnel.CodeBadRequest, "schema version %q: expected a number (the table's is %d)", req.SchemaVersion, spec.SchemaVersion)
 		}
-		return StreamSession{}, streamErr(StreamSchemaMismatch, "table %s is at schema version %d, not %s: open the session without a schema version to write with the current schema",
+		return StreamSession{}, streamErr(tunnel.CodeSchemaMismatch, "table %s is at schema version %d, not %s: open the session without a schema version to write with the current schema",
 			display(req.Schema, req.Table), spec.SchemaVersion, req.SchemaVersion)
 	}
 	if req.PartitionSpec != "" {
@@ -177,7 +165,7 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 				return StreamSession{}, err
 			}
 			if len(missing) > 0 {
-				return StreamSession{}, streamErr(StreamNoSuchPartition, "table %s has no partition %s: open the session with create partition set to create it",
+				return StreamSession{}, streamErr(tunnel.CodeNoSuchPartition, "table %s has no partition %s: open the session with create partition set to create it",
 					display(req.Schema, req.Table), req.PartitionSpec)
 			}
 		}
@@ -196,7 +184,7 @@ func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSessio
 	if err != nil || ok {
 		return s, err
 	}
-	return StreamSession{}, streamErr(StreamNoSuchSession, "stream upload session %s does not exist (closed, or never opened): open a new one", id)
+	return StreamSession{}, streamErr(tunnel.CodeNoSuchSession, "stream upload session %s does not exist (closed, or never opened): open a new one", id)
 }
 
 // CloseStreamSession forgets a session; flushed rows stay.
@@ -218,7 +206,7 @@ func (e *Engine) streamTable(ctx context.Context, schema, name string) (catalog.
 		return spec, err
 	}
 	if !ok {
-		return spec, streamErr(StreamNoSuchTable, "table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
+		return spec, streamErr(tunnel.CodeNoSuchTable, "table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
 	}
 	return spec, nil
 }
@@ -228,7 +216,7 @@ func (e *Engine) streamTable(ctx context.Context, schema, name string) (catalog.
 // column of the table, in PARTITIONED BY order.
 func parsePartitionSpec(text string, spec catalog.TableSpec, table string) ([]string, error) {
 	if len(spec.PartitionBy) == 0 {
-		return nil, streamErr(StreamBadRequest, "table %s is not partitioned: open the session without a partition spec", table)
+		return nil, streamErr(tunnel.CodeBadRequest, "table %s is not partitioned: open the session without a partition spec", table)
 	}
 	vals := make([]string, len(spec.PartitionBy))
 	set := make([]bool, len(spec.PartitionBy))
@@ -236,21 +224,21 @@ func parsePartitionSpec(text string, spec catalog.TableSpec, table string) ([]st
 		k, v, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		k, v = strings.TrimSpace(k), strings.Trim(strings.TrimSpace(v), `'"`)
 		if !ok || k == "" {
-			return nil, streamErr(StreamBadRequest, "partition spec %q: expected col=value[,col=value]", text)
+			return nil, streamErr(tunnel.CodeBadRequest, "partition spec %q: expected col=value[,col=value]", text)
 		}
 		i := indexFold(spec.PartitionBy, k)
 		if i < 0 {
-			return nil, streamErr(StreamBadRequest, "partition spec %q: %s is not a partition column of %s (partitioned by %s)", text, k, table, strings.Join(spec.PartitionBy, ", "))
+			return nil, streamErr(tunnel.CodeBadRequest, "partition spec %q: %s is not a partition column of %s (partitioned by %s)", text, k, table, strings.Join(spec.PartitionBy, ", "))
 		}
 		n, err := normalizePartValue(columnType(spec.Columns, spec.PartitionBy[i]), v)
 		if err != nil {
-			return nil, streamErr(StreamBadRequest, "partition spec %q: %s: %v", text, k, err)
+			return nil, streamErr(tunnel.CodeBadRequest, "partition spec %q: %s: %v", text, k, err)
 		}
 		vals[i], set[i] = n, true
 	}
 	for i, ok := range set {
 		if !ok {
-			return nil, streamErr(StreamBadRequest, "partition spec %q does not give %s (table %s is partitioned by %s)", text, spec.PartitionBy[i], table, strings.Join(spec.PartitionBy, ", "))
+			return nil, streamErr(tunnel.CodeBadRequest, "partition spec %q does not give %s (table %s is partitioned by %s)", text, spec.PartitionBy[i], table, strings.Join(spec.PartitionBy, ", "))
 		}
 	}
 	return vals, nil
@@ -400,10 +388,10 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			}
 		}
 		if i < 0 {
-			return 0, streamErr(StreamBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
+			return 0, streamErr(tunnel.CodeBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
 		}
 		if f.Typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.cols[i].Type) {
-			return 0, streamErr(StreamSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
+			return 0, streamErr(tunnel.CodeSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
 				c.Name, table, target.cols[i].Type, c.Type)
 		}
 		mapping[i] = j
@@ -464,10 +452,10 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			break
 		}
 		if err != nil {
-			return fail(&StreamError{Code: StreamBadPayload, Msg: fmt.Sprintf("record pack for %s: %v", table, err), Err: err})
+			return fail(&StreamError{Code: tunnel.CodeBadPayload, Msg: fmt.Sprintf("record pack for %s: %v", table, err), Err: err})
 		}
 		if len(b.Errors) > 0 {
-			return fail(streamErr(StreamBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, b.Errors[0].Line, b.Errors[0].Msg))
+			return fail(streamErr(tunnel.CodeBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, b.Errors[0].Line, b.Errors[0].Msg))
 		}
 		read += int64(b.Rows)
 		if parts != nil {
@@ -480,13 +468,13 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			return fail(err)
 		}
 		if len(errs) > 0 {
-			return fail(streamErr(StreamBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, errs[0].Line, errs[0].Msg))
+			return fail(streamErr(tunnel.CodeBadPayload, "record pack for %s, record %d: %s (nothing of this flush was written)", table, errs[0].Line, errs[0].Msg))
 		}
 		written = written || in.Sent() > 0
 	}
 	if f.Records >= 0 && read != f.Records {
 		// A body cut short can still end on a message boundary.
-		return fail(streamErr(StreamBadPayload, "record pack for %s holds %d records but the client sent %d: it was cut short; nothing of this flush was written", table, read, f.Records))
+		return fail(streamErr(tunnel.CodeBadPayload, "record pack for %s holds %d records but the client sent %d: it was cut short; nothing of this flush was written", table, read, f.Records))
 	}
 	written = true
 	n, err := in.Close()
@@ -523,7 +511,7 @@ func checkSessionSchema(s StreamSession, spec catalog.TableSpec) error {
 	table := display(s.Schema, s.Table)
 	why := fmt.Sprintf("table %s changed from schema version %d to %d since the session opened", table, s.Version, spec.SchemaVersion)
 	if !s.AllowMismatch {
-		return streamErr(StreamSchemaMismatch, "%s: open a new session to write with the new schema", why)
+		return streamErr(tunnel.CodeSchemaMismatch, "%s: open a new session to write with the new schema", why)
 	}
 	for _, c := range s.Columns {
 		found := false
@@ -531,12 +519,12 @@ func checkSessionSchema(s StreamSession, spec catalog.TableSpec) error {
 			if strings.EqualFold(n.Name, c.Name) {
 				found = n.CHType == c.CHType
 				if !found {
-					return streamErr(StreamSchemaMismatch, "%s and column %s is now %s (was %s): open a new session", why, c.Name, n.Type, c.Type)
+					return streamErr(tunnel.CodeSchemaMismatch, "%s and column %s is now %s (was %s): open a new session", why, c.Name, n.Type, c.Type)
 				}
 			}
 		}
 		if !found {
-			return streamErr(StreamSchemaMismatch, "%s and column %s was dropped: open a new session", why, c.Name)
+			return streamErr(tunnel.CodeSchemaMismatch, "%s and column %s was dropped: open a new session", why, c.Name)
 		}
 	}
 	return nil
@@ -599,7 +587,7 @@ func partitionSources(s StreamSession, spec catalog.TableSpec, target loadTarget
 		if p.fixed != nil {
 			mapping[i] = nsrc + k
 		} else if mapping[i] < 0 {
-			return nil, streamErr(StreamBadPayload, "the record pack has no partition column %s: write it like any column, or open the session on a partition (partition spec)", name)
+			return nil, streamErr(tunnel.CodeBadPayload, "the record pack has no partition column %s: write it like any column, or open the session on a partition (partition spec)", name)
 		}
 	}
 	return p, nil
@@ -620,14 +608,14 @@ func (e *Engine) routePartitions(ctx context.Context, s *StreamSession, p *parti
 			}
 			v, null := cellText(&b.Cols[src], r)
 			if null {
-				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: partition column %s is NULL", table, lineOf(b, r), s.PartitionBy[k])
+				return nil, streamErr(tunnel.CodeBadPayload, "record pack for %s, record %d: partition column %s is NULL", table, lineOf(b, r), s.PartitionBy[k])
 			}
 			n, err := normalizePartValue(p.types[k], v)
 			if err != nil {
-				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: partition column %s: %v", table, lineOf(b, r), s.PartitionBy[k], err)
+				return nil, streamErr(tunnel.CodeBadPayload, "record pack for %s, record %d: partition column %s: %v", table, lineOf(b, r), s.PartitionBy[k], err)
 			}
 			if p.fixed != nil && n != p.fixed[k] {
-				return nil, streamErr(StreamBadPayload, "record pack for %s, record %d: %s is %s but the session writes partition %s", table, lineOf(b, r), s.PartitionBy[k], n, s.PartitionSpec)
+				return nil, streamErr(tunnel.CodeBadPayload, "record pack for %s, record %d: %s is %s but the session writes partition %s", table, lineOf(b, r), s.PartitionBy[k], n, s.PartitionSpec)
 			}
 			key[k] = n
 		}
@@ -649,7 +637,7 @@ func (e *Engine) routePartitions(ctx context.Context, s *StreamSession, p *parti
 			return nil, err
 		}
 		if len(missing) > 0 {
-			return nil, streamErr(StreamNoSuchPartition, "table %s has no partition %s (record %d): open the session with create partition set to create partitions as rows arrive",
+			return nil, streamErr(tunnel.CodeNoSuchPartition, "table %s has no partition %s (record %d): open the session with create partition set to create partitions as rows arrive",
 				table, partitionName(s.PartitionBy, missing[0]), lineOf(b, seen[missing[0]]))
 		}
 	}
@@ -705,7 +693,7 @@ func lineOf(b *formats.Batch, r int) int64 {
 }
 
 // IsStreamError reports whether err is the writer's to fix, and its code.
-func IsStreamError(err error) (StreamErrorCode, bool) {
+func IsStreamError(err error) (tunnel.ErrorCode, bool) {
 	var se *StreamError
 	if errors.As(err, &se) {
 		return se.Code, true

@@ -33,11 +33,6 @@ func (e *Engine) table(ctx context.Context, n sqlparse.ObjectName) (schema, name
 	return
 }
 
-// TableSpec returns a table's spec for the pipe activities.
-func (e *Engine) TableSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.TableSpec, error) {
-	return e.table(ctx, n)
-}
-
 func columnDDL(c catalog.ColumnSpec) string {
 	s := chsql.QuoteIdent(c.Name) + " " + c.CHType
 	if c.Comment != "" {

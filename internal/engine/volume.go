@@ -202,11 +202,6 @@ func (e *Engine) volume(ctx context.Context, name string) (*objstore.Volume, cat
 	return v, spec, err
 }
 
-// OpenVolume opens a volume by name for the pipe activities.
-func (e *Engine) OpenVolume(ctx context.Context, name string) (*objstore.Volume, catalog.VolumeSpec, error) {
-	return e.volume(ctx, name)
-}
-
 func (e *Engine) openVolume(ctx context.Context, name string, spec catalog.VolumeSpec) (*objstore.Volume, error) {
 	var c catalog.ConnectionSpec
 	ok, err := e.cat.Get(ctx, catalog.KindConnection, globalSchema, spec.Connection, &c)

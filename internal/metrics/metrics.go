@@ -103,13 +103,13 @@ func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, f workflo
 	}
 	n := name(pp)
 	size := f.Size
-	if (r.Status == "LOADED" || r.Status == "PARTIALLY_LOADED") && !f.Modified.IsZero() {
+	if r.Status.Loaded() && !f.Modified.IsZero() {
 		p.arrival.WithLabelValues(n).Observe(max(time.Since(f.Modified), 0).Seconds())
 	}
-	p.files.WithLabelValues(n, r.Status).Inc()
+	p.files.WithLabelValues(n, string(r.Status)).Inc()
 	p.rows.WithLabelValues(n).Add(float64(r.Rows))
 	p.rejected.WithLabelValues(n).Add(float64(r.Rejected))
-	if r.Status == "LOADED" || r.Status == "PARTIALLY_LOADED" {
+	if r.Status.Loaded() {
 		p.bytes.WithLabelValues(n).Add(float64(size))
 	}
 	p.seconds.WithLabelValues(n).Observe(d.Seconds())

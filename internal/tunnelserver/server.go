@@ -488,21 +488,21 @@ func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) 
 		s.fail(w, r, http.StatusInternalServerError, tunnel.CodeInternal, err.Error())
 		return
 	}
-	status := map[engine.StreamErrorCode]int{
-		engine.StreamBadRequest: http.StatusBadRequest, engine.StreamBadPayload: http.StatusBadRequest,
-		engine.StreamNoSuchSession: http.StatusNotFound, engine.StreamNoSuchTable: http.StatusNotFound,
-		engine.StreamNoSuchPartition: http.StatusNotFound, engine.StreamSchemaMismatch: http.StatusConflict,
+	status := map[tunnel.ErrorCode]int{
+		tunnel.CodeBadRequest: http.StatusBadRequest, tunnel.CodeBadPayload: http.StatusBadRequest,
+		tunnel.CodeNoSuchSession: http.StatusNotFound, tunnel.CodeNoSuchTable: http.StatusNotFound,
+		tunnel.CodeNoSuchPartition: http.StatusNotFound, tunnel.CodeSchemaMismatch: http.StatusConflict,
 	}[code]
 	if status == 0 {
 		status = http.StatusBadRequest
 	}
-	s.fail(w, r, status, string(code), err.Error())
+	s.fail(w, r, status, code, err.Error())
 }
 
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code tunnel.ErrorCode, msg string) {
 	var body tunnel.ErrorBody
 	body.Error.Code, body.Error.Message, body.Error.TraceID = code, msg, traceOf(r)
-	s.m.refused.WithLabelValues(strconv.Itoa(status), code).Inc()
+	s.m.refused.WithLabelValues(strconv.Itoa(status), string(code)).Inc()
 	if status != http.StatusInternalServerError {
 		s.log.Info("write service refused a request", "path", r.URL.Path, "status", status, "code", code, "error", msg, "trace_id", body.Error.TraceID)
 	}

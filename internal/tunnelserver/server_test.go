@@ -61,7 +61,7 @@ func (f *fakeStreams) OpenStreamSession(context.Context, engine.StreamSessionReq
 
 func (f *fakeStreams) StreamSessionByID(_ context.Context, id string) (engine.StreamSession, error) {
 	if id != testSession.ID {
-		return engine.StreamSession{}, &engine.StreamError{Code: engine.StreamNoSuchSession, Msg: "no session " + id}
+		return engine.StreamSession{}, &engine.StreamError{Code: tunnel.CodeNoSuchSession, Msg: "no session " + id}
 	}
 	return testSession, nil
 }
@@ -81,10 +81,10 @@ func (f *fakeStreams) FlushStream(ctx context.Context, _ engine.StreamSession, f
 		}
 		if err != nil {
 			// As the engine: the cause is kept, its text in the message.
-			return 0, &engine.StreamError{Code: engine.StreamBadPayload, Msg: fmt.Sprintf("record pack: %v", err), Err: err}
+			return 0, &engine.StreamError{Code: tunnel.CodeBadPayload, Msg: fmt.Sprintf("record pack: %v", err), Err: err}
 		}
 		if len(b.Errors) > 0 {
-			return 0, &engine.StreamError{Code: engine.StreamBadPayload, Msg: b.Errors[0].Msg}
+			return 0, &engine.StreamError{Code: tunnel.CodeBadPayload, Msg: b.Errors[0].Msg}
 		}
 		n += int64(b.Rows)
 	}
