@@ -268,7 +268,7 @@ func BenchmarkPipeLatency(b *testing.B) {
 	b.ReportMetric(benchMS(benchPercentile(list, 95)), "list_p95_ms")
 	b.ReportMetric(benchMS(benchPercentile(event, 50)), "event_p50_ms")
 	b.ReportMetric(benchMS(benchPercentile(event, 95)), "event_p95_ms")
-	fmt.Printf("\nPipe latency, file arrival to rows visible, %d files of %d rows each (target p50 < 1000 ms; the seeds' service ~30 s):\n", n, rowsPer)
+	fmt.Printf("\nPipe latency, file arrival to rows visible, %d files of %d rows each (target p50 < 1000 ms; the ClickZetta Lakehouse service ~30 s):\n", n, rowsPer)
 	for _, r := range []struct {
 		name string
 		lat  []time.Duration

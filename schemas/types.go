@@ -1,5 +1,5 @@
 // Package schemas holds what lakepipe declares in ClickHouse: the mapping
-// from the seeds' SQL types to ClickHouse types, and the DDL of lakepipe's
+// from the SQL types of the ClickZetta Lakehouse documentation to ClickHouse types, and the DDL of lakepipe's
 // own system tables. Everything here runs on ClickHouse 18.16 and current
 // releases alike, so it uses neither Bool, Map, DateTime64 nor named tuples.
 package schemas
@@ -84,7 +84,7 @@ func BaseOf(chType string) (base string, nullable bool) {
 	}
 }
 
-// SQLTypeOf names a ClickHouse type in the seeds' vocabulary, for DESC of
+// SQLTypeOf names a ClickHouse type in the ClickZetta Lakehouse documentation's vocabulary, for DESC of
 // tables lakepipe did not create itself and for schemas inferred from files.
 func SQLTypeOf(chType string) string {
 	base, _ := BaseOf(chType)

@@ -14,7 +14,7 @@ import (
 	"github.com/lakepipe/lakepipe/worker"
 )
 
-// demoSQL is the volume part of the seed "Volume + Pipe + Dynamic Table
+// demoSQL is the volume part of the ClickZetta Lakehouse documentation's guide "Volume + Pipe + Dynamic Table
 // end-to-end": a connection and a volume on the local S3 server, a source
 // table exported as CSV and Parquet, the directory listed, the files
 // queried in place, and loaded into a table. {{…}} are filled in from the

@@ -223,7 +223,7 @@ func (o orderedRow) MarshalJSON() ([]byte, error) {
 }
 
 // width is the number of terminal columns s takes: East Asian wide
-// characters (the seeds' comments are Chinese) take two.
+// characters (the ClickZetta Lakehouse documentation's comments are Chinese) take two.
 func width(s string) int {
 	n := 0
 	for _, r := range s {

@@ -26,7 +26,7 @@ import (
 // Defaults of RecordPackOptions and FlushOption.
 const (
 	// DefaultFlushThreshold is the estimated pack size at which Append
-	// flushes: 64 MiB, the seed's advice against many small flushes.
+	// flushes: 64 MiB, the ClickZetta Lakehouse documentation's advice against many small flushes.
 	DefaultFlushThreshold = 64 << 20
 	// MaxFlushThreshold bounds FlushThreshold: one flush is one Arrow
 	// record batch, whose string columns hold at most 2 GiB.

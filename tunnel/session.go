@@ -11,8 +11,8 @@ import (
 )
 
 // DefaultCompression is the Content-Encoding of flush bodies when neither
-// the session nor the pack names one: identity (none). The SDKs of the
-// seed default to zlib since 0.51.2, but on the loopback path the write
+// the session nor the pack names one: identity (none). ClickZetta
+// Lakehouse's SDKs default to zlib since 0.51.2, but on the loopback path the write
 // service is meant for (next to the writer) zlib costs more than it
 // saves. Measured on 2 cores: a 64 MiB pack of (BIGINT, STRING, DOUBLE)
 // rows takes ~150 ms to compress (zlib level 1; level 6 twice that) and
@@ -68,7 +68,7 @@ func (b *SessionBuilder) SetSchemaVersion(version string) *SessionBuilder {
 // AllowSchemaMismatch lets the session keep flushing after the table's
 // schema changed, as long as its columns still exist with the same types
 // (after ADD COLUMN, say). The default is false, strict as the Go SDK of
-// the seed is: any schema change makes flush fail with ErrSchemaMismatch.
+// the ClickZetta Lakehouse documentation is: any schema change makes flush fail with ErrSchemaMismatch.
 func (b *SessionBuilder) AllowSchemaMismatch(allow bool) *SessionBuilder {
 	b.req.AllowSchemaMismatch = allow
 	return b

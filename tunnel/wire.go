@@ -136,7 +136,7 @@ type FlushResult struct {
 type ErrorBody struct {
 	Error struct {
 		Code    ErrorCode `json:"code"`
-		Message string `json:"message"`
-		TraceID string `json:"trace_id"`
+		Message string    `json:"message"`
+		TraceID string    `json:"trace_id"`
 	} `json:"error"`
 }

@@ -40,7 +40,7 @@ type PipeParams struct {
 	Kind       string // VOLUME, KAFKA
 	IngestMode string // LIST_PURGE, LIST, EVENT_NOTIFICATION
 	// PollSeconds is the timer between turns (30 s by default, as the
-	// seeds' service; POLL_INTERVAL_IN_SECONDS lowers it).
+	// ClickZetta Lakehouse service; POLL_INTERVAL_IN_SECONDS lowers it).
 	PollSeconds int
 	// MaxFilesPerTurn bounds one CopyFiles activity.
 	MaxFilesPerTurn int

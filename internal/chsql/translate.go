@@ -362,7 +362,7 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 	return nil
 }
 
-// functions maps the seeds' (and common warehouse) function names to
+// functions maps the ClickZetta Lakehouse (and common warehouse) function names to
 // ClickHouse's; names not listed pass through unchanged.
 var functions = map[string]string{
 	"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",

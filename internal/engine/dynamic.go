@@ -360,7 +360,7 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 	if res.State != workflows.RefreshSucceeded {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
 	}
-	// The interval counts from this refresh, as the seeds say.
+	// The interval counts from this refresh, as the ClickZetta Lakehouse documentation says.
 	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
 	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
 	if res.Mode == workflows.RefreshIncremental {

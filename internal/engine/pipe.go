@@ -61,7 +61,7 @@ func (e *Engine) orchestrator() (Orchestrator, error) {
 	return e.orch, nil
 }
 
-// PipeWorkflowID is the pipe's workflow id, the seeds' query_tag.
+// PipeWorkflowID is the pipe's workflow id, the query_tag of the ClickZetta Lakehouse documentation.
 func (e *Engine) PipeWorkflowID(name string) string {
 	return "pipe." + e.cfg.Workspace + "." + e.cfg.Schema + "." + name
 }
@@ -320,7 +320,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 	}
 	res := &Result{Columns: []string{"name", "status", "pipe_kind", "vcluster", "ingest_mode", "input_name", "output_name",
 		"files_loaded", "rows_loaded", "last_load_time", "comment", "copy_statement", "created_time",
-		// Beyond the seeds: what waits, so that SQL users need no dashboard
+		// Beyond the ClickZetta Lakehouse documentation: what waits, so that SQL users need no dashboard
 		// (the worker's metrics lakepipe_pipe_backlog_files and
 		// lakepipe_pipe_kafka_lag_records carry the same figures).
 		"backlog_files", "kafka_lag", "last_turn_time"}}
@@ -335,7 +335,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 		v := e.viewPipe(ctx, o.Name, spec)
 		status := v.status
 		if status == "PAUSED" {
-			status = "SUSPENDED" // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the seeds do
+			status = "SUSPENDED" // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the ClickZetta Lakehouse documentation does
 		}
 		var files, rows int64
 		var last, backlog, lag, turn any
@@ -357,7 +357,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 		}
 		kind := spec.Kind
 		if kind == workflows.KindKafka {
-			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the seeds do
+			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the ClickZetta Lakehouse documentation does
 		}
 		res.Rows = append(res.Rows, []any{o.Name, status, kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
 			spec.Input, spec.Output, files, rows, last, spec.Comment, spec.CopyStatement, spec.CreatedAt, backlog, lag, turn})

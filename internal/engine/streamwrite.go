@@ -57,7 +57,7 @@ type StreamSessionRequest struct {
 
 // StreamSession is an open streaming-write session. It is kept in the
 // catalog, so any write-service process can serve it and it outlives
-// restarts ("long-lived", as the seed says); Close removes it.
+// restarts ("long-lived", as the ClickZetta Lakehouse documentation says); Close removes it.
 type StreamSession struct {
 	ID     string `json:"id"`
 	Schema string `json:"schema"`

@@ -1,4 +1,4 @@
-// Package sqlparse parses lakepipe's SQL dialect (the statements of the seeds:
+// Package sqlparse parses lakepipe's SQL dialect (the statements of the ClickZetta Lakehouse documentation:
 // connections, volumes, tables, COPY, pipes, dynamic tables, table streams and
 // queries) into a syntax tree. It does no I/O and knows nothing of ClickHouse:
 // translation to ClickHouse SQL lives in package chsql.

@@ -43,7 +43,7 @@ type Config struct {
 	// without it /metrics is open, as Prometheus scrapes usually are.
 	MetricsToken string
 	// MaxFlushBytes bounds a flush body as sent (default 256 MiB, room for
-	// the 64 MB packs the seed recommends); larger bodies get 413.
+	// the 64 MB packs the ClickZetta Lakehouse documentation recommends); larger bodies get 413.
 	MaxFlushBytes int64
 	// MaxFlushDecompressedBytes bounds a flush body once decompressed
 	// (default 4 × MaxFlushBytes, 1 GiB): deflate expands up to 1000-fold,
