@@ -427,7 +427,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		if fl.Status != workflows.FileFailed {
 			loaded += fl.Rows
 		}
-		res.Rows = append(res.Rows, []any{f.Path, fl.Status, fl.Rows, fl.Rejected, fl.FirstError})
+		res.Rows = append(res.Rows, []any{f.Path, string(fl.Status), fl.Rows, fl.Rejected, fl.FirstError})
 	}
 	if len(files) == 0 {
 		res.Message = "no files to load"
@@ -454,7 +454,7 @@ func (e *Engine) RecordLoads(ctx context.Context, table, pipe, loadID string, lo
 	rows := make([][]any, len(loads))
 	now := time.Now().UTC()
 	for i, l := range loads {
-		rows[i] = []any{table, pipe, l.Path, l.ETag, uint64(l.Size), now, l.Status, l.FirstError, l.FirstErrLine,
+		rows[i] = []any{table, pipe, l.Path, l.ETag, uint64(l.Size), now, string(l.Status), l.FirstError, l.FirstErrLine,
 			uint64(l.Rows), uint64(l.Rejected), cmp.Or(l.LoadID, loadID), uint64(now.UnixNano()) + uint64(i)}
 	}
 	err := e.st.InsertRows(ctx, schemas.SystemDB, "load_history", []string{"table_name", "pipe_name", "file_path", "etag", "file_size",
