@@ -752,3 +752,32 @@ func TestPipeBigFile(t *testing.T) {
 		t.Errorf("peak RSS %d MB, want under %d MB: the upload and the load must stream", after>>20, limit>>20)
 	}
 }
+
+// TestPipePurgeKeepsNewVersion: LIST_PURGE removes the version of a file it
+// loaded, and only that: a new upload to a path it loaded before is not
+// loaded (a path loads once) and not removed, and load_history says so.
+func TestPipePurgeKeepsNewVersion(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("rp_vol", "rp", false)
+	s.pipeTable("t")
+	s.run(`CREATE PIPE rp_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO t FROM VOLUME rp_vol USING CSV`)
+	s.put("rp/a.csv", csvRows(1, 1))
+	pipeWait(t, time.Minute, "a.csv was not loaded and removed", func() bool {
+		return s.pipeCount("t") == 1 && len(s.files("rp")) == 0
+	})
+	s.put("rp/a.csv", csvRows(2, 3)) // another version at the loaded path
+	pipeWait(t, time.Minute, "the new version of a.csv was not recorded SKIPPED", func() bool {
+		return s.pipeHistory("t")["a.csv"]["status"] == "SKIPPED"
+	})
+	s.pipeWaitTurns("rp_pipe", 2, 30*time.Second)
+	if f := s.files("rp"); len(f) != 1 {
+		t.Fatalf("the volume holds %v: the new version of a.csv was removed", f)
+	}
+	if n := s.pipeCount("t"); n != 1 {
+		t.Fatalf("t has %d rows: the new version of a path loaded before was loaded", n)
+	}
+	if h := s.pipeHistory("t")["a.csv"]; !strings.Contains(h["first_error_message"], "loaded before") {
+		t.Fatalf("load_history of a.csv: %v, want the reason it was skipped", h)
+	}
+}

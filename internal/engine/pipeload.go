@@ -153,12 +153,36 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 // version (it is retried only when it changes).
 func (h history) done(etag string) bool {
 	switch h.status {
-	case workflows.FileLoaded, workflows.FilePartiallyLoaded:
+	case workflows.FileLoaded, workflows.FilePartiallyLoaded, workflows.FileSkipped:
 		return true
 	case workflows.FileFailed:
 		return h.etag == etag
 	}
 	return false
+}
+
+// pending says whether a listed file is still to be handled: loaded, or
+// under LIST_PURGE removed (the version loaded) or recorded SKIPPED (a
+// new version at a path loaded before, which stays).
+func (r *PipeRun) pending(h history, recorded bool, etag string) bool {
+	if !recorded || !h.done(etag) {
+		return true
+	}
+	return r.purge && (h.status == workflows.FileLoaded || h.status == workflows.FileSkipped && h.etag != etag)
+}
+
+// reloaded is the load record of a new version at a path a LIST_PURGE
+// pipe loaded before: not loaded (a path loads once) and not removed
+// (removing it would destroy data the pipe never read), with the reason.
+func reloaded(f workflows.FileRef, h history) FileLoad {
+	return FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: workflows.FileSkipped,
+		FirstError: fmt.Sprintf("the path was loaded before (ETag %s) and this is another version of it (ETag %s): a path loads once, and LIST_PURGE removes only the version it loaded, so this one stays in the volume", h.etag, f.ETag)}
+}
+
+// purgeable says whether the listed version of a recorded file is the one
+// a LIST_PURGE pipe loaded and is to remove.
+func (r *PipeRun) purgeable(h history, etag string) bool {
+	return r.purge && h.status == workflows.FileLoaded && h.etag == etag
 }
 
 // ListFiles returns up to limit files the pipe has to handle (load, or purge
@@ -245,10 +269,11 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 					prefix[nPrefix%len(prefix)] = o.Path
 					nPrefix++
 				}
-				if !(r.purge && h.status == workflows.FileLoaded) {
+				if !r.pending(h, true, o.ETag) {
 					continue
 				}
-				// Loaded but not yet purged: still to be removed.
+				// Loaded but not yet purged: still to be removed (or
+				// recorded SKIPPED, a new version at a loaded path).
 			} else {
 				inPrefix = false
 				if !pending || o.Path < minPending {
@@ -336,7 +361,7 @@ func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workfl
 		if err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
-		if h, ok := hist[o.Path]; ok && h.done(o.ETag) && !(r.purge && h.status == workflows.FileLoaded) {
+		if h, ok := hist[o.Path]; !r.pending(h, ok, o.ETag) {
 			continue
 		}
 		if !r.inScope(o.Path) {
@@ -382,7 +407,7 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 	var first, rest []workflows.FileRef
 	for _, o := range objs {
 		h, seen := hist[o.Path]
-		if seen && h.done(o.ETag) && !(r.purge && h.status == workflows.FileLoaded) {
+		if !r.pending(h, seen, o.ETag) {
 			continue
 		}
 		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified}
@@ -424,15 +449,20 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	}
 	if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
 		res.Status = workflows.FileSkipped
-		if h.status != workflows.FileFailed && h.etag == f.ETag {
+		if h.status.Loaded() && h.etag == f.ETag {
 			// A crash may have come between the load record and the change
 			// log: registering again is a no-op otherwise.
 			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.commitID(f), -1); err != nil {
 				return res, err
 			}
 		}
-		if r.purge && h.status == workflows.FileLoaded {
+		if r.purgeable(h, f.ETag) {
 			return res, r.vol.RemoveListed(ctx, f.Path)
+		}
+		if r.pending(h, true, f.ETag) {
+			fl := reloaded(f, h)
+			res.FirstError = fl.FirstError
+			return res, r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []FileLoad{fl})
 		}
 		return res, nil
 	}
@@ -548,17 +578,23 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 		commits []uint64
 		track   []loadCommit
 		purge   []string
+		skipped []FileLoad // new versions at loaded paths (LIST_PURGE)
 	)
 	for i, f := range files {
 		if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
 			results[i].Status = workflows.FileSkipped
-			if h.status != workflows.FileFailed && h.etag == f.ETag {
+			if h.status.Loaded() && h.etag == f.ETag {
 				// A crash may have come between the load record and the
 				// change log: registering again is a no-op otherwise.
 				track = append(track, loadCommit{id: r.commitID(f), rows: -1})
 			}
-			if r.purge && h.status == workflows.FileLoaded {
+			switch {
+			case r.purgeable(h, f.ETag):
 				purge = append(purge, f.Path)
+			case r.pending(h, true, f.ETag):
+				fl := reloaded(f, h)
+				skipped = append(skipped, fl)
+				results[i].FirstError = fl.FirstError
 			}
 			continue
 		}
@@ -657,6 +693,11 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 	}
 	if err := r.e.trackLoads(ctx, r.target.db, r.target.table, track); err != nil {
 		return nil, err
+	}
+	if len(skipped) > 0 {
+		if err := r.e.RecordLoads(ctx, r.target.display, r.Name, "", skipped); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range purge {
 		if err := r.vol.RemoveListed(ctx, p); err != nil {
