@@ -3,10 +3,14 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 )
@@ -236,4 +240,47 @@ func TestKafkaPipeRules(t *testing.T) {
 	if after, err := c.Secret(s.Ctx, catalog.KindPipe, s.Schema, "p7"); err != nil || after != before {
 		t.Fatalf("ALTER PIPE changed p7's stored secret (%v)", err)
 	}
+}
+
+// TestKafkaPipeSkipsAbortedTransactions: records a transactional producer
+// aborted are never loaded (isolation.level read_committed, the default);
+// the committed ones around them are.
+func TestKafkaPipeSkipsAbortedTransactions(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic := "txn_" + s.ID
+	kafkaTopic(t, topic, 1)
+	tx := kafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID("lakepipe-it-"+s.ID))
+	ctx, cancel := context.WithTimeout(s.Ctx, time.Minute)
+	defer cancel()
+	send := func(commit bool, ids ...int) {
+		t.Helper()
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			if err := tx.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(id))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(true, 1, 2)
+	send(false, 100, 101, 102) // aborted
+	send(true, 3)
+	s.run(`CREATE TABLE txn (id BIGINT)`)
+	s.run(fmt.Sprintf(`CREATE PIPE txn_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO txn FROM (
+		SELECT CAST(VALUE AS STRING)::BIGINT AS id FROM READ_KAFKA('%s', '%s', '', 'txn_%s', '', '', '', '', 'raw', 'raw', 0, map()))`, kafkaAddr, topic, s.ID))
+	pipeWait(t, time.Minute, "the committed records did not load", func() bool { return s.pipeCount("txn") >= 3 })
+	s.pipeWaitTurns("txn_pipe", 2, 30*time.Second)
+	if got := s.pipeScalar("SELECT groupArray(id) FROM (SELECT id FROM txn ORDER BY id)"); got != "[1 2 3]" {
+		t.Fatalf("loaded ids %s, want [1 2 3] (records of the aborted transaction must not load)", got)
+	}
+	// read_uncommitted, asked for, loads them: what the default avoids.
+	s.run(`CREATE TABLE txn_all (id BIGINT)`)
+	s.run(fmt.Sprintf(`CREATE PIPE txn_all_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO txn_all FROM (
+		SELECT CAST(VALUE AS STRING)::BIGINT AS id FROM READ_KAFKA('%s', '%s', '', 'txn_all_%s', '', '', '', '', 'raw', 'raw', 0, map('isolation.level', 'read_uncommitted')))`, kafkaAddr, topic, s.ID))
+	pipeWait(t, time.Minute, "read_uncommitted did not load the aborted records", func() bool { return s.pipeCount("txn_all") >= 6 })
 }

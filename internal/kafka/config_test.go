@@ -1,8 +1,21 @@
 package kafka
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSettings(t *testing.T) {
@@ -21,7 +34,8 @@ func TestSettings(t *testing.T) {
 		wantErr string
 		check   func(*settings) bool
 	}{
-		{"defaults", base, "", func(s *settings) bool { return !s.resetLatest && !s.readCommitted && s.maxPollRecords == 500000 }},
+		{"defaults", base, "", func(s *settings) bool { return !s.resetLatest && s.readCommitted && s.maxPollRecords == 500000 }},
+		{"read uncommitted", with("isolation.level", "read_uncommitted"), "", func(s *settings) bool { return !s.readCommitted }},
 		{"latest with kafka. prefix", with("kafka.auto.offset.reset", "latest"), "", func(s *settings) bool { return s.resetLatest }},
 		{"earliest", with("auto.offset.reset", "EARLIEST"), "", func(s *settings) bool { return !s.resetLatest }},
 		{"read committed", with("isolation.level", "read_committed"), "", func(s *settings) bool { return s.readCommitted }},
@@ -72,5 +86,52 @@ func TestOffsetsSorted(t *testing.T) {
 	o := Offsets{3: 1, 0: 5, 1: 2}
 	if got := o.Sorted(); len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 3 {
 		t.Fatalf("Sorted() = %v", got)
+	}
+}
+
+// TestTLSWithoutHostName: ssl.endpoint.identification.algorithm = none
+// accepts a broker whose certificate names another host, and still
+// refuses one signed by a CA that is not trusted.
+func TestTLSWithoutHostName(t *testing.T) {
+	broker := httptest.NewTLSServer(http.NotFoundHandler())
+	defer broker.Close()
+	pemOf := func(der []byte) string {
+		f := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// Another CA, which signed nothing the broker has.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	otherCA, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ca, check string) error {
+		tc, err := tlsConfig(map[string]string{"ssl.ca.location": ca, "ssl.endpoint.identification.algorithm": check})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.ServerName = "broker.elsewhere.example" // not a name in the certificate
+		c, err := tls.Dial("tcp", broker.Listener.Addr().String(), tc)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(pemOf(broker.Certificate().Raw), "none"); err != nil {
+		t.Errorf("none, trusted CA, other host name: %v", err)
+	}
+	if err := dial(pemOf(broker.Certificate().Raw), "https"); err == nil {
+		t.Error("https accepted a certificate for another host name")
+	}
+	if err := dial(pemOf(otherCA), "none"); err == nil {
+		t.Error("none accepted a certificate no trusted CA signed")
 	}
 }
