@@ -353,3 +353,54 @@ func TestClusterReplicated(t *testing.T) {
 	on2("SELECT uniqExact(file_path) FROM lakepipe.load_history WHERE table_name = "+chsql.QuoteString(s.Schema+".loaded"), "3")
 	wantRows(t, "loaded", s.run(`SELECT COUNT(*), COUNT(DISTINCT id) FROM loaded`), "300|300")
 }
+
+// TestReplicatedReinsertAfterDelete: the same block inserted again after
+// its rows were deleted (what a retried load does) is kept in replicated
+// mode. ReplicatedMergeTree's insert deduplication would drop it silently.
+func TestReplicatedReinsertAfterDelete(t *testing.T) {
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s.Ctx = ctx
+	st, err := chstore.Open(ctx, chstore.Config{Addr: ch3Addr, Cluster: replicatedCluster, Replicated: true})
+	if err != nil {
+		t.Fatalf("replicated mode needs deploy/local's zookeeper, clickhouse3 and clickhouse4 (./task up): %v", err)
+	}
+	replica2, err := chstore.Open(ctx, chstore.Config{Addr: ch4Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema)+" ON CLUSTER "+chsql.QuoteIdent(replicatedCluster))
+		dropTrash(cctx, s.Schema, st, replica2)
+		replica2.Close()
+		st.Close()
+	})
+	cat, err := catalog.Open(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Store = st
+	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	s.run(`CREATE TABLE dd (id BIGINT, kind STRING)`)
+	insert := func() {
+		t.Helper()
+		if err := st.InsertRows(ctx, s.Schema, "dd", []string{"id", "kind", engine.CommitColumn},
+			[][]any{{int64(1), "a", uint64(42)}, {int64(2), "b", uint64(42)}, {int64(3), "c", uint64(42)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insert()
+	wantRows(t, "first insert", s.run(`SELECT COUNT(*) FROM dd`), "3")
+	s.run(`DELETE FROM dd WHERE id > 0`) // the dead attempt's clean-up
+	wantRows(t, "after the delete", s.run(`SELECT COUNT(*) FROM dd`), "0")
+	insert() // the retry: the same block
+	wantRows(t, "the same block again", s.run(`SELECT COUNT(*) FROM dd`), "3")
+	shard := chsql.Table(s.Schema, "dd__lp_shard")
+	pipeWait(t, 30*time.Second, "replica 2 does not have the block inserted again", func() bool {
+		got, err := replica2.Strings(ctx, "SELECT count() FROM "+shard)
+		return err == nil && len(got) == 1 && got[0] == "3"
+	})
+}

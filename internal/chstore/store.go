@@ -68,6 +68,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Cluster != "" {
 		settings = clickhouse.Settings{"insert_distributed_sync": 1}
 	}
+	if cfg.Replicated {
+		// A retried load deletes the rows of the attempt it replaces and
+		// inserts the same blocks again: ReplicatedMergeTree would take
+		// them for the earlier ones (it keeps block hashes after the
+		// delete) and drop them without a word. Loads are made exactly
+		// once by their commit ids, never by this deduplication.
+		settings["insert_deduplicate"] = 0
+	}
 	conn, err := dial(ctx, cfg, cfg.Addr, settings)
 	if err != nil {
 		return nil, err
