@@ -275,33 +275,13 @@ func TestClusterReplicated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s.Ctx = ctx
-	st, err := chstore.Open(ctx, chstore.Config{Addr: ch3Addr, Cluster: replicatedCluster, Replicated: true})
-	if err != nil {
-		t.Fatalf("replicated mode needs deploy/local's zookeeper, clickhouse3 and clickhouse4 (./task up): %v", err)
-	}
-	replica2, err := chstore.Open(ctx, chstore.Config{Addr: ch4Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
-		defer ccancel()
-		_ = st.Exec(cctx, "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(s.Schema)+" ON CLUSTER "+chsql.QuoteIdent(replicatedCluster))
-		dropTrash(cctx, s.Schema, st, replica2)
-		replica2.Close()
-		st.Close()
-	})
-	cat, err := catalog.Open(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Store = st
-	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	replica2 := s.useReplicated(ctx)
 	// on2 waits until replica 2 answers q with want.
 	on2 := func(q, want string) {
 		t.Helper()
 		var got []string
 		pipeWait(t, 30*time.Second, fmt.Sprintf("replica 2: %s = %s (last %v)", q, want, &got), func() bool {
+			var err error
 			got, err = replica2.Strings(ctx, q)
 			return err == nil && len(got) == 1 && got[0] == want
 		})
@@ -327,7 +307,7 @@ func TestClusterReplicated(t *testing.T) {
 	queue := "it-replicated-" + s.ID
 	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: lakepipeBin(t), queue: queue, logPath: t.TempDir() + "/worker.log",
-		env: []string{"LAKEPIPE_CLICKHOUSE_ADDR=" + ch3Addr, "LAKEPIPE_CLICKHOUSE_CLUSTER=" + replicatedCluster, "LAKEPIPE_CLICKHOUSE_REPLICATED=true"}}
+		env: replicatedWorkerEnv}
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer ccancel()
@@ -362,6 +342,48 @@ func TestReplicatedReinsertAfterDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	s.Ctx = ctx
+	replica2 := s.useReplicated(ctx)
+	st := s.Store
+	s.run(`CREATE TABLE dd (id BIGINT, kind STRING)`)
+	insert := func() {
+		t.Helper()
+		if err := st.InsertRows(ctx, s.Schema, "dd", []string{"id", "kind", engine.CommitColumn},
+			[][]any{{int64(1), "a", uint64(42)}, {int64(2), "b", uint64(42)}, {int64(3), "c", uint64(42)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each replica's own table, read alone: an insert reaches one replica
+	// and the other by replication, so each is waited for.
+	replica1, err := chstore.Open(ctx, chstore.Config{Addr: ch3Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replica1.Close()
+	shard := chsql.Table(s.Schema, "dd__lp_shard")
+	both := func(what, want string) {
+		t.Helper()
+		for i, r := range []*chstore.Store{replica1, replica2} {
+			pipeWait(t, 30*time.Second, fmt.Sprintf("%s: replica %d does not hold %s rows", what, i+1, want), func() bool {
+				got, err := r.Strings(ctx, "SELECT count() FROM "+shard)
+				return err == nil && len(got) == 1 && got[0] == want
+			})
+		}
+	}
+	insert()
+	both("first insert", "3")
+	s.run(`DELETE FROM dd WHERE id > 0`) // the dead attempt's clean-up
+	both("after the delete", "0")
+	insert() // the retry: the same block
+	both("the same block again", "3")
+}
+
+// useReplicated points the test's store and engine at the replicated
+// cluster (clickhouse3, whose replica is clickhouse4) and returns a store
+// on the second replica alone; the schema is dropped on the cluster at the
+// end.
+func (s *Stack) useReplicated(ctx context.Context) *chstore.Store {
+	t := s.T
+	t.Helper()
 	st, err := chstore.Open(ctx, chstore.Config{Addr: ch3Addr, Cluster: replicatedCluster, Replicated: true})
 	if err != nil {
 		t.Fatalf("replicated mode needs deploy/local's zookeeper, clickhouse3 and clickhouse4 (./task up): %v", err)
@@ -384,23 +406,8 @@ func TestReplicatedReinsertAfterDelete(t *testing.T) {
 	}
 	s.Store = st
 	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
-	s.run(`CREATE TABLE dd (id BIGINT, kind STRING)`)
-	insert := func() {
-		t.Helper()
-		if err := st.InsertRows(ctx, s.Schema, "dd", []string{"id", "kind", engine.CommitColumn},
-			[][]any{{int64(1), "a", uint64(42)}, {int64(2), "b", uint64(42)}, {int64(3), "c", uint64(42)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	insert()
-	wantRows(t, "first insert", s.run(`SELECT COUNT(*) FROM dd`), "3")
-	s.run(`DELETE FROM dd WHERE id > 0`) // the dead attempt's clean-up
-	wantRows(t, "after the delete", s.run(`SELECT COUNT(*) FROM dd`), "0")
-	insert() // the retry: the same block
-	wantRows(t, "the same block again", s.run(`SELECT COUNT(*) FROM dd`), "3")
-	shard := chsql.Table(s.Schema, "dd__lp_shard")
-	pipeWait(t, 30*time.Second, "replica 2 does not have the block inserted again", func() bool {
-		got, err := replica2.Strings(ctx, "SELECT count() FROM "+shard)
-		return err == nil && len(got) == 1 && got[0] == "3"
-	})
+	return replica2
 }
+
+// replicatedWorkerEnv is the environment of a worker in replicated mode.
+var replicatedWorkerEnv = []string{"LAKEPIPE_CLICKHOUSE_ADDR=" + ch3Addr, "LAKEPIPE_CLICKHOUSE_CLUSTER=" + replicatedCluster, "LAKEPIPE_CLICKHOUSE_REPLICATED=true"}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
@@ -182,7 +183,14 @@ type faultSnap struct {
 // A kill inside an activity stalls the pipe until Temporal declares the
 // attempt dead (the activities' heartbeat timeout) and retries it on the
 // restarted worker, so each such kill costs that long.
-func TestPipeFaults(t *testing.T) {
+func TestPipeFaults(t *testing.T) { runPipeFaults(t, false) }
+
+// TestPipeFaultsReplicated is TestPipeFaults on the replicated cluster
+// (one shard, two replicas): the worker runs in replicated mode and, at the
+// end, each replica holds every row exactly once.
+func TestPipeFaultsReplicated(t *testing.T) { runPipeFaults(t, true) }
+
+func runPipeFaults(t *testing.T, replicated bool) {
 	nFiles := faultEnvInt(t, "LAKEPIPE_FAULT_FILES", 40)
 	nKills := faultEnvInt(t, "LAKEPIPE_FAULT_KILLS", 2)
 	rowsPer := faultEnvInt(t, "LAKEPIPE_FAULT_ROWS", 300)
@@ -237,13 +245,29 @@ func TestPipeFaults(t *testing.T) {
 	s.Ctx = ctx
 	c3 := rawS3(t)
 	bin := lakepipeBin(t)
+	var replica2 *chstore.Store
+	if replicated {
+		replica2 = s.useReplicated(ctx)
+	}
 
 	// The test's engine starts workflows on a queue of its own; only the
 	// child worker polls it.
 	queue := "it-faults-" + s.ID
 	orch := s.useQueue(queue)
 	w := &workerProc{t: t, bin: bin, queue: queue, logPath: t.TempDir() + "/worker.log"}
+	if replicated {
+		w.env = replicatedWorkerEnv
+	}
 	endWorkerProcs(t, s, orch, w)
+	if replicated {
+		// endWorkerProcs finds pipes in the single-node catalog; this
+		// one is in the cluster's (cleanups run last registered first).
+		t.Cleanup(func() {
+			cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer ccancel()
+			_ = orch.Terminate(cctx, s.Eng.PipeWorkflowID("fault_pipe"), "test finished")
+		})
+	}
 	w.start()
 
 	s.run(`CREATE TABLE fault_t (id BIGINT, payload STRING, n INT)`)
@@ -291,8 +315,12 @@ func TestPipeFaults(t *testing.T) {
 			for _, f := range s.files("incoming") {
 				sn.inVolume[f] = true
 			}
+			table := "fault_t"
+			if replicated {
+				table += "__lp_shard"
+			}
 			m, err := s.Store.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(db)+
-				" AND table = 'fault_t' AND is_done = 0")
+				" AND table = "+chsql.QuoteString(table)+" AND is_done = 0")
 			if err == nil && len(m) == 1 {
 				sn.mutations, _ = strconv.Atoi(m[0])
 			}
@@ -508,6 +536,17 @@ func TestPipeFaults(t *testing.T) {
 		dup := s.run(`SELECT count(*) FROM (SELECT id FROM fault_t GROUP BY id HAVING count(*) > 1)`)
 		t.Errorf("exactly-once broken: count() %s, count(DISTINCT id) %s, want %d; ids loaded more than once: %s; %s",
 			got[0], got[1], want, scalar(t, dup), describeRows(last, rowsOfPath))
+	}
+	if replicated {
+		// The other replica, on its own: the same rows, each once, once
+		// replication has caught up.
+		shard := chsql.Table(db, "fault_t__lp_shard")
+		var last []string
+		pipeWait(t, time.Minute, fmt.Sprintf("replica 2 does not hold every row once (count, distinct ids: %v; want %d)", &last, want), func() bool {
+			var err error
+			last, err = replica2.Strings(ctx, "SELECT concat(toString(count()), ' ', toString(uniqExact(id))) FROM "+shard)
+			return err == nil && len(last) == 1 && last[0] == fmt.Sprintf("%d %d", want, want)
+		})
 	}
 	// The commit tags agree: one per file, each with the file's rows, each
 	// recorded.
