@@ -132,13 +132,17 @@ func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit
 
 // commitRows counts the rows of db.table tagged with a commit id (0 when
 // the count fails: it only informs the change log).
-func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64) int64 {
-	n, _ := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(CommitColumn), commit))
-	rows := int64(0)
-	if len(n) == 1 {
-		rows, _ = strconv.ParseInt(n[0], 10, 64)
+func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64) (int64, error) {
+	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(CommitColumn), commit))
+	if err != nil {
+		// Never 0 for "unknown": a flush would take it for "not written"
+		// and write a committed pack again.
+		return 0, fmt.Errorf("count the rows of commit %016x in %s: %w", commit, display(db, table), err)
 	}
-	return rows
+	if len(n) != 1 {
+		return 0, fmt.Errorf("count the rows of commit %016x in %s: %d answers", commit, display(db, table), len(n))
+	}
+	return strconv.ParseInt(n[0], 10, 64)
 }
 
 // trackLoad registers the rows a load added, when the table tracks changes

@@ -406,7 +406,11 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		mu := &e.flushLocks[target.commit%uint64(len(e.flushLocks))]
 		mu.Lock()
 		defer mu.Unlock()
-		if n := e.commitRows(ctx, s.Schema, s.Table, target.commit); n > 0 {
+		n, err := e.commitRows(ctx, s.Schema, s.Table, target.commit)
+		if err != nil {
+			return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
+		}
+		if n > 0 {
 			if n == f.Records {
 				if tracked(spec) {
 					// The earlier attempt may have stopped before its
@@ -488,6 +492,11 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	}
 	return n, nil
 }
+
+// ErrStoreUnavailable marks a flush that failed because ClickHouse did not
+// answer a check it needed before writing: nothing was written, and
+// retrying the flush is safe (the write service answers 503).
+var ErrStoreUnavailable = errors.New("ClickHouse did not answer")
 
 // flushCommit derives a flush's commit id from its session and flush id.
 func flushCommit(session, flush string) uint64 {

@@ -509,7 +509,10 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 			return nil, err
 		}
 	}
-	rows := e.commitRows(ctx, schemas.ChangesDB, changesTable(schema, name), commit)
+	rows, err := e.commitRows(ctx, schemas.ChangesDB, changesTable(schema, name), commit)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.registerCommit(ctx, schema, name, commit, commitDelete, rows); err != nil {
 		return nil, err
 	}
@@ -578,7 +581,10 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 			return nil, err
 		}
 	}
-	rows := e.commitRows(ctx, schema, name, commit)
+	rows, err := e.commitRows(ctx, schema, name, commit)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.registerCommit(ctx, schema, name, commit, commitUpdate, rows); err != nil {
 		return nil, err
 	}

@@ -482,6 +482,11 @@ func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) 
 		s.fail(w, r, http.StatusForbidden, tunnel.CodeForbidden, fb.Error())
 		return
 	}
+	if errors.Is(err, engine.ErrStoreUnavailable) {
+		s.log.Warn("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))
+		s.fail(w, r, http.StatusServiceUnavailable, tunnel.CodeInternal, err.Error()+"; nothing of the flush was written: flush again (the same flush id never writes twice)")
+		return
+	}
 	code, ok := engine.IsStreamError(err)
 	if !ok {
 		s.log.Error("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,6 +44,7 @@ type fakeStreams struct {
 	// tokens are the scoped tokens the fake catalog knows.
 	tokens      map[string]engine.TokenScope
 	tokenChecks int
+	fail        error // FlushStream's error, when set
 }
 
 func (f *fakeStreams) CheckWriteToken(_ context.Context, token string) (engine.TokenScope, bool, error) {
@@ -73,6 +75,9 @@ func (f *fakeStreams) TouchStreamSession(_ context.Context, s engine.StreamSessi
 }
 
 func (f *fakeStreams) FlushStream(ctx context.Context, _ engine.StreamSession, fl engine.StreamFlush) (int64, error) {
+	if f.fail != nil {
+		return 0, f.fail
+	}
 	var n int64
 	for {
 		b, err := fl.Reader.Next()
@@ -521,5 +526,20 @@ func TestScopedTokens(t *testing.T) {
 	defer f.mu.Unlock()
 	if n := f.tokenChecks - before; n > 1 {
 		t.Errorf("50 requests with one bad token read the catalog %d times, want at most 1", n)
+	}
+}
+
+// TestFlushStoreUnavailable: a flush that could not check ClickHouse for
+// an earlier attempt is 503 (the client retries it), never a success and
+// never a client error.
+func TestFlushStoreUnavailable(t *testing.T) {
+	s, f := newTestServer(t, Config{})
+	f.fail = fmt.Errorf("flush f1 into public.t: %w: %w", engine.ErrStoreUnavailable, errors.New("connection refused"))
+	a := do(t, s, flushRequest(bytes.NewReader(jsonLines(3)), "", nil))
+	if a.status != http.StatusServiceUnavailable || !strings.Contains(a.body.Error.Message, "flush again") {
+		t.Fatalf("%d %s, want 503 asking to flush again", a.status, a.raw)
+	}
+	if !(&tunnel.Error{Status: a.status}).Temporary() {
+		t.Fatal("the client does not retry a 503")
 	}
 }
