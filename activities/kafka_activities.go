@@ -32,6 +32,17 @@ func (a *Activities) KafkaOffsets(ctx context.Context, in workflows.KafkaOffsets
 	return workflows.KafkaOffsetsResult{Offsets: off}, err
 }
 
+// KafkaEnd reads where the topic's partitions end: the end offsets of the
+// next batch. It only reads.
+func (a *Activities) KafkaEnd(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+	run, err := a.openKafka(ctx, in.Params)
+	if err != nil {
+		return workflows.KafkaOffsetsResult{}, err
+	}
+	off, err := run.EndOffsets(ctx)
+	return workflows.KafkaOffsetsResult{Offsets: off}, err
+}
+
 // KafkaBatch loads the records after the given offsets and returns the new
 // offsets. A retried attempt removes what an earlier attempt of the same
 // batch inserted before loading again, so the batch's records land once.

@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,9 +247,18 @@ func TestKafkaPipeRules(t *testing.T) {
 // TestKafkaPipeSkipsAbortedTransactions: records a transactional producer
 // aborted are never loaded (isolation.level read_committed, the default);
 // the committed ones around them are.
+//
+// With LAKEPIPE_RECORD_HISTORY=dir the pipe's history (the
+// "kafka-fixed-end" version: each batch's end offsets read before it) is
+// written to dir/pipe_kafka_fixed_end.json, for workflows/testdata.
 func TestKafkaPipeSkipsAbortedTransactions(t *testing.T) {
 	s := newStack(t)
-	s.withWorker()
+	record := os.Getenv("LAKEPIPE_RECORD_HISTORY")
+	cfg := temporalConfig("it-" + s.ID)
+	if record != "" {
+		cfg.Codec = nil // for workflows/testdata, which replays without keys
+	}
+	s.Eng, s.Orch, _ = pipeWorkerWith(t, s.Eng, s.Schema, cfg)
 	topic := "txn_" + s.ID
 	kafkaTopic(t, topic, 1)
 	tx := kafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.TransactionalID("lakepipe-it-"+s.ID))
@@ -283,4 +294,13 @@ func TestKafkaPipeSkipsAbortedTransactions(t *testing.T) {
 	s.run(fmt.Sprintf(`CREATE PIPE txn_all_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO txn_all FROM (
 		SELECT CAST(VALUE AS STRING)::BIGINT AS id FROM READ_KAFKA('%s', '%s', '', 'txn_all_%s', '', '', '', '', 'raw', 'raw', 0, map('isolation.level', 'read_uncommitted')))`, kafkaAddr, topic, s.ID))
 	pipeWait(t, time.Minute, "read_uncommitted did not load the aborted records", func() bool { return s.pipeCount("txn_all") >= 6 })
+	if record != "" {
+		s.run("DROP PIPE txn_pipe")
+		wfID := s.Eng.PipeWorkflowID("txn_pipe")
+		pipeWait(t, 30*time.Second, "the dropped pipe's workflow did not end", func() bool {
+			st, _, _, _ := s.Orch.PipeStatus(s.Ctx, wfID)
+			return st == nil
+		})
+		recordHistory(t, s, wfID, filepath.Join(record, "pipe_kafka_fixed_end.json"))
+	}
 }

@@ -86,6 +86,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
 		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
+		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: workflows.ActivityKafkaEnd})
 	}
 }
 

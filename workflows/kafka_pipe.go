@@ -16,6 +16,10 @@ const (
 const (
 	ActivityKafkaOffsets = "KafkaOffsets"
 	ActivityKafkaBatch   = "KafkaBatch"
+	// ActivityKafkaEnd reads the ends of the topic's partitions, as a
+	// local activity before a batch: the batch's end offsets are then in
+	// the history, the same for every attempt of it.
+	ActivityKafkaEnd = "KafkaEnd"
 )
 
 // PartitionOffset is the offset of the next record to load from one
@@ -38,6 +42,12 @@ type KafkaState struct {
 	// Unfinished is set when a batch activity failed for good: the next
 	// batch from the same offsets must look for rows it left.
 	Unfinished bool `json:",omitempty"`
+	// End is where the batch in progress stops, fixed before its first
+	// attempt and kept until it succeeds: every attempt of a batch (and
+	// the batch after one that failed for good) loads the same records
+	// under its commit id, so the table, the change log and what streams
+	// and dynamic tables read of that commit agree.
+	End []PartitionOffset `json:",omitempty"`
 }
 
 // KafkaOffsetsInput asks where a new Kafka pipe starts.
@@ -60,6 +70,10 @@ type KafkaBatchInput struct {
 	// Retry says an earlier activity for these offsets failed: rows it may
 	// have left are removed first (retried attempts always do this).
 	Retry bool `json:",omitempty"`
+	// End, when set, is where the batch stops (partitions not in it load
+	// nothing); without it the batch reads the ends when it starts
+	// (histories recorded before the "kafka-fixed-end" version).
+	End []PartitionOffset `json:",omitempty"`
 }
 
 // KafkaBatchResult is what one batch did.
@@ -83,7 +97,7 @@ type KafkaBatchResult struct {
 // kafkaTurn loads one batch of a Kafka pipe: the first turn asks where to
 // start; every turn hands the activity the offsets it keeps and takes back
 // the new ones.
-func kafkaTurn(ctx workflow.Context, p PipeParams, st *KafkaState, c *PipeCounters, get func(workflow.Future, any) error) (more bool, err error) {
+func kafkaTurn(ctx workflow.Context, p PipeParams, st *KafkaState, c *PipeCounters, fixedEnd bool, get func(workflow.Future, any) error) (more bool, err error) {
 	if len(st.Offsets) == 0 {
 		var start KafkaOffsetsResult
 		octx := workflow.WithStartToCloseTimeout(ctx, 5*time.Minute)
@@ -92,14 +106,22 @@ func kafkaTurn(ctx workflow.Context, p PipeParams, st *KafkaState, c *PipeCounte
 		}
 		st.Offsets = start.Offsets
 	}
+	if fixedEnd && len(st.End) == 0 {
+		var end KafkaOffsetsResult
+		ectx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{ScheduleToCloseTimeout: 2 * time.Minute})
+		if err := get(workflow.ExecuteLocalActivity(ectx, ActivityKafkaEnd, KafkaOffsetsInput{Params: p}), &end); err != nil {
+			return false, err
+		}
+		st.End = end.Offsets
+	}
 	var res KafkaBatchResult
 	bctx := workflow.WithStartToCloseTimeout(ctx, 30*time.Minute)
-	in := KafkaBatchInput{Params: p, Offsets: st.Offsets, Rejected: c.RowsRejected, Retry: st.Unfinished}
+	in := KafkaBatchInput{Params: p, Offsets: st.Offsets, Rejected: c.RowsRejected, Retry: st.Unfinished, End: st.End}
 	if err := get(workflow.ExecuteActivity(bctx, ActivityKafkaBatch, in), &res); err != nil {
 		st.Unfinished = true
 		return false, err
 	}
-	st.Unfinished = false
+	st.Unfinished, st.End = false, nil
 	if res.Paused {
 		st.InvalidReason = res.Reason
 		c.LastError = res.Reason

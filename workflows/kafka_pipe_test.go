@@ -38,6 +38,7 @@ type batchCall struct {
 	rejected int64
 	retry    bool
 	attempt  int32
+	end      []workflows.PartitionOffset
 }
 
 func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironment, *topic) {
@@ -51,7 +52,18 @@ func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironmen
 	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
 	env.RegisterActivityWithOptions(tp.offsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
 	env.RegisterActivityWithOptions(tp.batch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
+	env.RegisterActivityWithOptions(tp.end, activity.RegisterOptions{Name: workflows.ActivityKafkaEnd})
 	return env, tp
+}
+
+func (tp *topic) end(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	var out []workflows.PartitionOffset
+	for p, e := range tp.ends {
+		out = append(out, workflows.PartitionOffset{Partition: int32(p), Offset: e})
+	}
+	return workflows.KafkaOffsetsResult{Offsets: out}, nil
 }
 
 func (tp *topic) offsets(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
@@ -70,7 +82,7 @@ func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workf
 	defer tp.mu.Unlock()
 	n := len(tp.batches)
 	attempt := activity.GetInfo(ctx).Attempt
-	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt})
+	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt, end: slices.Clone(in.End)})
 	if tp.batchErr != nil {
 		if err := tp.batchErr(n, attempt); err != nil {
 			return workflows.KafkaBatchResult{}, err
@@ -84,11 +96,15 @@ func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workf
 	if budget == 0 {
 		budget = 1 << 62
 	}
+	ends := slices.Clone(tp.ends)
+	for _, e := range in.End { // the batch stops where its input says
+		ends[e.Partition] = e.Offset
+	}
 	for _, o := range in.Offsets {
-		next := min(tp.ends[o.Partition], o.Offset+budget)
+		next := min(ends[o.Partition], o.Offset+budget)
 		budget -= next - o.Offset
 		res.Records += next - o.Offset
-		res.Lag += tp.ends[o.Partition] - next
+		res.Lag += ends[o.Partition] - next
 		res.Offsets = append(res.Offsets, workflows.PartitionOffset{Partition: o.Partition, Offset: next})
 	}
 	res.Rows = res.Records
@@ -195,6 +211,7 @@ func TestKafkaPipeFailedBatchRetriesClean(t *testing.T) {
 		}
 		return nil
 	}
+	at(env, 30*time.Second, func() { tp.produce(0, 4) }) // more records before the retry
 	st := statusAt(t, env, 30*time.Second)
 	signal(env, 90*time.Second, workflows.SignalDrop, nil)
 	run(env, workflows.PipeInput{Params: kafkaParams(60)})
@@ -203,6 +220,8 @@ func TestKafkaPipeFailedBatchRetriesClean(t *testing.T) {
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60})
 	eq(t, "retry flags", []bool{calls[0].retry, calls[1].retry}, []bool{false, true})
 	eq(t, "same offsets", calls[1].offsets, calls[0].offsets)
+	eq(t, "end fixed before the batch", calls[0].end, offs(5))
+	eq(t, "the same end for the batch after the failed one, records produced since or not", calls[1].end, calls[0].end)
 	if st.Counters.LastError == "" || !st.Kafka.Unfinished {
 		t.Errorf("status after the failure: %+v", st)
 	}

@@ -222,6 +222,9 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	// list in a local activity: an idle turn is then one workflow task and
 	// ~6 history events instead of two tasks, an activity task and ~12.
 	localListing := p.Kind != KindKafka && workflow.GetVersion(ctx, "local-listing", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, a Kafka batch's end offsets are read before it
+	// (a local activity) and passed to every attempt of it.
+	fixedEnd := p.Kind == KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
 		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list}, nil
@@ -312,7 +315,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		var more bool
 		var err error
 		if p.Kind == KindKafka {
-			more, err = kafkaTurn(ctx, p, kst, &counters, get)
+			more, err = kafkaTurn(ctx, p, kst, &counters, fixedEnd, get)
 			if kst.InvalidReason != "" {
 				paused = true
 			}

@@ -46,6 +46,10 @@ import (
 //     signal guard's record): a LIST pipe whose turns list in the local
 //     ListNewFiles once its listing is incremental, full listings every
 //     15 s, a file out of key order, drop (TestPipeIncrementalListing).
+//   - pipe_kafka_fixed_end.json: the "kafka-fixed-end" version: each
+//     batch's end offsets read by the local KafkaEnd before it and passed
+//     to it, records of aborted transactions skipped, drop
+//     (TestKafkaPipeSkipsAbortedTransactions).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

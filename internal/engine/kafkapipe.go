@@ -343,6 +343,21 @@ func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]workflows.Partitio
 	return toPartitionOffsets(off), nil
 }
 
+// EndOffsets says where the topic's partitions end now (the last stable
+// offsets with read_committed): where the next batch stops.
+func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]workflows.PartitionOffset, error) {
+	cl, err := r.e.kafka.Get(r.rk.src)
+	if err != nil {
+		return nil, err
+	}
+	end, err := cl.EndOffsets(ctx)
+	r.e.kafka.Put(cl, err != nil)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	return toPartitionOffsets(end), nil
+}
+
 func toPartitionOffsets(o kafka.Offsets) []workflows.PartitionOffset {
 	out := make([]workflows.PartitionOffset, 0, len(o))
 	for _, p := range o.Sorted() {
@@ -396,9 +411,16 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		return res, err
 	}
 	defer func() { r.e.kafka.Put(cl, err != nil) }()
-	end, err := cl.EndOffsets(ctx)
-	if err != nil {
-		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+	// The batch's end: fixed in its input (the same for every attempt), or
+	// read now (workflows recorded before that).
+	end := kafka.Offsets{}
+	for _, o := range in.End {
+		end[o.Partition] = o.Offset
+	}
+	if len(in.End) == 0 {
+		if end, err = cl.EndOffsets(ctx); err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
 	}
 	from := kafka.Offsets{}
 	for _, o := range in.Offsets {
