@@ -5,6 +5,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
 )
 
 // TestTableLifecycle covers CREATE, DROP, UNDROP and DROP IF EXISTS.
@@ -159,4 +161,23 @@ func TestInsertRepeatedValues(t *testing.T) {
 	s.run(`INSERT INTO pairs SELECT a, a, c FROM pairs WHERE a = 1`)
 	s.run(`INSERT INTO pairs (a, b, c) SELECT a + 10 AS a10, a + 10, c FROM pairs WHERE a = 2 UNION ALL SELECT 7, 7, 'z'`)
 	wantRows(t, "pairs", s.run(`SELECT a, b, c FROM pairs ORDER BY a, c`), "1|1|x", "1|1|x", "2|2|y", "7|7|z", "12|12|y")
+}
+
+// TestFailingDMLLeavesNoMutation: a DELETE or UPDATE whose expression fails
+// on the table's rows fails as a statement and leaves no mutation behind.
+// A failing mutation would never finish, and on ClickHouse 18.16 (no KILL
+// MUTATION) every later mutation of the table, a pipe's clean-up of a
+// dead load included, would wait behind it for ever.
+func TestFailingDMLLeavesNoMutation(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE fm (id BIGINT, name STRING)`)
+	s.run(`INSERT INTO fm VALUES (1, '1'), (2, 'two'), (3, '3')`)
+	s.mustFail(`DELETE FROM fm WHERE id % (id - 2) = 0`, "cannot run on its rows") // modulo by zero at id 2
+	s.mustFail(`UPDATE fm SET name = CAST(id % (id - 2) AS STRING) WHERE id > 0`, "cannot run on its rows")
+	n, err := s.Store.Strings(s.Ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(s.Schema)+" AND table = 'fm' AND is_done = 0")
+	if err != nil || len(n) != 1 || n[0] != "0" {
+		t.Fatalf("unfinished mutations of fm: %v %v, want none", n, err)
+	}
+	s.run(`DELETE FROM fm WHERE id = 1`) // not held back
+	wantRows(t, "after the DELETE", s.run(`SELECT COUNT(*) FROM fm`), "2")
 }

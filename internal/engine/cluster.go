@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -144,12 +145,23 @@ func (e *Engine) sharded(db string) bool {
 // node. 18.16 cannot tell a failing mutation from a slow one (no
 // latest_fail_reason); one still not done after the deadline is reported
 // instead of waited for forever.
+// oldestMutation describes the table's oldest unfinished mutation: the one
+// the others wait behind, as ClickHouse applies them in order.
+func (e *Engine) oldestMutation(ctx context.Context, db, table string) string {
+	m, err := e.st.Strings(ctx, "SELECT concat(mutation_id, ': ', command) FROM system.mutations WHERE database = "+chsql.QuoteString(db)+
+		" AND table = "+chsql.QuoteString(table)+" AND is_done = 0 ORDER BY create_time LIMIT 1")
+	if err != nil || len(m) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the oldest unfinished mutation of the table is %s: ClickHouse applies a table's mutations in order, so a mutation that fails (see system.mutations; ClickHouse 19 and later show latest_fail_reason and can KILL MUTATION) holds back every later one, this one included", errtext.Cap(m[0], errtext.MaxValue))
+}
+
 func (e *Engine) waitMutations(ctx context.Context, db, table, what, display string) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	q := "SELECT count() FROM system.mutations WHERE database = " + chsql.QuoteString(db) + " AND table = " + chsql.QuoteString(table) + " AND is_done = 0"
 	for {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes; see system.mutations for table %s", what, display, display)
+			return fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes%s", what, display, e.oldestMutation(ctx, db, table))
 		}
 		n, err := e.st.StringsEverywhere(ctx, q)
 		if err != nil {

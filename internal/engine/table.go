@@ -492,6 +492,9 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 		}
 	}
 	if !tracked(spec) {
+		if err := e.dryRun(ctx, schema, name, cond, nil); err != nil {
+			return nil, err
+		}
 		return e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
 	}
 	// The rows go to the change log first; the commit is registered last,
@@ -550,6 +553,13 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 		}
 	}
 	if !tracked(spec) {
+		vals := make([]string, 0, len(setOf))
+		for _, v := range setOf {
+			vals = append(vals, v)
+		}
+		if err := e.dryRun(ctx, schema, name, cond, vals); err != nil {
+			return nil, err
+		}
 		return e.mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
 	}
 	// On a change-tracked table an UPDATE writes the new rows under a
@@ -589,6 +599,25 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 		return nil, err
 	}
 	return res, nil
+}
+
+// dryRun evaluates a DELETE's or UPDATE's condition, and the new values
+// where it holds, as a query before the mutation is made: an expression
+// that fails on the table's rows fails the statement here. As a mutation
+// it would fail in the background for ever, and ClickHouse applies a
+// table's mutations in order, so every later one (a pipe's clean-up of a
+// dead load included) would wait behind it; 18.16 has no KILL MUTATION.
+// (A change-tracked table's DML copies the matching rows first, which
+// checks the same.)
+func (e *Engine) dryRun(ctx context.Context, schema, name, cond string, values []string) error {
+	q := "SELECT count() FROM " + chsql.Table(schema, name) + " WHERE (" + cond + ")"
+	if len(values) > 0 {
+		q += " AND NOT ignore(" + strings.Join(values, ", ") + ")"
+	}
+	if _, err := e.st.Strings(ctx, q); err != nil {
+		return fmt.Errorf("%s: the statement cannot run on its rows: %w", display(schema, name), queryError(err))
+	}
+	return nil
 }
 
 // mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations
