@@ -173,8 +173,30 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 	if e := open(); e != d {
 		t.Fatal("the rebuilt run was not kept")
 	}
+	// A pipe dropped and created again under the same name: an activity
+	// of the old one (its generation in its parameters) finds it gone,
+	// whatever its runs were, and the new one opens.
+	old, err := s.Eng.PipeParams(s.Ctx, "oc_pipe")
+	if err != nil || old.Generation == 0 {
+		t.Fatalf("pipe parameters %+v, %v: want a generation", old, err)
+	}
+	if _, err := s.Eng.OpenPipe(s.Ctx, old); err != nil {
+		t.Fatal(err)
+	}
 	s.run(`DROP PIPE oc_pipe`)
 	if _, err := s.Eng.OpenPipe(s.Ctx, params); !errors.Is(err, engine.ErrPipeGone) {
 		t.Fatalf("a dropped pipe opened: %v", err)
+	}
+	s.run(`CREATE TABLE t2 (id BIGINT, name STRING)`)
+	s.run(`CREATE PIPE oc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO t2 FROM VOLUME oc_vol USING CSV`)
+	if _, err := s.Eng.OpenPipe(s.Ctx, old); !errors.Is(err, engine.ErrPipeGone) {
+		t.Fatalf("an activity of the dropped pipe opened the new one of the same name: %v", err)
+	}
+	cur, err := s.Eng.PipeParams(s.Ctx, "oc_pipe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.Eng.OpenPipe(s.Ctx, cur); err != nil || r.Spec.CreatedAt.UnixNano() != cur.Generation {
+		t.Fatalf("the new pipe did not open: %v", err)
 	}
 }

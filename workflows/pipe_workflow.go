@@ -44,6 +44,11 @@ type PipeParams struct {
 	PollSeconds int
 	// MaxFilesPerTurn bounds one CopyFiles activity.
 	MaxFilesPerTurn int
+	// Generation is the pipe's creation time (Unix nanoseconds). An
+	// activity of a pipe that was dropped and created again under the same
+	// name finds another generation in the catalog and stops, instead of
+	// working for the new pipe. 0 in workflows started before it existed.
+	Generation int64 `json:",omitempty"`
 }
 
 // PipeCounters are the pipe's running totals.

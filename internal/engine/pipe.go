@@ -97,7 +97,24 @@ func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipePa
 	if v, err := strconv.Atoi(spec.Properties["max_files_per_batch"]); err == nil && v > 0 {
 		p.MaxFilesPerTurn = v
 	}
+	if !spec.CreatedAt.IsZero() {
+		p.Generation = spec.CreatedAt.UnixNano()
+	}
 	return p
+}
+
+// PipeParams returns the parameters the workflow of a pipe of this schema
+// runs with (ErrPipeGone when there is no such pipe).
+func (e *Engine) PipeParams(ctx context.Context, name string) (workflows.PipeParams, error) {
+	var spec catalog.PipeSpec
+	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, name, &spec)
+	if err != nil {
+		return workflows.PipeParams{}, err
+	}
+	if !ok {
+		return workflows.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.cfg.Schema, name, ErrPipeGone)
+	}
+	return e.pipeParams(name, spec), nil
 }
 
 func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Result, error) {

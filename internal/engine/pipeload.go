@@ -56,6 +56,9 @@ func (e *Engine) activePipe(ctx context.Context, p workflows.PipeParams) (catalo
 	if !ok {
 		return spec, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
 	}
+	if p.Generation != 0 && spec.CreatedAt.UnixNano() != p.Generation {
+		return spec, fmt.Errorf("pipe %s.%s was dropped and created again since this workflow started: %w", p.Schema, p.Name, ErrPipeGone)
+	}
 	return spec, nil
 }
 
