@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"runtime"
 	"slices"
 	"strconv"
@@ -370,12 +369,7 @@ func toPartitionOffsets(o kafka.Offsets) []workflows.PartitionOffset {
 // retried batch starts from the same offsets, so it finds (and removes)
 // the rows of an attempt that did not finish.
 func (r *KafkaPipeRun) commitID(from []workflows.PartitionOffset) uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "kafka\x00%s\x00%s\x00%s\x00%d", r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano())
-	for _, o := range from {
-		fmt.Fprintf(h, "\x00%d:%d", o.Partition, o.Offset)
-	}
-	return h.Sum64() | 1
+	return kafkaCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), from)
 }
 
 // badRecord is a record that could not be loaded.
@@ -447,7 +441,10 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 	target := r.target
 	target.commit = commit
 	if retried {
-		if err := r.e.dropCommit(ctx, target, commit); err != nil {
+		// The id of releases before 2026-12-04 too: a batch retried across
+		// an upgrade.
+		legacy := legacyKafkaCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
+		if err := r.e.dropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 	}

@@ -5,8 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,10 +127,21 @@ func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 type history struct {
 	status workflows.FileStatus
 	etag   string
+	commit uint64 // the load's commit id, from its load id (0: unknown)
+}
+
+// loadedCommit is the commit id of the rows of a loaded file: the one its
+// record names (an id of an earlier release for files loaded before an
+// upgrade), else the one this release derives.
+func (r *PipeRun) loadedCommit(h history, f workflows.FileRef) uint64 {
+	if h.commit != 0 {
+		return h.commit
+	}
+	return r.commitID(f)
 }
 
 func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]history, error) {
-	q := "SELECT file_path, argMax(status, version), argMax(etag, version) FROM lakepipe.load_history WHERE table_name = " +
+	q := "SELECT file_path, argMax(status, version), argMax(etag, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = " +
 		chsql.QuoteString(r.target.display) + " AND pipe_name = " + chsql.QuoteString(r.Name) +
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", r.tableCreated.Unix())
 	if paths != nil {
@@ -146,7 +158,11 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 	}
 	out := make(map[string]history, len(res.Rows))
 	for _, row := range res.Rows {
-		out[row[0].(string)] = history{status: workflows.FileStatus(row[1].(string)), etag: row[2].(string)}
+		h := history{status: workflows.FileStatus(row[1].(string)), etag: row[2].(string)}
+		if id := row[3].(string); len(id) == 16 {
+			h.commit, _ = strconv.ParseUint(id, 16, 64)
+		}
+		out[row[0].(string)] = h
 	}
 	return out, nil
 }
@@ -429,9 +445,12 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 
 // commitID names one file version's load in a pipe; it tags the rows.
 func (r *PipeRun) commitID(f workflows.FileRef) uint64 {
-	h := fnv.New64a()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f.Path, f.ETag)
-	return h.Sum64() | 1
+	return fileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
+}
+
+// legacyCommitID is commitID before 2026-12-04 (see commitid.go).
+func (r *PipeRun) legacyCommitID(f workflows.FileRef) uint64 {
+	return legacyFileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
 }
 
 // LoadFile loads one file exactly once:
@@ -455,7 +474,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		if h.status.Loaded() && h.etag == f.ETag {
 			// A crash may have come between the load record and the change
 			// log: registering again is a no-op otherwise.
-			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.commitID(f), -1); err != nil {
+			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.loadedCommit(h, f), -1); err != nil {
 				return res, err
 			}
 		}
@@ -470,8 +489,10 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		return res, nil
 	}
 	commit := r.commitID(f)
-	if err := r.dropCommit(ctx, commit); err != nil {
-		return res, err
+	// The id of releases before 2026-12-04 too: a load retried across an
+	// upgrade.
+	if err := r.e.dropCommits(ctx, r.target, []uint64{commit, r.legacyCommitID(f)}); err != nil {
+		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	target := r.target
 	target.commit = commit
@@ -589,7 +610,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 			if h.status.Loaded() && h.etag == f.ETag {
 				// A crash may have come between the load record and the
 				// change log: registering again is a no-op otherwise.
-				track = append(track, loadCommit{id: r.commitID(f), rows: -1})
+				track = append(track, loadCommit{id: r.loadedCommit(h, f), rows: -1})
 			}
 			switch {
 			case r.purgeable(h, f.ETag):
@@ -604,7 +625,13 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 		todo = append(todo, i)
 		commits = append(commits, r.commitID(f))
 	}
-	if err := r.e.dropCommits(ctx, r.target, commits); err != nil {
+	// The ids of releases before 2026-12-04 too: loads retried across an
+	// upgrade.
+	drop := slices.Clone(commits)
+	for _, i := range todo {
+		drop = append(drop, r.legacyCommitID(files[i]))
+	}
+	if err := r.e.dropCommits(ctx, r.target, drop); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 

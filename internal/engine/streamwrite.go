@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lakepipe/lakepipe/tunnel"
-	"hash/fnv"
 	"io"
 	"sort"
 	"strconv"
@@ -406,16 +405,21 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		mu := &e.flushLocks[target.commit%uint64(len(e.flushLocks))]
 		mu.Lock()
 		defer mu.Unlock()
-		n, err := e.commitRows(ctx, s.Schema, s.Table, target.commit)
-		if err != nil {
-			return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
-		}
-		if n > 0 {
+		// An earlier attempt's rows carry this id, or the id releases
+		// before 2026-12-04 gave (a flush retried across an upgrade).
+		for _, commit := range []uint64{target.commit, legacyFlushCommit(s.ID, f.ID)} {
+			n, err := e.commitRows(ctx, s.Schema, s.Table, commit)
+			if err != nil {
+				return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
+			}
+			if n == 0 {
+				continue
+			}
 			if n == f.Records {
 				if tracked(spec) {
 					// The earlier attempt may have stopped before its
 					// change-log entry; registering is idempotent.
-					if err := e.registerCommit(ctx, s.Schema, s.Table, target.commit, commitInsert, n); err != nil {
+					if err := e.registerCommit(ctx, s.Schema, s.Table, commit, commitInsert, n); err != nil {
 						return 0, err
 					}
 				}
@@ -423,7 +427,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			}
 			// Part of an earlier attempt (or an attempt of unknown size)
 			// is there: remove it and write the pack whole.
-			if err := e.dropCommit(ctx, target, target.commit); err != nil {
+			if err := e.dropCommit(ctx, target, commit); err != nil {
 				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 			}
 		}
@@ -503,11 +507,7 @@ func flushCommit(session, flush string) uint64 {
 	if flush == "" {
 		return randomCommit()
 	}
-	h := fnv.New64a()
-	h.Write([]byte(session))
-	h.Write([]byte{0})
-	h.Write([]byte(flush))
-	return h.Sum64() | 1
+	return flushIDCommit(session, flush)
 }
 
 // checkSessionSchema refuses a flush when the table changed since the

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/lakepipe/lakepipe/workflows"
+)
+
+// Commit ids tag the rows of one load (see changes.go). Those of pipes,
+// Kafka batches and flushes are derived from what identifies the load, so
+// that a retry finds, and removes, the rows of the attempt it replaces.
+//
+// An id is SHA-256 over a domain (the kind of load) and the load's fields,
+// each length-prefixed, truncated to 64 bits. Aiming at a given load's id
+// from other inputs then takes ~2^64 hashes, so a writer who picks flush
+// ids cannot steer a flush's clean-up at another load's rows, as FNV-1a
+// (the ids before 2026-12-04) allowed. It is deliberately not keyed: every
+// worker and write service derives the same id with no key to share or
+// leak. Two loads meeting by chance is as unlikely as with any 64-bit id.
+
+// Domains of commit ids.
+const (
+	domainPipeFile   = "lakepipe pipe file"
+	domainKafkaBatch = "lakepipe kafka batch"
+	domainFlush      = "lakepipe flush"
+)
+
+func commitHash(domain string, fields ...string) uint64 {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range append([]string{domain}, fields...) {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var sum [sha256.Size]byte
+	return binary.BigEndian.Uint64(h.Sum(sum[:0])) | 1
+}
+
+// fileCommit names one file version's load by a pipe.
+func fileCommit(workspace, schema, pipe string, f workflows.FileRef) uint64 {
+	return commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag)
+}
+
+// kafkaCommit names one batch of a Kafka pipe: the offsets it starts from.
+func kafkaCommit(workspace, schema, pipe string, generation int64, from []workflows.PartitionOffset) uint64 {
+	fields := []string{workspace, schema, pipe, strconv.FormatInt(generation, 10)}
+	for _, o := range from {
+		fields = append(fields, fmt.Sprintf("%d:%d", o.Partition, o.Offset))
+	}
+	return commitHash(domainKafkaBatch, fields...)
+}
+
+// flushIDCommit names one flush of a streaming-write session.
+func flushIDCommit(session, flush string) uint64 {
+	return commitHash(domainFlush, session, flush)
+}
+
+// The ids releases before 2026-12-04 gave the same loads. A load retried
+// across an upgrade looks for the rows of its earlier attempt under these
+// too.
+
+func legacyFileCommit(workspace, schema, pipe string, f workflows.FileRef) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", workspace, schema, pipe, f.Path, f.ETag)
+	return h.Sum64() | 1
+}
+
+func legacyKafkaCommit(workspace, schema, pipe string, generation int64, from []workflows.PartitionOffset) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "kafka\x00%s\x00%s\x00%s\x00%d", workspace, schema, pipe, generation)
+	for _, o := range from {
+		fmt.Fprintf(h, "\x00%d:%d", o.Partition, o.Offset)
+	}
+	return h.Sum64() | 1
+}
+
+func legacyFlushCommit(session, flush string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(session))
+	h.Write([]byte{0})
+	h.Write([]byte(flush))
+	return h.Sum64() | 1
+}
