@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -295,12 +294,6 @@ func TestKafkaPipeSkipsAbortedTransactions(t *testing.T) {
 		SELECT CAST(VALUE AS STRING)::BIGINT AS id FROM READ_KAFKA('%s', '%s', '', 'txn_all_%s', '', '', '', '', 'raw', 'raw', 0, map('isolation.level', 'read_uncommitted')))`, kafkaAddr, topic, s.ID))
 	pipeWait(t, time.Minute, "read_uncommitted did not load the aborted records", func() bool { return s.pipeCount("txn_all") >= 6 })
 	if record != "" {
-		s.run("DROP PIPE txn_pipe")
-		wfID := s.Eng.PipeWorkflowID("txn_pipe")
-		pipeWait(t, 30*time.Second, "the dropped pipe's workflow did not end", func() bool {
-			st, _, _, _ := s.Orch.PipeStatus(s.Ctx, wfID)
-			return st == nil
-		})
-		recordHistory(t, s, wfID, filepath.Join(record, "pipe_kafka_fixed_end.json"))
+		recordDroppedPipe(t, s, "txn_pipe", record, "pipe_kafka_fixed_end.json")
 	}
 }

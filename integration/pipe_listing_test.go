@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,13 +95,7 @@ func TestPipeIncrementalListing(t *testing.T) {
 		t.Fatalf("after the full listing: %s, want still incremental (the late file was the only one out of order… and it is now handled)", d["listing"])
 	}
 	if record != "" {
-		s.run("DROP PIPE inc_pipe")
-		wfID := s.Eng.PipeWorkflowID("inc_pipe")
-		pipeWait(t, 30*time.Second, "the dropped pipe's workflow did not end", func() bool {
-			st, _, _, _ := s.Orch.PipeStatus(s.Ctx, wfID)
-			return st == nil
-		})
-		recordHistory(t, s, wfID, filepath.Join(record, "pipe_local_listing.json"))
+		recordDroppedPipe(t, s, "inc_pipe", record, "pipe_local_listing.json")
 	}
 }
 

@@ -116,6 +116,19 @@ func countSignaled(t *testing.T, s *Stack, wfID string) int {
 	return n
 }
 
+// recordDroppedPipe drops a pipe, waits until its workflow has ended and
+// writes its history to dir/file (LAKEPIPE_RECORD_HISTORY runs).
+func recordDroppedPipe(t *testing.T, s *Stack, pipe, dir, file string) {
+	t.Helper()
+	s.run("DROP PIPE " + pipe)
+	wfID := s.Eng.PipeWorkflowID(pipe)
+	pipeWait(t, 30*time.Second, "the dropped pipe's workflow did not end", func() bool {
+		st, _, _, _ := s.Orch.PipeStatus(s.Ctx, wfID)
+		return st == nil
+	})
+	recordHistory(t, s, wfID, filepath.Join(dir, file))
+}
+
 // recordHistory writes a workflow's history as `temporal workflow show -o
 // json` does.
 func recordHistory(t *testing.T, s *Stack, wfID, path string) {
