@@ -781,3 +781,33 @@ func TestPipePurgeKeepsNewVersion(t *testing.T) {
 		t.Fatalf("load_history of a.csv: %v, want the reason it was skipped", h)
 	}
 }
+
+// TestPipeIgnoresTempFiles: writers' temporary and marker files are
+// neither loaded nor purged (IGNORE_TMP_FILE, TRUE by default); with
+// IGNORE_TMP_FILE = FALSE they load like any file.
+func TestPipeIgnoresTempFiles(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("tmp_vol", "tmp", false)
+	s.volume("all_vol", "all", false)
+	s.pipeTable("t")
+	s.pipeTable("t_all")
+	s.run(`CREATE PIPE tmp_pipe INGEST_MODE = 'LIST_PURGE' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO t FROM VOLUME tmp_vol USING CSV`)
+	s.run(`CREATE PIPE all_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' IGNORE_TMP_FILE = 'FALSE' AS COPY INTO t_all FROM VOLUME all_vol USING CSV`)
+	temps := []string{"out/_temporary/0/part-0.csv", "out/_SUCCESS", "out/.part-1.csv.crc", "up/load.csv.tmp", "sink/part-0.inprogress"}
+	for i, p := range temps {
+		s.put("tmp/"+p, csvRows(10+i, 1))
+		s.put("all/"+p, csvRows(10+i, 1))
+	}
+	s.put("tmp/out/part-2.csv", csvRows(1, 1))
+	pipeWait(t, time.Minute, "out/part-2.csv did not load", func() bool { return s.pipeCount("t") == 1 })
+	if f := s.files("tmp"); len(f) != len(temps) {
+		t.Fatalf("the volume holds %q, want the %d temporary files", f, len(temps))
+	}
+	pipeWait(t, time.Minute, "IGNORE_TMP_FILE = FALSE did not load the temporary files", func() bool { return s.pipeCount("t_all") == int64(len(temps)) })
+	s.pipeWaitTurns("tmp_pipe", 2, 30*time.Second)
+	if n, f := s.pipeCount("t"), s.files("tmp"); n != 1 || len(f) != len(temps) {
+		t.Fatalf("t has %d rows and the volume %v: temporary files were loaded or purged", n, f)
+	}
+	s.mustFail(`CREATE PIPE bad_pipe IGNORE_TMP_FILE = 'maybe' AS COPY INTO t FROM VOLUME tmp_vol USING CSV`, "IGNORE_TMP_FILE", "TRUE or FALSE")
+}

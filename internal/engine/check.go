@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,6 +123,20 @@ var pipeProps = map[string]func(string) error{
 	"max_files_per_batch":            intUpTo("MAX_FILES_PER_BATCH", MaxFilesPerTurn),
 	"initial_delay_in_seconds":       positiveInt("INITIAL_DELAY_IN_SECONDS"),
 	"comment":                        func(string) error { return nil },
+	"ignore_tmp_file": func(v string) error {
+		_, err := parseBool("IGNORE_TMP_FILE", v)
+		return err
+	},
+}
+
+// knownPipeProps lists pipeProps' names for error messages.
+func knownPipeProps() string {
+	names := make([]string, 0, len(pipeProps))
+	for k := range pipeProps {
+		names = append(names, strings.ToUpper(k))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // MaxFilesPerTurn bounds MAX_FILES_PER_BATCH: a turn's file list travels
@@ -157,7 +172,7 @@ func checkPipeProps(ps []sqlparse.Property) error {
 	for _, p := range ps {
 		chk, ok := pipeProps[strings.ToLower(p.Key)]
 		if !ok {
-			return fmt.Errorf("unknown property %s (known: VIRTUAL_CLUSTER, INGEST_MODE, BATCH_INTERVAL_IN_SECONDS, POLL_INTERVAL_IN_SECONDS)", strings.ToUpper(p.Key))
+			return fmt.Errorf("unknown property %s (known: %s)", strings.ToUpper(p.Key), knownPipeProps())
 		}
 		if err := chk(p.Value); err != nil {
 			return err

@@ -39,6 +39,9 @@ type PipeRun struct {
 	onError string
 	purge   bool
 	re      *regexp.Regexp // the COPY's REGEXP, nil without one
+	// keepTmp is IGNORE_TMP_FILE = FALSE: writers' temporary files are
+	// loaded like any other.
+	keepTmp bool
 	// tableCreated tells this table's load records from those of an
 	// earlier table of the same name.
 	tableCreated time.Time
@@ -79,6 +82,13 @@ func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 		return nil, permanent(fmt.Errorf("pipe %s: not a volume pipe", p.Name))
 	}
 	run := &PipeRun{e: e, Name: p.Name, Spec: spec, copy: cp, purge: spec.Properties["ingest_mode"] == "LIST_PURGE"}
+	if v := spec.Properties["ignore_tmp_file"]; v != "" {
+		ignore, err := parseBool("IGNORE_TMP_FILE", v)
+		if err != nil {
+			return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+		}
+		run.keepTmp = !ignore
+	}
 	schema, table, tspec, err := e.table(ctx, cp.Table)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
@@ -259,10 +269,10 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		nPrefix int                            // keys put in it
 	)
 	err := r.vol.ListPages(ctx, sub, start, func(page []objstore.Object) error {
-		if r.re != nil {
+		if r.re != nil || !r.keepTmp {
 			kept := page[:0]
 			for _, o := range page {
-				if r.re.MatchString(o.Path) {
+				if r.selects(o.Path) {
 					kept = append(kept, o)
 				}
 			}
@@ -401,7 +411,36 @@ func (r *PipeRun) inScope(path string) bool {
 			return false
 		}
 	}
+	return r.selects(path)
+}
+
+// selects applies the pipe's REGEXP and IGNORE_TMP_FILE to a path.
+func (r *PipeRun) selects(path string) bool {
+	if !r.keepTmp && TempFile(path) {
+		return false
+	}
 	return r.re == nil || r.re.MatchString(path)
+}
+
+// TempFile reports whether a path is a writer's temporary or marker file,
+// which a pipe with IGNORE_TMP_FILE = TRUE (the default) never loads or
+// purges: any part of the path that starts with "_" or "." (Spark's and
+// Hadoop's _temporary/, _SUCCESS, _committed_*, Flink's .part-*.inprogress.*,
+// .*.crc checksums, hidden files), or a name ending in .tmp, .temp,
+// .inprogress or ._COPYING_ (hadoop fs -put while it copies).
+func TempFile(path string) bool {
+	for _, seg := range strings.Split(path, "/") {
+		if strings.HasPrefix(seg, "_") || strings.HasPrefix(seg, ".") && seg != "." && seg != ".." {
+			return true
+		}
+	}
+	name := strings.ToLower(path[strings.LastIndexByte(path, '/')+1:])
+	for _, suf := range []string{".tmp", ".temp", ".inprogress", "._copying_"} {
+		if strings.HasSuffix(name, suf) {
+			return true
+		}
+	}
+	return false
 }
 
 // listSelected is ListFiles for a pipe whose COPY names its files: the
