@@ -64,6 +64,20 @@ func Check(schema string, stmt sqlparse.Statement) error {
 		if s.Action == "SET_COPY" {
 			return fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE and CREATE PIPE again", s.Name)
 		}
+		if s.Action == "SET" {
+			// All are checked before any is applied.
+			for _, p := range s.Props {
+				switch k := strings.ToLower(p.Key); k {
+				case "pipe_execution_paused":
+					if _, err := parseBool("PIPE_EXECUTION_PAUSED", p.Value); err != nil {
+						return fmt.Errorf("pipe %s: %w", s.Name, err)
+					}
+				case "comment":
+				default:
+					return fmt.Errorf("pipe %s: %s cannot be set (PIPE_EXECUTION_PAUSED and COMMENT can; other properties need DROP PIPE and CREATE PIPE)", s.Name, strings.ToUpper(k))
+				}
+			}
+		}
 	case *sqlparse.CreateDynamicTable:
 		if s.IntervalN < 0 {
 			return fmt.Errorf("dynamic table %s: REFRESH INTERVAL must be positive", s.Name.Name())

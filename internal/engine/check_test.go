@@ -29,3 +29,27 @@ func TestCheckPipeBatchSize(t *testing.T) {
 		}
 	}
 }
+
+// ALTER PIPE SET is checked whole before anything is applied: names and
+// values alike, so that --check catches what would fail at run time.
+func TestCheckAlterPipeSet(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+	}{
+		{"PIPE_EXECUTION_PAUSED = true", ""},
+		{"PIPE_EXECUTION_PAUSED = 'false', COMMENT = 'x'", ""},
+		{"PIPE_EXECUTION_PAUSED = 'maybe'", "expected TRUE or FALSE"},
+		{"COMMENT = 'x', INGEST_MODE = 'LIST'", "INGEST_MODE cannot be set"},
+		{"PIPE_EXECUTION_PAUSED = true, NO_SUCH = '1'", "NO_SUCH cannot be set"},
+		{"IGNORE_TMP_FILE = 'FALSE'", "IGNORE_TMP_FILE cannot be set"},
+	} {
+		stmt, err := sqlparse.Parse("ALTER PIPE p SET " + tc.set)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.set, err)
+		}
+		err = Check("public", stmt)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("SET %s: error %v, want %q", tc.set, err, tc.want)
+		}
+	}
+}

@@ -201,6 +201,9 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 	if s.Action == "SET_COPY" {
 		return nil, fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE %s and CREATE PIPE again", s.Name, s.Name)
 	}
+	if err := Check(e.cfg.Schema, s); err != nil {
+		return nil, err
+	}
 	spec, err := e.pipeSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -234,8 +237,6 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 				}
 			case "comment":
 				spec.Comment, changed = p.Value, true
-			default:
-				return nil, fmt.Errorf("pipe %s: %s cannot be set (PIPE_EXECUTION_PAUSED and COMMENT can; other properties need DROP PIPE and CREATE PIPE)", s.Name, strings.ToUpper(k))
 			}
 		}
 		if changed {
