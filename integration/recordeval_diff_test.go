@@ -859,22 +859,6 @@ var knownBugs = []diffNote{
 			"recordeval does; 18.16 refuses offset 0 and current releases return '' for it.",
 		only1816: true,
 	},
-	{
-		exprs:      []string{"lower(value)", "upper(value)"},
-		inputs:     []string{`"ÄÖü straße"`},
-		recordeval: `"*"`,
-		clickhouse: `"*"`,
-		why: "ClickHouse path wrong: chsql maps lower/upper to ClickHouse's lower/upper, which change " +
-			"ASCII letters only (lowerUTF8/upperUTF8 are the Unicode ones), on every release.",
-	},
-	{
-		exprs:      []string{"* NOT BETWEEN *"},
-		recordeval: "*",
-		clickhouse: "error(*Syntax error*)",
-		why: "ClickHouse 18.16 cannot parse x NOT BETWEEN a AND b, which chsql writes; lakepipe must " +
-			"run there, so chsql should write NOT (x BETWEEN a AND b). Current releases parse it.",
-		only1816: true,
-	},
 	// JSON
 	{
 		exprs:      []string{"PARSE_JSON(value)::STRING"},

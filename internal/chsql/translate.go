@@ -366,7 +366,7 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 // ClickHouse's; names not listed pass through unchanged.
 var functions = map[string]string{
 	"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
-	"upper": "upper", "lower": "lower", "length": "lengthUTF8", "char_length": "lengthUTF8",
+	"upper": "upperUTF8", "lower": "lowerUTF8", "length": "lengthUTF8", "char_length": "lengthUTF8",
 	"substr": "substringUTF8", "substring": "substringUTF8", "concat": "concat",
 	"coalesce": "coalesce", "ifnull": "ifNull", "nvl": "ifNull", "nullif": "nullIf",
 	"if": "if", "iff": "if", "abs": "abs", "round": "round", "floor": "floor", "ceil": "ceil",
@@ -497,12 +497,14 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 		}
 		b.WriteString(")")
 	case *sqlparse.BetweenExpr:
+		// (NOT (x BETWEEN …)): ClickHouse 18.16 cannot parse x NOT
+		// BETWEEN (an 18.16-only workaround; current releases can).
+		if e.Not {
+			b.WriteString("(NOT ")
+		}
 		b.WriteString("(")
 		if err := t.expr(b, e.X); err != nil {
 			return err
-		}
-		if e.Not {
-			b.WriteString(" NOT")
 		}
 		b.WriteString(" BETWEEN ")
 		if err := t.expr(b, e.Lo); err != nil {
@@ -513,6 +515,9 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			return err
 		}
 		b.WriteString(")")
+		if e.Not {
+			b.WriteString(")")
+		}
 	case *sqlparse.IsNullExpr:
 		if e.Not {
 			b.WriteString("isNotNull(")
