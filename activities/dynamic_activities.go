@@ -5,17 +5,18 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // RefreshDynamicTable runs one scheduled refresh. A refresh that fails on
 // the query is recorded FAILED and returned as a result, not an error: the
 // next interval tries again. Replacing the contents is atomic, so running
 // it twice only refreshes twice.
-func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.RefreshInput) (workflows.RefreshResult, error) {
+func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 	// Heartbeats let Temporal see a dead worker's refresh within the
 	// heartbeat timeout and run it again on another worker.
 	defer keepAlive(ctx)()
@@ -25,7 +26,7 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.Refre
 		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, string(res.Mode), string(res.State), time.Since(start))
 	}
 	if errors.Is(err, engine.ErrDynamicTableGone) {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
 	return res, err
 }
@@ -33,17 +34,17 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in workflows.Refre
 // WaitRefresh waits for a dynamic table's refresh that another workflow
 // runs (under the table's refresh workflow id) and returns its result. It
 // only reads Temporal.
-func (a *Activities) WaitRefresh(ctx context.Context, in workflows.WaitRefreshInput) (workflows.RefreshChainResult, error) {
+func (a *Activities) WaitRefresh(ctx context.Context, in jobs.WaitRefreshInput) (jobs.RefreshChainResult, error) {
 	defer keepAlive(ctx)()
 	return a.Engine.WaitRefresh(ctx, in.WorkflowID)
 }
 
 // PlanRefresh lists a dynamic table's upstream dynamic tables in
 // dependency order. It only reads the catalog.
-func (a *Activities) PlanRefresh(ctx context.Context, in workflows.PlanInput) (workflows.PlanResult, error) {
+func (a *Activities) PlanRefresh(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
 	up, err := a.Engine.WithSchema(in.Params.Schema).PlanRefresh(ctx, in.Params.Name)
 	if errors.Is(err, engine.ErrDynamicTableGone) {
-		return workflows.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeDynamicTableGone, err)
+		return jobs.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
-	return workflows.PlanResult{Upstream: up}, err
+	return jobs.PlanResult{Upstream: up}, err
 }

@@ -5,52 +5,53 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/errtext"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
-func (a *Activities) openKafka(ctx context.Context, p workflows.PipeParams) (*engine.KafkaPipeRun, error) {
+func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*engine.KafkaPipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenKafkaPipe(ctx, p)
 	if errors.Is(err, engine.ErrPipeGone) {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypePipeGone, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
 	return run, err
 }
 
 // KafkaOffsets says where a new Kafka pipe starts. It only reads, so it is
 // safe to repeat; the workflow keeps its answer.
-func (a *Activities) KafkaOffsets(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+func (a *Activities) KafkaOffsets(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	run, err := a.openKafka(ctx, in.Params)
 	if err != nil {
-		return workflows.KafkaOffsetsResult{}, err
+		return jobs.KafkaOffsetsResult{}, err
 	}
 	off, err := run.InitialOffsets(ctx)
-	return workflows.KafkaOffsetsResult{Offsets: off}, err
+	return jobs.KafkaOffsetsResult{Offsets: off}, err
 }
 
 // KafkaEnd reads where the topic's partitions end: the end offsets of the
 // next batch. It only reads.
-func (a *Activities) KafkaEnd(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+func (a *Activities) KafkaEnd(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	run, err := a.openKafka(ctx, in.Params)
 	if err != nil {
-		return workflows.KafkaOffsetsResult{}, err
+		return jobs.KafkaOffsetsResult{}, err
 	}
 	off, err := run.EndOffsets(ctx)
-	return workflows.KafkaOffsetsResult{Offsets: off}, err
+	return jobs.KafkaOffsetsResult{Offsets: off}, err
 }
 
 // KafkaBatch loads the records after the given offsets and returns the new
 // offsets. A retried attempt removes what an earlier attempt of the same
 // batch inserted before loading again, so the batch's records land once.
-func (a *Activities) KafkaBatch(ctx context.Context, in workflows.KafkaBatchInput) (workflows.KafkaBatchResult, error) {
+func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.KafkaBatchResult, error) {
 	defer keepAlive(ctx)()
 	run, err := a.openKafka(ctx, in.Params)
 	if err != nil {
-		return workflows.KafkaBatchResult{}, err
+		return jobs.KafkaBatchResult{}, err
 	}
 	log := activity.GetLogger(ctx)
 	run.Warn = func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) }

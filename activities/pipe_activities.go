@@ -12,13 +12,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/metrics"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // Activities are registered on the worker with their dependencies.
@@ -29,10 +30,10 @@ type Activities struct {
 	Metrics  *metrics.Worker
 }
 
-func (a *Activities) open(ctx context.Context, p workflows.PipeParams) (*engine.PipeRun, error) {
+func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (*engine.PipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenPipe(ctx, p)
 	if errors.Is(err, engine.ErrPipeGone) {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypePipeGone, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
 	return run, classify(err)
 }
@@ -54,7 +55,7 @@ func classify(err error) error {
 	if engine.IsPermanent(err) {
 		// The cause is not attached: its text is msg already, and a
 		// wrapped driver error may be large.
-		return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypePipeInvalid, nil)
+		return temporal.NewNonRetryableApplicationError(msg, jobs.ErrTypePipeInvalid, nil)
 	}
 	if len(msg) < len(err.Error()) {
 		return errors.New(msg)
@@ -66,23 +67,23 @@ func classify(err error) error {
 // it works, however long a large volume takes to list, so that a worker
 // killed mid-listing is noticed within the heartbeat timeout rather than
 // at the end of the listing's start-to-close timeout.
-func (a *Activities) ListFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+func (a *Activities) ListFiles(ctx context.Context, in jobs.ListInput) (jobs.ListResult, error) {
 	defer keepAlive(ctx)()
 	run, err := a.open(ctx, in.Params)
 	if err != nil {
-		return workflows.ListResult{}, err
+		return jobs.ListResult{}, err
 	}
 	return a.list(ctx, run, in)
 }
 
-func (a *Activities) list(ctx context.Context, run *engine.PipeRun, in workflows.ListInput) (workflows.ListResult, error) {
+func (a *Activities) list(ctx context.Context, run *engine.PipeRun, in jobs.ListInput) (jobs.ListResult, error) {
 	max := in.Params.MaxFilesPerTurn
 	if max <= 0 {
 		max = 500
 	}
 	files, backlog, state, err := run.ListFiles(ctx, in.Hint, max, in.State)
 	if err != nil {
-		return workflows.ListResult{}, classify(err)
+		return jobs.ListResult{}, classify(err)
 	}
 	var oldest time.Time
 	for _, f := range files {
@@ -91,20 +92,20 @@ func (a *Activities) list(ctx context.Context, run *engine.PipeRun, in workflows
 		}
 	}
 	a.Metrics.Backlog(in.Params, len(files)+backlog, oldest)
-	return workflows.ListResult{Files: files, Backlog: backlog, State: state}, nil
+	return jobs.ListResult{Files: files, Backlog: backlog, State: state}, nil
 }
 
 // ListNewFiles is ListFiles for a pipe whose listing is incremental, run
 // as a local activity (a short call inside the pipe's workflow task): when
 // a full listing is due it lists nothing and says so (NeedFull), and the
 // workflow runs ListFiles, which heartbeats however long the listing.
-func (a *Activities) ListNewFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+func (a *Activities) ListNewFiles(ctx context.Context, in jobs.ListInput) (jobs.ListResult, error) {
 	run, err := a.open(ctx, in.Params)
 	if err != nil {
-		return workflows.ListResult{}, err
+		return jobs.ListResult{}, err
 	}
 	if run.FullListingDue(in.State) {
-		return workflows.ListResult{NeedFull: true, State: in.State}, nil
+		return jobs.ListResult{NeedFull: true, State: in.State}, nil
 	}
 	return a.list(ctx, run, in)
 }
@@ -112,14 +113,14 @@ func (a *Activities) ListNewFiles(ctx context.Context, in workflows.ListInput) (
 // CopyFiles loads files, several at a time, heartbeating after each. A
 // retried attempt skips the files its predecessor finished (recorded in the
 // heartbeat, and in any case in load_history).
-func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (workflows.CopyResult, error) {
+func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.CopyResult, error) {
 	run, err := a.open(ctx, in.Params)
 	if err != nil {
-		return workflows.CopyResult{}, err
+		return jobs.CopyResult{}, err
 	}
-	done := map[string]workflows.FileResult{}
+	done := map[string]jobs.FileResult{}
 	if activity.HasHeartbeatDetails(ctx) {
-		var prev []workflows.FileResult
+		var prev []jobs.FileResult
 		if activity.GetHeartbeatDetails(ctx, &prev) == nil {
 			for _, r := range prev {
 				done[r.Path] = r
@@ -132,8 +133,8 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 	}
 	var (
 		mu       sync.Mutex
-		results  = make([]workflows.FileResult, len(in.Files))
-		finished []workflows.FileResult
+		results  = make([]jobs.FileResult, len(in.Files))
+		finished []jobs.FileResult
 		firstErr error
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, par)
@@ -153,7 +154,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 				return
 			case <-t.C:
 				mu.Lock()
-				activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+				activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
 				mu.Unlock()
 			}
 		}
@@ -168,7 +169,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 		if len(batch) == 0 {
 			return nil
 		}
-		refs := make([]workflows.FileRef, len(batch))
+		refs := make([]jobs.FileRef, len(batch))
 		for k, i := range batch {
 			refs[k] = in.Files[i]
 		}
@@ -186,7 +187,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			finished = append(finished, rs[k])
 			a.Metrics.File(in.Params, rs[k], in.Files[i], took)
 		}
-		activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+		activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
 		batch, batchBytes = batch[:0], 0
 		return nil
 	}
@@ -202,7 +203,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 		if len(batch) == engine.StageBatchFiles || batchBytes+f.Size > engine.StageBatchBytes {
 			if err := flush(); err != nil {
 				close(stop)
-				return workflows.CopyResult{}, classify(err)
+				return jobs.CopyResult{}, classify(err)
 			}
 		}
 		batch = append(batch, i)
@@ -210,13 +211,13 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 	}
 	if err := flush(); err != nil {
 		close(stop)
-		return workflows.CopyResult{}, classify(err)
+		return jobs.CopyResult{}, classify(err)
 	}
 	for _, i := range large {
 		f := in.Files[i]
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(i int, f workflows.FileRef) {
+		go func(i int, f jobs.FileRef) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			start := time.Now()
@@ -233,22 +234,22 @@ func (a *Activities) CopyFiles(ctx context.Context, in workflows.CopyInput) (wor
 			results[i] = r
 			finished = append(finished, r)
 			a.Metrics.File(in.Params, r, f, time.Since(start))
-			activity.RecordHeartbeat(ctx, append([]workflows.FileResult(nil), finished...))
+			activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
 		}(i, f)
 	}
 	wg.Wait()
 	close(stop)
 	if firstErr != nil {
-		return workflows.CopyResult{}, classify(firstErr)
+		return jobs.CopyResult{}, classify(firstErr)
 	}
-	return workflows.CopyResult{Files: results}, nil
+	return jobs.CopyResult{Files: results}, nil
 }
 
 // loadOne loads a file on a goroutine of its own, where a panic would end
 // the process: the engine turns panics of reading and converting into the
 // file's FAILED record; one anywhere else fails this attempt, and the
 // retry goes on.
-func loadOne(ctx context.Context, run *engine.PipeRun, f workflows.FileRef) (r workflows.FileResult, err error) {
+func loadOne(ctx context.Context, run *engine.PipeRun, f jobs.FileRef) (r jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("panic in a pipe's load", "pipe", run.Name, "file", f.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -259,7 +260,7 @@ func loadOne(ctx context.Context, run *engine.PipeRun, f workflows.FileRef) (r w
 }
 
 // loadBatch is loadOne for a batch of small files.
-func loadBatch(ctx context.Context, run *engine.PipeRun, files []workflows.FileRef, par int) (rs []workflows.FileResult, err error) {
+func loadBatch(ctx context.Context, run *engine.PipeRun, files []jobs.FileRef, par int) (rs []jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("panic in a pipe's batch load", "pipe", run.Name, "files", len(files), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

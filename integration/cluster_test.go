@@ -6,11 +6,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/lakepipe/lakepipe/workflows"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
 
@@ -250,7 +251,7 @@ func TestClusterPipes(t *testing.T) {
 
 	// Every file recorded LOADED once, none left in the volumes.
 	res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
-		chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(string(workflows.FileLoaded)))
+		chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(string(jobs.FileLoaded)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -151,7 +153,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
+		r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
 		quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		err = r.ReplayWorkflowHistoryWithOptions(quiet, &historypb.History{Events: events}, sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: wfID}})
 		if withKey && err != nil {
@@ -215,7 +217,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 	if enc := string(clear[0].GetMetadata()[converter.MetadataEncoding]); enc != converter.MetadataEncodingJSON {
 		t.Errorf("decoded input has encoding %q, want %s", enc, converter.MetadataEncodingJSON)
 	}
-	var in workflows.PipeInput
+	var in jobs.PipeInput
 	if err := json.Unmarshal(clear[0].GetData(), &in); err != nil || in.Params.Name != "enc_pipe" || in.Params.Schema != s.Schema {
 		t.Errorf("decoded input %s is not the pipe's input (%v)", clear[0].GetData(), err)
 	}

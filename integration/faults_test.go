@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/lakepipe/lakepipe/workflows"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -296,7 +297,7 @@ func runPipeFaults(t *testing.T, replicated bool) {
 			t.Fatalf("read load_history: %v", err)
 		}
 		for _, r := range res.Rows {
-			if workflows.FileStatus(r[1].(string)) == workflows.FileLoaded {
+			if jobs.FileStatus(r[1].(string)) == jobs.FileLoaded {
 				sn.loaded[r[0].(string)] = r[2].(string)
 			} else {
 				sn.other[r[0].(string)] = r[1].(string)

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/worker"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // TestPipeIncrementalListing: a LIST pipe whose files arrive in key order
@@ -142,7 +143,7 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 	s.volume("oc_vol", "oc", false)
 	s.pipeTable("t")
 	s.run(`CREATE PIPE oc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO t FROM VOLUME oc_vol USING CSV`)
-	params := workflows.PipeParams{Workspace: "default", Schema: s.Schema, Name: "oc_pipe", Kind: "VOLUME"}
+	params := jobs.PipeParams{Workspace: "default", Schema: s.Schema, Name: "oc_pipe", Kind: "VOLUME"}
 	open := func() *engine.PipeRun {
 		t.Helper()
 		r, err := s.Eng.OpenPipe(s.Ctx, params)

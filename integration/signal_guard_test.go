@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -20,7 +22,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // TestRequireEncryptedSignals: a worker that requires encrypted payloads
@@ -57,9 +58,9 @@ func TestRequireEncryptedSignals(t *testing.T) {
 			t.Fatalf("temporal workflow signal %v: %v\n%s", args, err, out)
 		}
 	}
-	signal("--name", workflows.SignalPause)
-	signal("--name", workflows.SignalDrop, "--input", "null")
-	signal("--name", workflows.SignalFiles, "--input", `{"Paths":["guard-landing/../../etc/passwd"]}`)
+	signal("--name", jobs.SignalPause)
+	signal("--name", jobs.SignalDrop, "--input", "null")
+	signal("--name", jobs.SignalFiles, "--input", `{"Paths":["guard-landing/../../etc/passwd"]}`)
 
 	// The signals are in the history; the pipe goes on: more turns, a new
 	// file loaded, not paused, not dropped.

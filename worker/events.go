@@ -14,9 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/httpauth"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // Defaults of EventsConfig.
@@ -151,9 +152,9 @@ func eventHandler(router eventRouter, sig signaler, cfg EventsConfig, log *slog.
 			var err error
 			if len(paths) > cfg.MaxPathsPerPipe {
 				// Too many to carry: the pipe's listing finds them.
-				err = sig.Signal(ctx, id, workflows.SignalRefresh, nil)
+				err = sig.Signal(ctx, id, jobs.SignalRefresh, nil)
 			} else {
-				err = sig.Signal(ctx, id, workflows.SignalFiles, workflows.FilesSignal{Paths: paths})
+				err = sig.Signal(ctx, id, jobs.SignalFiles, jobs.FilesSignal{Paths: paths})
 			}
 			if err != nil {
 				log.Warn("signal pipe with new files", "workflow_id", id, "files", len(paths), "error", err)

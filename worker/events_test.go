@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // fakeRouter counts catalog reads.
@@ -52,7 +53,7 @@ func (f *fakeSignaler) Signal(_ context.Context, id, name string, arg any) error
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := signal{id: id, name: name}
-	if fs, ok := arg.(workflows.FilesSignal); ok {
+	if fs, ok := arg.(jobs.FilesSignal); ok {
 		s.paths = fs.Paths
 	}
 	f.got = append(f.got, s)
@@ -102,8 +103,8 @@ func TestEventsRouting(t *testing.T) {
 		t.Errorf("catalog read %d times for one notification, want 1", router.calls)
 	}
 	want := []signal{
-		{id: "pipe.a", name: workflows.SignalFiles, paths: []string{"a b.csv", "x/c+d e.csv", "%zz.csv"}},
-		{id: "pipe.b", name: workflows.SignalFiles, paths: []string{"c+d e.csv"}},
+		{id: "pipe.a", name: jobs.SignalFiles, paths: []string{"a b.csv", "x/c+d e.csv", "%zz.csv"}},
+		{id: "pipe.b", name: jobs.SignalFiles, paths: []string{"c+d e.csv"}},
 	}
 	if fmt.Sprint(sig.got) != fmt.Sprint(want) {
 		t.Errorf("signals\n got %v\nwant %v", sig.got, want)
@@ -136,7 +137,7 @@ func TestEventsPathsBound(t *testing.T) {
 	if rec := post(t, h, "", notification("b", "in/1", "in/2", "in/few/3", "in/4")); rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
 	}
-	want := []signal{{id: "pipe.a", name: workflows.SignalRefresh}, {id: "pipe.b", name: workflows.SignalFiles, paths: []string{"3"}}}
+	want := []signal{{id: "pipe.a", name: jobs.SignalRefresh}, {id: "pipe.b", name: jobs.SignalFiles, paths: []string{"3"}}}
 	if fmt.Sprint(sig.got) != fmt.Sprint(want) {
 		t.Errorf("signals\n got %v\nwant %v", sig.got, want)
 	}
@@ -326,7 +327,7 @@ func FuzzEventBody(f *testing.F) {
 			t.Fatalf("refused (%d) but signalled %v", rec.Code, sig.got)
 		}
 		for _, s := range sig.got {
-			if len(s.paths) > 5 || (s.name == workflows.SignalFiles) != (s.paths != nil) {
+			if len(s.paths) > 5 || (s.name == jobs.SignalFiles) != (s.paths != nil) {
 				t.Fatalf("signal %v out of bounds", s)
 			}
 			for _, p := range s.paths {
@@ -334,7 +335,7 @@ func FuzzEventBody(f *testing.F) {
 					t.Fatalf("path %q", p)
 				}
 			}
-			if _, err := json.Marshal(workflows.FilesSignal{Paths: s.paths}); err != nil {
+			if _, err := json.Marshal(jobs.FilesSignal{Paths: s.paths}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -74,19 +76,19 @@ type Config struct {
 // Register puts lakepipe's workflows and activities on a worker; the
 // replay tests use it too, so that names stay in one place.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: workflows.DynamicTableWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: workflows.RefreshChainWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 	if acts != nil {
-		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: workflows.ActivityRefreshDynamicTable})
-		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: workflows.ActivityPlanRefresh})
-		w.RegisterActivityWithOptions(acts.WaitRefresh, activity.RegisterOptions{Name: workflows.ActivityWaitRefresh})
-		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
-		w.RegisterActivityWithOptions(acts.ListNewFiles, activity.RegisterOptions{Name: workflows.ActivityListNewFiles})
-		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
-		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
-		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
-		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: workflows.ActivityKafkaEnd})
+		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
+		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
+		w.RegisterActivityWithOptions(acts.WaitRefresh, activity.RegisterOptions{Name: jobs.ActivityWaitRefresh})
+		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: jobs.ActivityListFiles})
+		w.RegisterActivityWithOptions(acts.ListNewFiles, activity.RegisterOptions{Name: jobs.ActivityListNewFiles})
+		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: jobs.ActivityCopyFiles})
+		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: jobs.ActivityKafkaOffsets})
+		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
+		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
 	}
 }
 
@@ -140,7 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace, Limits: cfg.Limits, FullListingInterval: cfg.FullListingInterval}).WithOrchestrator(orch)
 	queue := cfg.Temporal.TaskQueue
 	if queue == "" {
-		queue = workflows.TaskQueue
+		queue = jobs.TaskQueue
 	}
 	w := sdkworker.New(c, queue, sdkworker.Options{
 		// The SDK sends a heartbeat at most every 80% of the heartbeat

@@ -4,73 +4,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
-// DynamicTableWorkflowName is the registered name of the dynamic-table
-// workflow; its id is dt.<workspace>.<schema>.<name>.
-const DynamicTableWorkflowName = "DynamicTableWorkflow"
-
-// Signals of the dynamic-table workflow besides refresh, resume and drop.
-const (
-	SignalSuspend   = "suspend"   // ALTER DYNAMIC TABLE d SUSPEND
-	SignalRefreshed = "refreshed" // REFRESH DYNAMIC TABLE ran: restart the interval from now
-)
-
-// ActivityRefreshDynamicTable refreshes one dynamic table.
-const ActivityRefreshDynamicTable = "RefreshDynamicTable"
-
-// DynamicTableParams identify a dynamic table and its interval.
-type DynamicTableParams struct {
-	Workspace       string
-	Schema          string
-	Name            string
-	IntervalSeconds int
-}
-
-// DynamicTableCounters are the workflow's running totals.
-type DynamicTableCounters struct {
-	Refreshes     int64
-	Failures      int64
-	LastRefresh   time.Time
-	LastError     string
-	ContinuedRuns int64
-}
-
-// DynamicTableInput starts (or continues) a dynamic-table workflow.
-type DynamicTableInput struct {
-	Params    DynamicTableParams
-	Suspended bool
-	Counters  DynamicTableCounters
-}
-
-// DynamicTableStatus answers the status query.
-type DynamicTableStatus struct {
-	Params     DynamicTableParams
-	Suspended  bool
-	Refreshing bool
-	NextAt     time.Time
-	Counters   DynamicTableCounters
-}
-
-// RefreshInput asks for one refresh.
-type RefreshInput struct {
-	Params  DynamicTableParams
-	Trigger string // SCHEDULED, MANUAL
-}
-
-// RefreshResult is the outcome of one refresh.
-type RefreshResult struct {
-	State RefreshState
-	Mode  RefreshMode
-	Rows  int64
-	Error string
-}
-
 // DynamicTableWorkflow refreshes a dynamic table every interval, sooner on
 // a refresh signal, not at all while suspended, until dropped.
-func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
+func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error {
 	p := in.Params
 	if p.IntervalSeconds <= 0 {
 		p.IntervalSeconds = 3600
@@ -86,17 +28,17 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 	// statement's or another table's chain.
 	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
 
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (DynamicTableStatus, error) {
-		return DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
+	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, func() (jobs.DynamicTableStatus, error) {
+		return jobs.DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
 	}); err != nil {
 		return err
 	}
 	ctx = refreshActivityOptions(ctx)
-	suspendCh := workflow.GetSignalChannel(ctx, SignalSuspend)
-	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
-	refreshCh := workflow.GetSignalChannel(ctx, SignalRefresh)
-	refreshedCh := workflow.GetSignalChannel(ctx, SignalRefreshed)
-	dropCh := workflow.GetSignalChannel(ctx, SignalDrop)
+	suspendCh := workflow.GetSignalChannel(ctx, jobs.SignalSuspend)
+	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
+	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
+	refreshedCh := workflow.GetSignalChannel(ctx, jobs.SignalRefreshed)
+	dropCh := workflow.GetSignalChannel(ctx, jobs.SignalDrop)
 	addSignals := func(sel workflow.Selector) {
 		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = true })
 		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = false; restart = true })
@@ -138,10 +80,10 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		}
 		now = false
 		refreshing = true
-		var res RefreshResult
+		var res jobs.RefreshResult
 		var err error
 		if chain {
-			var out RefreshChainResult
+			var out jobs.RefreshChainResult
 			if serial {
 				out, err = refreshSerial(ctx, p, "SCHEDULED", false)
 			} else {
@@ -153,11 +95,11 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 				err = errors.New("the refresh chain did not reach " + p.Name)
 			}
 		} else {
-			err = workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+			err = workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
 		}
 		refreshing = false
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == ErrTypeDynamicTableGone {
+		if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypeDynamicTableGone {
 			return nil
 		}
 		counters.Refreshes++
@@ -166,7 +108,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		case err != nil:
 			counters.Failures++
 			counters.LastError = err.Error()
-		case res.State != RefreshSucceeded:
+		case res.State != jobs.RefreshSucceeded:
 			counters.Failures++
 			counters.LastError = res.Error
 		default:
@@ -178,11 +120,8 @@ func DynamicTableWorkflow(ctx workflow.Context, in DynamicTableInput) error {
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, DynamicTableInput{Params: p, Suspended: suspended, Counters: counters})
+			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: p, Suspended: suspended, Counters: counters})
 		}
 	}
 	return nil
 }
-
-// ErrTypeDynamicTableGone marks a refresh of a dropped dynamic table.
-const ErrTypeDynamicTableGone = "DynamicTableGone"

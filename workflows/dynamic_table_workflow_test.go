@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -14,18 +16,18 @@ import (
 
 // dtEnv runs the dynamic-table workflow with a refresh activity that
 // counts its calls and answers with res/err.
-func dtEnv(t *testing.T, res RefreshResult, err error) (*testsuite.TestWorkflowEnvironment, *int) {
+func dtEnv(t *testing.T, res jobs.RefreshResult, err error) (*testsuite.TestWorkflowEnvironment, *int) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	calls := 0
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RefreshInput) (RefreshResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 		calls++
 		return res, err
-	}, activity.RegisterOptions{Name: ActivityRefreshDynamicTable})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanResult, error) {
-		return PlanResult{}, nil
-	}, activity.RegisterOptions{Name: ActivityPlanRefresh})
-	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
+	}, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
+		return jobs.PlanResult{}, nil
+	}, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
+	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 	return env, &calls
 }
 
@@ -37,25 +39,25 @@ func chainEnv(t *testing.T, failing ...string) (*testsuite.TestWorkflowEnvironme
 	env := s.NewTestWorkflowEnvironment()
 	var order []string
 	upstream := map[string][]string{"sales_summary": {"a", "b"}, "b": {"a"}}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in PlanInput) (PlanResult, error) {
-		var out PlanResult
+	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
+		var out jobs.PlanResult
 		for _, u := range upstream[in.Params.Name] {
 			p := in.Params
 			p.Name = u
 			out.Upstream = append(out.Upstream, p)
 		}
 		return out, nil
-	}, activity.RegisterOptions{Name: ActivityPlanRefresh})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in RefreshInput) (RefreshResult, error) {
+	}, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 		order = append(order, in.Params.Name+":"+in.Trigger)
 		for _, f := range failing {
 			if f == in.Params.Name {
-				return RefreshResult{State: "FAILED", Mode: "FULL", Error: "boom"}, nil
+				return jobs.RefreshResult{State: "FAILED", Mode: "FULL", Error: "boom"}, nil
 			}
 		}
-		return RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil
-	}, activity.RegisterOptions{Name: ActivityRefreshDynamicTable})
-	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
+		return jobs.RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil
+	}, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
+	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 	return env, &order
 }
 
@@ -63,11 +65,11 @@ func chainEnv(t *testing.T, failing ...string) (*testsuite.TestWorkflowEnvironme
 // dependency order, each once, as children.
 func TestRefreshChainRunsUpstreamFirst(t *testing.T) {
 	env, order := chainEnv(t)
-	env.ExecuteWorkflow(RefreshChainWorkflow, RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
+	env.ExecuteWorkflow(RefreshChainWorkflow, jobs.RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var res RefreshChainResult
+	var res jobs.RefreshChainResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestRefreshChainRunsUpstreamFirst(t *testing.T) {
 // A failed upstream refresh stops the chain before the table itself.
 func TestRefreshChainStopsAtFailedUpstream(t *testing.T) {
 	env, order := chainEnv(t, "a")
-	env.ExecuteWorkflow(RefreshChainWorkflow, RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
+	env.ExecuteWorkflow(RefreshChainWorkflow, jobs.RefreshChainInput{Params: dtInput(60).Params, Trigger: "MANUAL"})
 	err := env.GetWorkflowError()
 	if err == nil || !strings.Contains(err.Error(), "upstream dynamic table a failed") {
 		t.Fatalf("err = %v", err)
@@ -96,7 +98,7 @@ func TestRefreshChainStopsAtFailedUpstream(t *testing.T) {
 // The scheduled refresh of the long-running workflow runs the chain too.
 func TestDynamicTableScheduledRefreshRunsChain(t *testing.T) {
 	env, order := chainEnv(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 90*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 90*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -107,14 +109,14 @@ func TestDynamicTableScheduledRefreshRunsChain(t *testing.T) {
 	}
 }
 
-func dtInput(interval int) DynamicTableInput {
-	return DynamicTableInput{Params: DynamicTableParams{Workspace: "default", Schema: "public", Name: "sales_summary", IntervalSeconds: interval}}
+func dtInput(interval int) jobs.DynamicTableInput {
+	return jobs.DynamicTableInput{Params: jobs.DynamicTableParams{Workspace: "default", Schema: "public", Name: "sales_summary", IntervalSeconds: interval}}
 }
 
 func TestDynamicTableRefreshesEveryInterval(t *testing.T) {
-	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL", Rows: 2}, nil)
+	env, calls := dtEnv(t, jobs.RefreshResult{State: "SUCCEED", Mode: "FULL", Rows: 2}, nil)
 	// 10 minutes of workflow time with a 1-minute interval: 10 refreshes.
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 10*time.Minute+30*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 10*time.Minute+30*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -125,22 +127,22 @@ func TestDynamicTableRefreshesEveryInterval(t *testing.T) {
 }
 
 func TestDynamicTableSuspendResumeAndManualRefresh(t *testing.T) {
-	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalSuspend, nil) }, 90*time.Second) // after 1 refresh
+	env, calls := dtEnv(t, jobs.RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalSuspend, nil) }, 90*time.Second) // after 1 refresh
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
+		v, err := env.QueryWorkflow(jobs.QueryStatus)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		var st DynamicTableStatus
+		var st jobs.DynamicTableStatus
 		if err := v.Get(&st); err != nil || !st.Suspended || st.Counters.Refreshes != 1 {
 			t.Errorf("while suspended: %+v, %v", st, err)
 		}
 	}, 5*time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalResume, nil) }, 10*time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefresh, nil) }, 10*time.Minute+10*time.Second) // at once: 2nd
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 10*time.Minute+50*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalResume, nil) }, 10*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalRefresh, nil) }, 10*time.Minute+10*time.Second) // at once: 2nd
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 10*time.Minute+50*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -151,13 +153,13 @@ func TestDynamicTableSuspendResumeAndManualRefresh(t *testing.T) {
 }
 
 func TestDynamicTableRefreshedSignalRestartsInterval(t *testing.T) {
-	env, calls := dtEnv(t, RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
+	env, calls := dtEnv(t, jobs.RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
 	// A manual refresh at 50 s pushes the scheduled one from 60 s to 110 s.
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRefreshed, nil) }, 50*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalRefreshed, nil) }, 50*time.Second)
 	// DESC DYNAMIC TABLE's last_refresh_time counts the manual refresh.
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryStatus)
-		var st DynamicTableStatus
+		v, err := env.QueryWorkflow(jobs.QueryStatus)
+		var st jobs.DynamicTableStatus
 		if err == nil {
 			err = v.Get(&st)
 		}
@@ -165,7 +167,7 @@ func TestDynamicTableRefreshedSignalRestartsInterval(t *testing.T) {
 			t.Errorf("after a manual refresh: last refresh %v, %v", st.Counters.LastRefresh, err)
 		}
 	}, 55*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalDrop, nil) }, 100*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 100*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -176,21 +178,21 @@ func TestDynamicTableRefreshedSignalRestartsInterval(t *testing.T) {
 }
 
 func TestDynamicTableFailureIsCountedAndGoneEnds(t *testing.T) {
-	env, calls := dtEnv(t, RefreshResult{State: "FAILED", Mode: "FULL", Error: "bad query"}, nil)
+	env, calls := dtEnv(t, jobs.RefreshResult{State: "FAILED", Mode: "FULL", Error: "bad query"}, nil)
 	env.RegisterDelayedCallback(func() {
-		v, _ := env.QueryWorkflow(QueryStatus)
-		var st DynamicTableStatus
+		v, _ := env.QueryWorkflow(jobs.QueryStatus)
+		var st jobs.DynamicTableStatus
 		if err := v.Get(&st); err != nil || st.Counters.Failures != 2 || st.Counters.LastError != "bad query" {
 			t.Errorf("status = %+v, %v", st, err)
 		}
-		env.SignalWorkflow(SignalDrop, nil)
+		env.SignalWorkflow(jobs.SignalDrop, nil)
 	}, 150*time.Second)
 	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if err := env.GetWorkflowError(); err != nil || *calls != 2 {
 		t.Fatalf("err = %v, calls = %d", err, *calls)
 	}
 
-	env2, _ := dtEnv(t, RefreshResult{}, temporal.NewNonRetryableApplicationError("gone", ErrTypeDynamicTableGone, nil))
+	env2, _ := dtEnv(t, jobs.RefreshResult{}, temporal.NewNonRetryableApplicationError("gone", jobs.ErrTypeDynamicTableGone, nil))
 	env2.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if !env2.IsWorkflowCompleted() || env2.GetWorkflowError() != nil {
 		t.Fatalf("a dropped table's workflow should end cleanly: %v", env2.GetWorkflowError())

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/activity"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -34,11 +36,11 @@ type topic struct {
 
 type batchCall struct {
 	at       time.Duration
-	offsets  []workflows.PartitionOffset
+	offsets  []jobs.PartitionOffset
 	rejected int64
 	retry    bool
 	attempt  int32
-	end      []workflows.PartitionOffset
+	end      []jobs.PartitionOffset
 }
 
 func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironment, *topic) {
@@ -49,35 +51,35 @@ func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironmen
 	env.SetStartTime(t0)
 	env.SetWorkflowRunTimeout(2 * time.Hour)
 	tp := &topic{env: env, ends: ends, poison: map[int]string{}}
-	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
-	env.RegisterActivityWithOptions(tp.offsets, activity.RegisterOptions{Name: workflows.ActivityKafkaOffsets})
-	env.RegisterActivityWithOptions(tp.batch, activity.RegisterOptions{Name: workflows.ActivityKafkaBatch})
-	env.RegisterActivityWithOptions(tp.end, activity.RegisterOptions{Name: workflows.ActivityKafkaEnd})
+	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+	env.RegisterActivityWithOptions(tp.offsets, activity.RegisterOptions{Name: jobs.ActivityKafkaOffsets})
+	env.RegisterActivityWithOptions(tp.batch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
+	env.RegisterActivityWithOptions(tp.end, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
 	return env, tp
 }
 
-func (tp *topic) end(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+func (tp *topic) end(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	var out []workflows.PartitionOffset
+	var out []jobs.PartitionOffset
 	for p, e := range tp.ends {
-		out = append(out, workflows.PartitionOffset{Partition: int32(p), Offset: e})
+		out = append(out, jobs.PartitionOffset{Partition: int32(p), Offset: e})
 	}
-	return workflows.KafkaOffsetsResult{Offsets: out}, nil
+	return jobs.KafkaOffsetsResult{Offsets: out}, nil
 }
 
-func (tp *topic) offsets(ctx context.Context, in workflows.KafkaOffsetsInput) (workflows.KafkaOffsetsResult, error) {
+func (tp *topic) offsets(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	tp.starts++
-	var out []workflows.PartitionOffset
+	var out []jobs.PartitionOffset
 	for p := range tp.ends {
-		out = append(out, workflows.PartitionOffset{Partition: int32(p)})
+		out = append(out, jobs.PartitionOffset{Partition: int32(p)})
 	}
-	return workflows.KafkaOffsetsResult{Offsets: out}, nil
+	return jobs.KafkaOffsetsResult{Offsets: out}, nil
 }
 
-func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workflows.KafkaBatchResult, error) {
+func (tp *topic) batch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.KafkaBatchResult, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	n := len(tp.batches)
@@ -85,13 +87,13 @@ func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workf
 	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt, end: slices.Clone(in.End)})
 	if tp.batchErr != nil {
 		if err := tp.batchErr(n, attempt); err != nil {
-			return workflows.KafkaBatchResult{}, err
+			return jobs.KafkaBatchResult{}, err
 		}
 	}
 	if reason, ok := tp.poison[n]; ok {
-		return workflows.KafkaBatchResult{Offsets: in.Offsets, Paused: true, Reason: reason}, nil
+		return jobs.KafkaBatchResult{Offsets: in.Offsets, Paused: true, Reason: reason}, nil
 	}
-	res := workflows.KafkaBatchResult{}
+	res := jobs.KafkaBatchResult{}
 	budget := tp.max
 	if budget == 0 {
 		budget = 1 << 62
@@ -105,7 +107,7 @@ func (tp *topic) batch(ctx context.Context, in workflows.KafkaBatchInput) (workf
 		budget -= next - o.Offset
 		res.Records += next - o.Offset
 		res.Lag += ends[o.Partition] - next
-		res.Offsets = append(res.Offsets, workflows.PartitionOffset{Partition: o.Partition, Offset: next})
+		res.Offsets = append(res.Offsets, jobs.PartitionOffset{Partition: o.Partition, Offset: next})
 	}
 	res.Rows = res.Records
 	res.More = res.Lag > 0
@@ -124,14 +126,14 @@ func (tp *topic) calls() []batchCall {
 	return slices.Clone(tp.batches)
 }
 
-func kafkaParams(poll int) workflows.PipeParams {
-	return workflows.PipeParams{Workspace: "default", Schema: "public", Name: "k", Kind: workflows.KindKafka, PollSeconds: poll}
+func kafkaParams(poll int) jobs.PipeParams {
+	return jobs.PipeParams{Workspace: "default", Schema: "public", Name: "k", Kind: jobs.KindKafka, PollSeconds: poll}
 }
 
-func offs(o ...int64) []workflows.PartitionOffset {
-	var out []workflows.PartitionOffset
+func offs(o ...int64) []jobs.PartitionOffset {
+	var out []jobs.PartitionOffset
 	for p, v := range o {
-		out = append(out, workflows.PartitionOffset{Partition: int32(p), Offset: v})
+		out = append(out, jobs.PartitionOffset{Partition: int32(p), Offset: v})
 	}
 	return out
 }
@@ -150,8 +152,8 @@ func TestKafkaPipeKeepsOffsets(t *testing.T) {
 	env, tp := newKafkaEnv(t, 5, 3)
 	at(env, 30*time.Second, func() { tp.produce(1, 4) })
 	st := statusAt(t, env, 65*time.Second)
-	signal(env, 125*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	signal(env, 125*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	requireClean(t, env)
 
 	calls := tp.calls()
@@ -169,8 +171,8 @@ func TestKafkaPipeKeepsOffsets(t *testing.T) {
 func TestKafkaPipeBacklogRunsAtOnce(t *testing.T) {
 	env, tp := newKafkaEnv(t, 10, 10)
 	tp.max = 8
-	signal(env, 30*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	signal(env, 30*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	requireClean(t, env)
 	calls := tp.calls()
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 0, 0})
@@ -184,10 +186,10 @@ func TestKafkaPipePausesOverMaxErrors(t *testing.T) {
 	tp.poison[1] = "topic t partition 0 offset 7: bad"
 	at(env, 10*time.Second, func() { tp.produce(0, 5) })
 	paused := statusAt(t, env, 100*time.Second)
-	signal(env, 200*time.Second, workflows.SignalResume, nil)
+	signal(env, 200*time.Second, jobs.SignalResume, nil)
 	resumed := statusAt(t, env, 201*time.Second)
-	signal(env, 230*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: kafkaParams(60), Counters: workflows.PipeCounters{RowsRejected: 2}})
+	signal(env, 230*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60), Counters: jobs.PipeCounters{RowsRejected: 2}})
 	requireClean(t, env)
 
 	calls := tp.calls()
@@ -213,8 +215,8 @@ func TestKafkaPipeFailedBatchRetriesClean(t *testing.T) {
 	}
 	at(env, 30*time.Second, func() { tp.produce(0, 4) }) // more records before the retry
 	st := statusAt(t, env, 30*time.Second)
-	signal(env, 90*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	signal(env, 90*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	requireClean(t, env)
 	calls := tp.calls()
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60})
@@ -231,13 +233,13 @@ func TestKafkaPipeFailedBatchRetriesClean(t *testing.T) {
 func TestKafkaPipeContinueAsNewCarriesOffsets(t *testing.T) {
 	env, _ := newKafkaEnv(t, 4, 2)
 	env.SetContinueAsNewSuggested(true)
-	run(env, workflows.PipeInput{Params: kafkaParams(60)})
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	in := continuedInput(t, env)
-	eq(t, "kafka state", *in.Kafka, workflows.KafkaState{Offsets: offs(4, 2)})
+	eq(t, "kafka state", *in.Kafka, jobs.KafkaState{Offsets: offs(4, 2)})
 	eq(t, "rows", in.Counters.RowsLoaded, int64(6))
 
 	env2, tp2 := newKafkaEnv(t, 4, 2)
-	signal(env2, 10*time.Second, workflows.SignalDrop, nil)
+	signal(env2, 10*time.Second, jobs.SignalDrop, nil)
 	run(env2, in)
 	requireClean(t, env2)
 	eq(t, "no new start", tp2.starts, 0)

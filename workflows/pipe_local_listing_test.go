@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
-	"github.com/lakepipe/lakepipe/workflows"
+	"go.temporal.io/sdk/activity"
 )
 
 // A pipe whose listing became incremental (a listing said Ordered) lists in
@@ -20,9 +20,9 @@ func TestTurnListsLocallyWhenIncremental(t *testing.T) {
 	env, _ := newPipeEnv(t)
 	var mu sync.Mutex
 	var calls []string
-	var states []workflows.ListState
+	var states []jobs.ListState
 	n := 0
-	record := func(kind string, in workflows.ListInput) int {
+	record := func(kind string, in jobs.ListInput) int {
 		mu.Lock()
 		defer mu.Unlock()
 		calls = append(calls, kind)
@@ -30,22 +30,22 @@ func TestTurnListsLocallyWhenIncremental(t *testing.T) {
 		n++
 		return n
 	}
-	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in jobs.ListInput) (jobs.ListResult, error) {
 		i := record("full", in)
-		return workflows.ListResult{State: workflows.ListState{Ordered: true, Cursor: "k" + string(rune('0'+i))}}, nil
-	}, activity.RegisterOptions{Name: workflows.ActivityListFiles})
-	env.RegisterActivityWithOptions(func(_ context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+		return jobs.ListResult{State: jobs.ListState{Ordered: true, Cursor: "k" + string(rune('0'+i))}}, nil
+	}, activity.RegisterOptions{Name: jobs.ActivityListFiles})
+	env.RegisterActivityWithOptions(func(_ context.Context, in jobs.ListInput) (jobs.ListResult, error) {
 		switch i := record("local", in); i {
 		case 3:
-			return workflows.ListResult{NeedFull: true, State: in.State}, nil
+			return jobs.ListResult{NeedFull: true, State: in.State}, nil
 		case 5:
-			return workflows.ListResult{}, errors.New("ClickHouse went away")
+			return jobs.ListResult{}, errors.New("ClickHouse went away")
 		default:
-			return workflows.ListResult{State: workflows.ListState{Ordered: true, Cursor: "k" + string(rune('0'+i))}}, nil
+			return jobs.ListResult{State: jobs.ListState{Ordered: true, Cursor: "k" + string(rune('0'+i))}}, nil
 		}
-	}, activity.RegisterOptions{Name: workflows.ActivityListNewFiles})
-	signal(env, 65*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 0)})
+	}, activity.RegisterOptions{Name: jobs.ActivityListNewFiles})
+	signal(env, 65*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 
 	mu.Lock()

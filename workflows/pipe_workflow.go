@@ -7,187 +7,17 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
-
-// TaskQueue is where lakepipe's workers listen.
-const TaskQueue = "lakepipe"
-
-// Signal and query names of the pipe workflow. They can be sent from the
-// Temporal CLI too, e.g.
-//
-//	temporal workflow signal --workflow-id pipe.default.public.sales_pipe --name pause
-const (
-	SignalPause   = "pause"   // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE
-	SignalResume  = "resume"  // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = FALSE
-	SignalRefresh = "refresh" // ALTER PIPE p REFRESH / EXECUTE: run a turn now
-	SignalFiles   = "files"   // event notifications: new object keys (FilesSignal)
-	SignalDrop    = "drop"    // DROP PIPE: finish the current turn and end
-	QueryStatus   = "status"
-)
-
-// PipeWorkflowName is the registered name of the pipe workflow.
-const PipeWorkflowName = "PipeWorkflow"
-
-// PipeParams identify a pipe and its schedule. The COPY statement itself
-// is read from the catalog by the activities, so histories hold no SQL and
-// no secrets.
-type PipeParams struct {
-	Workspace  string
-	Schema     string
-	Name       string
-	Kind       string // VOLUME, KAFKA
-	IngestMode string // LIST_PURGE, LIST, EVENT_NOTIFICATION
-	// PollSeconds is the timer between turns (30 s by default, as the
-	// ClickZetta Lakehouse service; POLL_INTERVAL_IN_SECONDS lowers it).
-	PollSeconds int
-	// MaxFilesPerTurn bounds one CopyFiles activity.
-	MaxFilesPerTurn int
-	// Generation is the pipe's creation time (Unix nanoseconds). An
-	// activity of a pipe that was dropped and created again under the same
-	// name finds another generation in the catalog and stops, instead of
-	// working for the new pipe. 0 in workflows started before it existed.
-	Generation int64 `json:",omitempty"`
-}
-
-// PipeCounters are the pipe's running totals.
-type PipeCounters struct {
-	FilesLoaded   int64
-	FilesFailed   int64
-	RowsLoaded    int64
-	RowsRejected  int64
-	Turns         int64
-	LastLoadTime  time.Time
-	LastTurnTime  time.Time
-	LastError     string
-	Backlog       int
-	ContinuedRuns int64
-}
-
-// PipeInput starts (or continues) a pipe workflow.
-type PipeInput struct {
-	Params   PipeParams
-	Paused   bool
-	Counters PipeCounters
-	// Kafka is the position of a Kafka pipe (nil for volume pipes).
-	Kafka *KafkaState `json:",omitempty"`
-	// InvalidReason says why a volume pipe paused itself: an error no
-	// retry fixes (its table, volume or connection gone, credentials
-	// refused). Resume clears it. Kafka pipes keep theirs in Kafka.
-	InvalidReason string `json:",omitempty"`
-	// List is where the pipe's listing resumes (volume pipes).
-	List ListState
-}
-
-// ListState is where a volume pipe's listing resumes. When the keys of new
-// files sort after those already handled (time-stamped or numbered names,
-// as most writers make), a turn lists only the keys after Cursor (S3's
-// StartAfter), in proportion to what is new; a full listing now and then
-// (engine.Config.FullListingInterval) checks the order still holds and
-// finds files that broke it. Databricks Auto Loader's incremental listing
-// works the same way.
-type ListState struct {
-	// Cursor: every key up to it, in key order, is handled ("": list
-	// from the first key).
-	Cursor string `json:",omitempty"`
-	// Ordered: the last full listing found every file not yet handled
-	// after every handled one, so turns may list from Cursor.
-	Ordered bool `json:",omitempty"`
-	// FullAt is when the last full listing ran.
-	FullAt time.Time
-}
-
-// PipeStatus is what the status query answers.
-type PipeStatus struct {
-	Params   PipeParams
-	Paused   bool
-	Running  bool // a turn is in progress
-	Counters PipeCounters
-	Kafka    *KafkaState `json:",omitempty"`
-	// InvalidReason: see PipeInput.
-	InvalidReason string `json:",omitempty"`
-	// List is where the next listing resumes (volume pipes).
-	List ListState
-}
-
-// FilesSignal carries object paths (relative to the volume) that an event
-// notification reported.
-type FilesSignal struct {
-	Paths []string
-}
-
-// ListInput asks for the files a pipe has not loaded yet.
-type ListInput struct {
-	Params PipeParams
-	Hint   []string  // paths from event notifications, checked first
-	State  ListState // where the listing resumes
-}
-
-// FileRef is one file to load.
-type FileRef struct {
-	Path     string
-	Size     int64
-	ETag     string
-	Modified time.Time
-}
-
-// ListResult is the answer of ListFiles.
-type ListResult struct {
-	Files []FileRef
-	// Backlog counts files waiting beyond this batch; a listing that
-	// stopped once it had a batch knows of at least this many.
-	Backlog int
-	State   ListState // where the next turn's listing resumes
-	// NeedFull: ListNewFiles did not list, a full listing is due.
-	NeedFull bool `json:",omitempty"`
-}
-
-// CopyInput asks to load files.
-type CopyInput struct {
-	Params PipeParams
-	Files  []FileRef
-}
-
-// FileResult is the outcome of one file.
-type FileResult struct {
-	Path       string
-	Status     FileStatus
-	Rows       int64
-	Rejected   int64
-	FirstError string
-}
-
-// CopyResult is the answer of CopyFiles.
-type CopyResult struct {
-	Files []FileResult
-}
-
-// ErrTypePipeGone is the application error type of activities whose pipe
-// was dropped; the workflow ends when it sees it.
-const ErrTypePipeGone = "PipeGone"
-
-// ErrTypePipeInvalid is the application error type of activities that met
-// an error no retry fixes (the COPY's table, volume or connection gone,
-// credentials refused): the pipe pauses with the message as its
-// invalid_reason, and resuming it after the fix goes on.
-const ErrTypePipeInvalid = "PipeInvalid"
 
 // maxHints bounds the event-notified paths a pipe keeps between turns: a
 // flood of notifications must not grow the history without bound. Paths
 // beyond it are dropped; the wake-up stays, and the turn's listing finds
 // their files anyway.
 const maxHints = 1000
-
-// Activity names, registered by the worker.
-const (
-	ActivityListFiles = "ListFiles"
-	ActivityCopyFiles = "CopyFiles"
-	// ActivityListNewFiles is ListFiles run as a local activity, for the
-	// turns of a pipe whose listing is incremental: it answers NeedFull
-	// when a full listing is due, which then runs as ListFiles.
-	ActivityListNewFiles = "ListNewFiles"
-)
 
 // localListTimeout bounds a local listing; one that takes longer (a slow
 // store) is left to a regular ListFiles.
@@ -200,7 +30,7 @@ const historyLimit = 2000
 // PipeWorkflow is one pipe: list → copy → record → purge → sleep, forever,
 // until dropped. Pause, resume, refresh and file events arrive as signals;
 // status is a query.
-func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
+func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 	p := in.Params
 	if p.PollSeconds <= 0 {
 		p.PollSeconds = 30
@@ -211,8 +41,8 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	paused, counters, invalid := in.Paused, in.Counters, in.InvalidReason
 	running, dropped, wake := false, false, false
 	kst := in.Kafka
-	if p.Kind == KindKafka && kst == nil {
-		kst = &KafkaState{}
+	if p.Kind == jobs.KindKafka && kst == nil {
+		kst = &jobs.KafkaState{}
 	}
 	var hints []string
 	list := in.List
@@ -226,13 +56,13 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 	// From version 1 on, the turns of a pipe whose listing is incremental
 	// list in a local activity: an idle turn is then one workflow task and
 	// ~6 history events instead of two tasks, an activity task and ~12.
-	localListing := p.Kind != KindKafka && workflow.GetVersion(ctx, "local-listing", workflow.DefaultVersion, 1) >= 1
+	localListing := p.Kind != jobs.KindKafka && workflow.GetVersion(ctx, "local-listing", workflow.DefaultVersion, 1) >= 1
 	// From version 1 on, a Kafka batch's end offsets are read before it
 	// (a local activity) and passed to every attempt of it.
-	fixedEnd := p.Kind == KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
+	fixedEnd := p.Kind == jobs.KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
 
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (PipeStatus, error) {
-		return PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list}, nil
+	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, func() (jobs.PipeStatus, error) {
+		return jobs.PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list}, nil
 	}); err != nil {
 		return err
 	}
@@ -248,15 +78,15 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			BackoffCoefficient: 2,
 			MaximumInterval:    time.Minute,
 			// Retries go on: a pipe waits out a ClickHouse or S3 outage.
-			NonRetryableErrorTypes: []string{ErrTypePipeGone, ErrTypePipeInvalid},
+			NonRetryableErrorTypes: []string{jobs.ErrTypePipeGone, jobs.ErrTypePipeInvalid},
 		},
 	})
 
-	pauseCh := workflow.GetSignalChannel(ctx, SignalPause)
-	resumeCh := workflow.GetSignalChannel(ctx, SignalResume)
-	refreshCh := workflow.GetSignalChannel(ctx, SignalRefresh)
-	filesCh := workflow.GetSignalChannel(ctx, SignalFiles)
-	dropCh := workflow.GetSignalChannel(ctx, SignalDrop)
+	pauseCh := workflow.GetSignalChannel(ctx, jobs.SignalPause)
+	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
+	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
+	filesCh := workflow.GetSignalChannel(ctx, jobs.SignalFiles)
+	dropCh := workflow.GetSignalChannel(ctx, jobs.SignalDrop)
 
 	// addSignals registers every signal on a selector; the handlers only
 	// change state, the loop decides what to do.
@@ -271,7 +101,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		})
 		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); wake = true })
 		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
-			var f FilesSignal
+			var f jobs.FilesSignal
 			c.Receive(ctx, &f)
 			if room := maxHints - len(hints); room > 0 {
 				hints = append(hints, f.Paths[:min(room, len(f.Paths))]...)
@@ -319,7 +149,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		running = true
 		var more bool
 		var err error
-		if p.Kind == KindKafka {
+		if p.Kind == jobs.KindKafka {
 			more, err = kafkaTurn(ctx, p, kst, &counters, fixedEnd, get)
 			if kst.InvalidReason != "" {
 				paused = true
@@ -331,7 +161,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 		counters.Turns++
 		counters.LastTurnTime = workflow.Now(ctx)
 		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == ErrTypePipeGone {
+		if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypePipeGone {
 			return nil
 		}
 		if err != nil {
@@ -341,7 +171,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			// (runs recorded before retried it at every poll). The version
 			// is asked only when such an error comes, so that histories
 			// without one replay unchanged.
-			if errors.As(err, &appErr) && appErr.Type() == ErrTypePipeInvalid &&
+			if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypePipeInvalid &&
 				workflow.GetVersion(ctx, "pause-on-invalid", workflow.DefaultVersion, 1) >= 1 {
 				paused, invalid = true, appErr.Message()
 			}
@@ -355,7 +185,7 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list})
+			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, jobs.PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list})
 		}
 		if more || wake || len(hints) > 0 || paused || dropped {
 			continue
@@ -375,8 +205,8 @@ func PipeWorkflow(ctx workflow.Context, in PipeInput) error {
 
 // turn lists and loads one batch; more reports a backlog beyond it. get
 // waits for an activity's result.
-func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, ls *ListState, local bool, get func(workflow.Future, any) error) (more bool, err error) {
-	var list ListResult
+func turn(ctx workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *[]string, ls *jobs.ListState, local bool, get func(workflow.Future, any) error) (more bool, err error) {
+	var list jobs.ListResult
 	h := *hints
 	*hints = nil
 	listed := false
@@ -387,8 +217,8 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 			ScheduleToCloseTimeout: localListTimeout,
 			RetryPolicy:            &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
-		var r ListResult
-		if err := get(workflow.ExecuteLocalActivity(lctx, ActivityListNewFiles, ListInput{Params: p, State: *ls}), &r); err == nil && !r.NeedFull {
+		var r jobs.ListResult
+		if err := get(workflow.ExecuteLocalActivity(lctx, jobs.ActivityListNewFiles, jobs.ListInput{Params: p, State: *ls}), &r); err == nil && !r.NeedFull {
 			list, listed = r, true
 		}
 	}
@@ -398,7 +228,7 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	// start-to-close timeout).
 	lctx := workflow.WithStartToCloseTimeout(ctx, 30*time.Minute)
 	if !listed {
-		if err := get(workflow.ExecuteActivity(lctx, ActivityListFiles, ListInput{Params: p, Hint: h, State: *ls}), &list); err != nil {
+		if err := get(workflow.ExecuteActivity(lctx, jobs.ActivityListFiles, jobs.ListInput{Params: p, Hint: h, State: *ls}), &list); err != nil {
 			return false, err
 		}
 	}
@@ -407,16 +237,16 @@ func turn(ctx workflow.Context, p PipeParams, c *PipeCounters, hints *[]string, 
 	if len(list.Files) == 0 {
 		return false, nil
 	}
-	var res CopyResult
-	if err := get(workflow.ExecuteActivity(ctx, ActivityCopyFiles, CopyInput{Params: p, Files: list.Files}), &res); err != nil {
+	var res jobs.CopyResult
+	if err := get(workflow.ExecuteActivity(ctx, jobs.ActivityCopyFiles, jobs.CopyInput{Params: p, Files: list.Files}), &res); err != nil {
 		return false, err
 	}
 	for _, f := range res.Files {
 		switch f.Status {
-		case FileLoaded, FilePartiallyLoaded:
+		case jobs.FileLoaded, jobs.FilePartiallyLoaded:
 			c.FilesLoaded++
 			c.LastLoadTime = workflow.Now(ctx)
-		case FileFailed:
+		case jobs.FileFailed:
 			c.FilesFailed++
 			c.LastError = f.Path + ": " + f.FirstError
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -32,8 +34,8 @@ type lake struct {
 	env *testsuite.TestWorkflowEnvironment
 
 	mu      sync.Mutex
-	pending []workflows.FileRef             // listed by ListFiles, removed by a successful CopyFiles
-	outcome map[string]workflows.FileResult // CopyFiles result per path (default: LOADED, 10 rows)
+	pending []jobs.FileRef             // listed by ListFiles, removed by a successful CopyFiles
+	outcome map[string]jobs.FileResult // CopyFiles result per path (default: LOADED, 10 rows)
 	lists   []listCall
 	copies  []copyCall
 	// listErr and copyErr, when set, fail the n-th call (0-based) of an
@@ -65,13 +67,13 @@ func newPipeEnv(t *testing.T, files ...string) (*testsuite.TestWorkflowEnvironme
 	// A pipe that does not end (a lost drop) fails the test with a timeout
 	// instead of looping forever on the skipped clock.
 	env.SetWorkflowRunTimeout(2 * time.Hour)
-	l := &lake{env: env, outcome: map[string]workflows.FileResult{}}
+	l := &lake{env: env, outcome: map[string]jobs.FileResult{}}
 	for _, f := range files {
-		l.pending = append(l.pending, workflows.FileRef{Path: f, Size: 100, ETag: "etag-" + f})
+		l.pending = append(l.pending, jobs.FileRef{Path: f, Size: 100, ETag: "etag-" + f})
 	}
-	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
-	env.RegisterActivityWithOptions(l.listFiles, activity.RegisterOptions{Name: workflows.ActivityListFiles})
-	env.RegisterActivityWithOptions(l.copyFiles, activity.RegisterOptions{Name: workflows.ActivityCopyFiles})
+	env.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+	env.RegisterActivityWithOptions(l.listFiles, activity.RegisterOptions{Name: jobs.ActivityListFiles})
+	env.RegisterActivityWithOptions(l.copyFiles, activity.RegisterOptions{Name: jobs.ActivityCopyFiles})
 	return env, l
 }
 
@@ -85,24 +87,24 @@ func (w tWriter) Write(p []byte) (int, error) {
 
 func (l *lake) now() time.Duration { return l.env.Now().Sub(t0) }
 
-func (l *lake) listFiles(ctx context.Context, in workflows.ListInput) (workflows.ListResult, error) {
+func (l *lake) listFiles(ctx context.Context, in jobs.ListInput) (jobs.ListResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.lists)
 	l.lists = append(l.lists, listCall{at: l.now(), hint: in.Hint, max: in.Params.MaxFilesPerTurn})
 	if l.listErr != nil {
 		if err := l.listErr(n, activity.GetInfo(ctx).Attempt); err != nil {
-			return workflows.ListResult{}, err
+			return jobs.ListResult{}, err
 		}
 	}
 	files := slices.Clone(l.pending)
 	if max := in.Params.MaxFilesPerTurn; len(files) > max {
-		return workflows.ListResult{Files: files[:max], Backlog: len(files) - max}, nil
+		return jobs.ListResult{Files: files[:max], Backlog: len(files) - max}, nil
 	}
-	return workflows.ListResult{Files: files}, nil
+	return jobs.ListResult{Files: files}, nil
 }
 
-func (l *lake) copyFiles(ctx context.Context, in workflows.CopyInput) (workflows.CopyResult, error) {
+func (l *lake) copyFiles(ctx context.Context, in jobs.CopyInput) (jobs.CopyResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	attempt := activity.GetInfo(ctx).Attempt
@@ -114,18 +116,18 @@ func (l *lake) copyFiles(ctx context.Context, in workflows.CopyInput) (workflows
 	l.copies = append(l.copies, copyCall{at: l.now(), paths: paths, attempt: attempt})
 	if l.copyErr != nil {
 		if err := l.copyErr(n, attempt); err != nil {
-			return workflows.CopyResult{}, err
+			return jobs.CopyResult{}, err
 		}
 	}
-	var res workflows.CopyResult
+	var res jobs.CopyResult
 	for _, f := range in.Files {
 		r, ok := l.outcome[f.Path]
 		if !ok {
-			r = workflows.FileResult{Status: "LOADED", Rows: 10}
+			r = jobs.FileResult{Status: "LOADED", Rows: 10}
 		}
 		r.Path = f.Path
 		res.Files = append(res.Files, r)
-		l.pending = slices.DeleteFunc(l.pending, func(p workflows.FileRef) bool { return p.Path == f.Path })
+		l.pending = slices.DeleteFunc(l.pending, func(p jobs.FileRef) bool { return p.Path == f.Path })
 	}
 	return res, nil
 }
@@ -135,7 +137,7 @@ func (l *lake) add(files ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, f := range files {
-		l.pending = append(l.pending, workflows.FileRef{Path: f, Size: 100, ETag: "etag-" + f})
+		l.pending = append(l.pending, jobs.FileRef{Path: f, Size: 100, ETag: "etag-" + f})
 	}
 }
 
@@ -159,7 +161,7 @@ func (l *lake) copyCalls() []copyCall {
 // slowCopy makes CopyFiles take d on the workflow clock, so that signals
 // can arrive during a turn.
 func (l *lake) slowCopy(d time.Duration) {
-	l.env.OnActivity(workflows.ActivityCopyFiles, mock.Anything, mock.Anything).Return(l.copyFiles).After(d)
+	l.env.OnActivity(jobs.ActivityCopyFiles, mock.Anything, mock.Anything).Return(l.copyFiles).After(d)
 }
 
 // at runs f at d after the start, on the workflow clock.
@@ -172,10 +174,10 @@ func signal(env *testsuite.TestWorkflowEnvironment, d time.Duration, name string
 }
 
 // statusAt queries the pipe's status at d; read the result after the run.
-func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration) *workflows.PipeStatus {
-	st := &workflows.PipeStatus{}
+func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Duration) *jobs.PipeStatus {
+	st := &jobs.PipeStatus{}
 	at(env, d, func() {
-		v, err := env.QueryWorkflow(workflows.QueryStatus)
+		v, err := env.QueryWorkflow(jobs.QueryStatus)
 		if err != nil {
 			t.Errorf("query status at %v: %v", d, err)
 			return
@@ -187,12 +189,12 @@ func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, d time.Durat
 	return st
 }
 
-func run(env *testsuite.TestWorkflowEnvironment, in workflows.PipeInput) {
-	env.ExecuteWorkflow(workflows.PipeWorkflowName, in)
+func run(env *testsuite.TestWorkflowEnvironment, in jobs.PipeInput) {
+	env.ExecuteWorkflow(jobs.PipeWorkflowName, in)
 }
 
-func params(poll, maxFiles int) workflows.PipeParams {
-	return workflows.PipeParams{Workspace: "default", Schema: "public", Name: "p", Kind: "VOLUME",
+func params(poll, maxFiles int) jobs.PipeParams {
+	return jobs.PipeParams{Workspace: "default", Schema: "public", Name: "p", Kind: "VOLUME",
 		IngestMode: "LIST", PollSeconds: poll, MaxFilesPerTurn: maxFiles}
 }
 
@@ -216,17 +218,17 @@ func eq[T any](t *testing.T, what string, got, want T) {
 
 func TestTurnLoadsListedFilesAndCounts(t *testing.T) {
 	env, l := newPipeEnv(t, "a.csv", "b.csv", "c.csv")
-	l.outcome["b.csv"] = workflows.FileResult{Status: "PARTIALLY_LOADED", Rows: 7, Rejected: 3, FirstError: "line 4: bad decimal"}
-	l.outcome["c.csv"] = workflows.FileResult{Status: "FAILED", Rejected: 1, FirstError: "line 2: bad decimal"}
+	l.outcome["b.csv"] = jobs.FileResult{Status: "PARTIALLY_LOADED", Rows: 7, Rejected: 3, FirstError: "line 4: bad decimal"}
+	l.outcome["c.csv"] = jobs.FileResult{Status: "FAILED", Rejected: 1, FirstError: "line 2: bad decimal"}
 	st := statusAt(t, env, 5*time.Second)
-	signal(env, 10*time.Second, workflows.SignalDrop, nil)
+	signal(env, 10*time.Second, jobs.SignalDrop, nil)
 	p := params(60, 0)
-	run(env, workflows.PipeInput{Params: p})
+	run(env, jobs.PipeInput{Params: p})
 	requireClean(t, env)
 
 	eq(t, "copies", len(l.copyCalls()), 1)
 	eq(t, "copied", l.copyCalls()[0].paths, []string{"a.csv", "b.csv", "c.csv"})
-	want := workflows.PipeCounters{FilesLoaded: 2, FilesFailed: 1, RowsLoaded: 17, RowsRejected: 4, Turns: 1,
+	want := jobs.PipeCounters{FilesLoaded: 2, FilesFailed: 1, RowsLoaded: 17, RowsRejected: 4, Turns: 1,
 		LastLoadTime: t0, LastTurnTime: t0, LastError: "c.csv: line 2: bad decimal"}
 	eq(t, "counters", st.Counters, want)
 	eq(t, "paused", st.Paused, false)
@@ -242,8 +244,8 @@ func TestStatusRunningDuringTurn(t *testing.T) {
 	l.slowCopy(10 * time.Second)
 	during := statusAt(t, env, 5*time.Second)
 	after := statusAt(t, env, 15*time.Second)
-	signal(env, 20*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(60, 10)})
+	signal(env, 20*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(60, 10)})
 	requireClean(t, env)
 
 	eq(t, "running during the copy", during.Running, true)
@@ -257,8 +259,8 @@ func TestStatusRunningDuringTurn(t *testing.T) {
 func TestBacklogRunsNextTurnAtOnce(t *testing.T) {
 	env, l := newPipeEnv(t, "1.csv", "2.csv", "3.csv", "4.csv", "5.csv")
 	st := statusAt(t, env, 5*time.Second)
-	signal(env, 25*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 2)})
+	signal(env, 25*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 2)})
 	requireClean(t, env)
 
 	// Three turns at once for the five files (2+2+1), then one every 10 s.
@@ -285,8 +287,8 @@ func TestIdlePipeSleepsPollSeconds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, l := newPipeEnv(t)
-			signal(env, tc.drop, workflows.SignalDrop, nil)
-			run(env, workflows.PipeInput{Params: params(tc.poll, 0)})
+			signal(env, tc.drop, jobs.SignalDrop, nil)
+			run(env, jobs.PipeInput{Params: params(tc.poll, 0)})
 			requireClean(t, env)
 			eq(t, "ListFiles at (s)", l.listTimes(), tc.want)
 			eq(t, "copies", len(l.copyCalls()), 0)
@@ -297,8 +299,8 @@ func TestIdlePipeSleepsPollSeconds(t *testing.T) {
 func TestNewFileWaitsForTheTimer(t *testing.T) {
 	env, l := newPipeEnv(t)
 	at(env, 25*time.Second, func() { l.add("late.csv") })
-	signal(env, 45*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 0)})
+	signal(env, 45*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 	calls := l.copyCalls()
 	if len(calls) != 1 {
@@ -310,14 +312,14 @@ func TestNewFileWaitsForTheTimer(t *testing.T) {
 
 func TestPauseStopsTurnsUntilResume(t *testing.T) {
 	env, l := newPipeEnv(t)
-	signal(env, 5*time.Second, workflows.SignalPause, nil)
-	signal(env, 20*time.Second, workflows.SignalRefresh, nil) // no turn while paused
-	signal(env, 25*time.Second, workflows.SignalFiles, workflows.FilesSignal{Paths: []string{"x.csv"}})
+	signal(env, 5*time.Second, jobs.SignalPause, nil)
+	signal(env, 20*time.Second, jobs.SignalRefresh, nil) // no turn while paused
+	signal(env, 25*time.Second, jobs.SignalFiles, jobs.FilesSignal{Paths: []string{"x.csv"}})
 	paused := statusAt(t, env, 30*time.Second)
-	signal(env, 40*time.Second, workflows.SignalResume, nil)
+	signal(env, 40*time.Second, jobs.SignalResume, nil)
 	resumed := statusAt(t, env, 45*time.Second)
-	signal(env, 48*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 0)})
+	signal(env, 48*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 
 	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 40})
@@ -331,10 +333,10 @@ func TestPauseStopsTurnsUntilResume(t *testing.T) {
 func TestPauseDuringTurnStopsAfterIt(t *testing.T) {
 	env, l := newPipeEnv(t, "1.csv", "2.csv", "3.csv")
 	l.slowCopy(10 * time.Second)
-	signal(env, 5*time.Second, workflows.SignalPause, nil)
+	signal(env, 5*time.Second, jobs.SignalPause, nil)
 	st := statusAt(t, env, 60*time.Second)
-	signal(env, 100*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 1)})
+	signal(env, 100*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 1)})
 	requireClean(t, env)
 
 	// The turn in flight finishes; the backlog waits for a resume.
@@ -353,10 +355,10 @@ func TestPauseResumeOrderDuringTurn(t *testing.T) {
 		signals []string
 		paused  bool
 	}{
-		{"pause", []string{workflows.SignalPause}, true},
-		{"pause then resume", []string{workflows.SignalPause, workflows.SignalResume}, false},
-		{"resume then pause", []string{workflows.SignalResume, workflows.SignalPause}, true},
-		{"pause resume pause", []string{workflows.SignalPause, workflows.SignalResume, workflows.SignalPause}, true},
+		{"pause", []string{jobs.SignalPause}, true},
+		{"pause then resume", []string{jobs.SignalPause, jobs.SignalResume}, false},
+		{"resume then pause", []string{jobs.SignalResume, jobs.SignalPause}, true},
+		{"pause resume pause", []string{jobs.SignalPause, jobs.SignalResume, jobs.SignalPause}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, l := newPipeEnv(t, "1.csv")
@@ -365,8 +367,8 @@ func TestPauseResumeOrderDuringTurn(t *testing.T) {
 				signal(env, time.Duration(2+i)*time.Second, s, nil)
 			}
 			st := statusAt(t, env, 15*time.Second)
-			signal(env, 25*time.Second, workflows.SignalDrop, nil)
-			run(env, workflows.PipeInput{Params: params(100, 0)})
+			signal(env, 25*time.Second, jobs.SignalDrop, nil)
+			run(env, jobs.PipeInput{Params: params(100, 0)})
 			requireClean(t, env)
 			eq(t, "paused", st.Paused, tc.paused)
 		})
@@ -375,9 +377,9 @@ func TestPauseResumeOrderDuringTurn(t *testing.T) {
 
 func TestRefreshDuringSleepStartsTurnAtOnce(t *testing.T) {
 	env, l := newPipeEnv(t)
-	signal(env, 5*time.Second, workflows.SignalRefresh, nil)
-	signal(env, 150*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(100, 0)})
+	signal(env, 5*time.Second, jobs.SignalRefresh, nil)
+	signal(env, 150*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(100, 0)})
 	requireClean(t, env)
 	// The refresh turn runs at 5 s and the poll timer starts over from it.
 	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 5, 105})
@@ -386,11 +388,11 @@ func TestRefreshDuringSleepStartsTurnAtOnce(t *testing.T) {
 func TestFilesSignalPassesHints(t *testing.T) {
 	env, l := newPipeEnv(t)
 	at(env, 5*time.Second, func() {
-		env.SignalWorkflow(workflows.SignalFiles, workflows.FilesSignal{Paths: []string{"a.csv"}})
-		env.SignalWorkflow(workflows.SignalFiles, workflows.FilesSignal{Paths: []string{"b.csv", "c.csv"}})
+		env.SignalWorkflow(jobs.SignalFiles, jobs.FilesSignal{Paths: []string{"a.csv"}})
+		env.SignalWorkflow(jobs.SignalFiles, jobs.FilesSignal{Paths: []string{"b.csv", "c.csv"}})
 	})
-	signal(env, 150*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(100, 0)})
+	signal(env, 150*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(100, 0)})
 	requireClean(t, env)
 
 	// The first signal wakes the pipe; the second arrives during that turn
@@ -405,24 +407,24 @@ func TestFilesSignalPassesHints(t *testing.T) {
 func TestDropEndsWorkflowCleanly(t *testing.T) {
 	t.Run("while sleeping", func(t *testing.T) {
 		env, l := newPipeEnv(t)
-		signal(env, 5*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 5*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 		eq(t, "ListFiles at (s)", l.listTimes(), []int{0})
 	})
 	t.Run("while paused", func(t *testing.T) {
 		env, l := newPipeEnv(t)
-		signal(env, 1*time.Second, workflows.SignalPause, nil)
-		signal(env, 50*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 1*time.Second, jobs.SignalPause, nil)
+		signal(env, 50*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 		eq(t, "ListFiles at (s)", l.listTimes(), []int{0})
 	})
 	t.Run("during a turn with backlog", func(t *testing.T) {
 		env, l := newPipeEnv(t, "1.csv", "2.csv", "3.csv")
 		l.slowCopy(10 * time.Second)
-		signal(env, 5*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 1)})
+		signal(env, 5*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 1)})
 		requireClean(t, env)
 		// The turn finishes, the backlog is left alone.
 		eq(t, "ListFiles at (s)", l.listTimes(), []int{0})
@@ -431,7 +433,7 @@ func TestDropEndsWorkflowCleanly(t *testing.T) {
 }
 
 func TestPipeGoneEndsWorkflow(t *testing.T) {
-	gone := temporal.NewNonRetryableApplicationError("pipe p was dropped", workflows.ErrTypePipeGone, nil)
+	gone := temporal.NewNonRetryableApplicationError("pipe p was dropped", jobs.ErrTypePipeGone, nil)
 	for _, tc := range []struct {
 		name    string
 		listErr func(n int, attempt int32) error
@@ -446,12 +448,12 @@ func TestPipeGoneEndsWorkflow(t *testing.T) {
 		// The retry policy does not retry the type even when the error
 		// itself is retryable.
 		{name: "retryable error of type PipeGone", lists: []int{0}, copies: 0,
-			listErr: func(int, int32) error { return temporal.NewApplicationError("gone", workflows.ErrTypePipeGone) }},
+			listErr: func(int, int32) error { return temporal.NewApplicationError("gone", jobs.ErrTypePipeGone) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, l := newPipeEnv(t, "a.csv")
 			l.listErr, l.copyErr = tc.listErr, tc.copyErr
-			run(env, workflows.PipeInput{Params: params(10, 0)})
+			run(env, jobs.PipeInput{Params: params(10, 0)})
 			requireClean(t, env)
 			eq(t, "ListFiles at (s)", l.listTimes(), tc.lists)
 			eq(t, "copies", len(l.copyCalls()), tc.copies)
@@ -474,8 +476,8 @@ func TestCopyErrorRecordedAndPipeGoesOn(t *testing.T) {
 		}
 		failed := statusAt(t, env, 5*time.Second)
 		later := statusAt(t, env, 15*time.Second)
-		signal(env, 18*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 18*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 
 		eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 10})
@@ -493,8 +495,8 @@ func TestCopyErrorRecordedAndPipeGoesOn(t *testing.T) {
 			return iff(attempt < 3, errors.New("dial tcp 127.0.0.1:19000: connection refused"))
 		}
 		st := statusAt(t, env, 8*time.Second)
-		signal(env, 9*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 9*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 
 		// Temporal retries the activity (1 s, then 2 s backoff) within the turn.
@@ -510,7 +512,7 @@ func TestCopyErrorRecordedAndPipeGoesOn(t *testing.T) {
 }
 
 // continuedInput decodes the input of the run a ContinueAsNewError starts.
-func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) workflows.PipeInput {
+func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) jobs.PipeInput {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -519,8 +521,8 @@ func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) workfl
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("workflow error = %v, want continue-as-new", err)
 	}
-	eq(t, "continued workflow type", can.WorkflowType.Name, workflows.PipeWorkflowName)
-	var in workflows.PipeInput
+	eq(t, "continued workflow type", can.WorkflowType.Name, jobs.PipeWorkflowName)
+	var in jobs.PipeInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
@@ -528,16 +530,16 @@ func continuedInput(t *testing.T, env *testsuite.TestWorkflowEnvironment) workfl
 }
 
 func TestContinueAsNewCarriesState(t *testing.T) {
-	prev := workflows.PipeCounters{FilesLoaded: 100, FilesFailed: 1, RowsLoaded: 1000, RowsRejected: 5, Turns: 7,
+	prev := jobs.PipeCounters{FilesLoaded: 100, FilesFailed: 1, RowsLoaded: 1000, RowsRejected: 5, Turns: 7,
 		LastError: "old.csv: bad", ContinuedRuns: 2}
 
 	t.Run("suggested by the server, paused during the turn", func(t *testing.T) {
 		env, l := newPipeEnv(t, "a.csv", "b.csv")
 		env.SetContinueAsNewSuggested(true)
 		l.slowCopy(10 * time.Second)
-		signal(env, 5*time.Second, workflows.SignalPause, nil)
+		signal(env, 5*time.Second, jobs.SignalPause, nil)
 		p := params(10, 50)
-		run(env, workflows.PipeInput{Params: p, Counters: prev})
+		run(env, jobs.PipeInput{Params: p, Counters: prev})
 
 		in := continuedInput(t, env)
 		eq(t, "params", in.Params, p)
@@ -551,7 +553,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	t.Run("history length over the limit", func(t *testing.T) {
 		env, _ := newPipeEnv(t, "a.csv")
 		env.SetCurrentHistoryLength(5000)
-		run(env, workflows.PipeInput{Params: params(10, 0), Counters: prev})
+		run(env, jobs.PipeInput{Params: params(10, 0), Counters: prev})
 		in := continuedInput(t, env)
 		eq(t, "paused", in.Paused, false)
 		eq(t, "loaded", in.Counters.FilesLoaded, int64(101))
@@ -560,8 +562,8 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	t.Run("history length under the limit", func(t *testing.T) {
 		env, l := newPipeEnv(t, "a.csv")
 		env.SetCurrentHistoryLength(100)
-		signal(env, 25*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 25*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 		eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 10, 20})
 	})
@@ -569,8 +571,8 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 		env, l := newPipeEnv(t, "a.csv")
 		env.SetContinueAsNewSuggested(true)
 		l.slowCopy(10 * time.Second)
-		signal(env, 5*time.Second, workflows.SignalDrop, nil)
-		run(env, workflows.PipeInput{Params: params(10, 0)})
+		signal(env, 5*time.Second, jobs.SignalDrop, nil)
+		run(env, jobs.PipeInput{Params: params(10, 0)})
 		requireClean(t, env)
 	})
 }
@@ -579,10 +581,10 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 func TestContinuedPausedPipeStaysPaused(t *testing.T) {
 	env, l := newPipeEnv(t, "a.csv")
 	st := statusAt(t, env, 5*time.Second)
-	signal(env, 30*time.Second, workflows.SignalResume, nil)
-	signal(env, 35*time.Second, workflows.SignalDrop, nil)
-	prev := workflows.PipeCounters{FilesLoaded: 100, Turns: 7, ContinuedRuns: 1}
-	run(env, workflows.PipeInput{Params: params(10, 0), Paused: true, Counters: prev})
+	signal(env, 30*time.Second, jobs.SignalResume, nil)
+	signal(env, 35*time.Second, jobs.SignalDrop, nil)
+	prev := jobs.PipeCounters{FilesLoaded: 100, Turns: 7, ContinuedRuns: 1}
+	run(env, jobs.PipeInput{Params: params(10, 0), Paused: true, Counters: prev})
 	requireClean(t, env)
 
 	eq(t, "ListFiles at (s)", l.listTimes(), []int{30})
@@ -596,13 +598,13 @@ func TestManyTurnsContinueAsNew(t *testing.T) {
 	env, l := newPipeEnv(t)
 	turns := 0
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
-		if info.ActivityType.Name == workflows.ActivityListFiles {
+		if info.ActivityType.Name == jobs.ActivityListFiles {
 			turns++
 			// about 11 events per idle turn (as in testdata/pipe_volume.json)
 			env.SetCurrentHistoryLength(1 + 11*turns)
 		}
 	})
-	run(env, workflows.PipeInput{Params: params(1, 0)})
+	run(env, jobs.PipeInput{Params: params(1, 0)})
 	in := continuedInput(t, env)
 	n := len(l.listTimes())
 	if n < 150 || n > 200 {
@@ -614,7 +616,7 @@ func TestManyTurnsContinueAsNew(t *testing.T) {
 }
 
 func TestInvalidErrorPausesUntilResume(t *testing.T) {
-	invalid := temporal.NewNonRetryableApplicationError("table public.t does not exist", workflows.ErrTypePipeInvalid, nil)
+	invalid := temporal.NewNonRetryableApplicationError("table public.t does not exist", jobs.ErrTypePipeInvalid, nil)
 	for _, tc := range []struct {
 		name             string
 		listErr, copyErr func(n int, attempt int32) error
@@ -629,10 +631,10 @@ func TestInvalidErrorPausesUntilResume(t *testing.T) {
 			env, l := newPipeEnv(t, "a.csv")
 			l.listErr, l.copyErr = tc.listErr, tc.copyErr
 			paused := statusAt(t, env, 50*time.Second)
-			signal(env, 100*time.Second, workflows.SignalResume, nil)
+			signal(env, 100*time.Second, jobs.SignalResume, nil)
 			resumed := statusAt(t, env, 105*time.Second)
-			signal(env, 108*time.Second, workflows.SignalDrop, nil)
-			run(env, workflows.PipeInput{Params: params(10, 0)})
+			signal(env, 108*time.Second, jobs.SignalDrop, nil)
+			run(env, jobs.PipeInput{Params: params(10, 0)})
 			requireClean(t, env)
 			// Paused: no turn at the polls of 10, 20, … s; the resume
 			// runs one at once.
@@ -648,18 +650,18 @@ func TestInvalidErrorPausesUntilResume(t *testing.T) {
 
 func TestHintsAreBounded(t *testing.T) {
 	env, l := newPipeEnv(t)
-	signal(env, 5*time.Second, workflows.SignalPause, nil)
+	signal(env, 5*time.Second, jobs.SignalPause, nil)
 	many := make([]string, 700)
 	for i := range many {
 		many[i] = "f" + string(rune('a'+i%26)) + ".csv"
 	}
 	// 2,100 paths arrive while paused; the pipe keeps 1,000 of them.
 	for i := range 3 {
-		signal(env, time.Duration(10+i)*time.Second, workflows.SignalFiles, workflows.FilesSignal{Paths: many})
+		signal(env, time.Duration(10+i)*time.Second, jobs.SignalFiles, jobs.FilesSignal{Paths: many})
 	}
-	signal(env, 20*time.Second, workflows.SignalResume, nil)
-	signal(env, 25*time.Second, workflows.SignalDrop, nil)
-	run(env, workflows.PipeInput{Params: params(10, 0)})
+	signal(env, 20*time.Second, jobs.SignalResume, nil)
+	signal(env, 25*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 20})
 	eq(t, "hints passed", len(l.lists[1].hint), 1000)

@@ -4,49 +4,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
-
-// RefreshChainWorkflowName is the registered name of the refresh-chain
-// workflow: one refresh of a dynamic table after its upstream dynamic
-// tables, each of those a child run of this workflow.
-const RefreshChainWorkflowName = "DynamicTableRefreshChain"
-
-// ActivityPlanRefresh lists a dynamic table's upstream dynamic tables.
-const ActivityPlanRefresh = "PlanRefresh"
-
-// PlanInput asks for a dynamic table's upstream.
-type PlanInput struct {
-	Params DynamicTableParams
-}
-
-// PlanResult is the upstream dynamic tables of a dynamic table, every one
-// after those it reads (dependency order); the table itself is not in it.
-type PlanResult struct {
-	Upstream []DynamicTableParams
-}
-
-// RefreshChainInput asks for a refresh; with Alone set, of the table only
-// (the chain's children).
-type RefreshChainInput struct {
-	Params  DynamicTableParams
-	Trigger string
-	Alone   bool
-}
-
-// RefreshChainResult is every refresh the chain ran, upstream first.
-type RefreshChainResult struct {
-	Refreshes []ChainStep
-}
-
-// ChainStep is one refresh of a chain.
-type ChainStep struct {
-	Name   string
-	Result RefreshResult
-}
 
 // refreshActivityOptions are the options of a refresh activity.
 func refreshActivityOptions(ctx workflow.Context) workflow.Context {
@@ -57,25 +21,8 @@ func refreshActivityOptions(ctx workflow.Context) workflow.Context {
 		HeartbeatTimeout: 30 * time.Second,
 		// A failed refresh is recorded by the activity itself and waits for
 		// the next interval; retries are for infrastructure hiccups only.
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3, NonRetryableErrorTypes: []string{ErrTypeDynamicTableGone}},
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3, NonRetryableErrorTypes: []string{jobs.ErrTypeDynamicTableGone}},
 	})
-}
-
-// ActivityWaitRefresh waits for the refresh of a dynamic table that is
-// running under its RefreshWorkflowID and returns that refresh's result.
-const ActivityWaitRefresh = "WaitRefresh"
-
-// WaitRefreshInput names the refresh run to wait for.
-type WaitRefreshInput struct {
-	WorkflowID string
-}
-
-// RefreshWorkflowID is the workflow id every refresh of a dynamic table
-// runs under (from the "refresh-serial" version on): manual, scheduled and
-// chained alike. Temporal runs one workflow per id at a time, so refreshes
-// of one table never overlap; overlapping ones would count new rows twice.
-func RefreshWorkflowID(p DynamicTableParams) string {
-	return "dt." + p.Workspace + "." + p.Schema + "." + p.Name + ".refresh"
 }
 
 // refreshSerial runs a refresh of p (its upstream first unless alone) as a
@@ -83,20 +30,20 @@ func RefreshWorkflowID(p DynamicTableParams) string {
 // runs there, it waits for it and starts its own after; should that find
 // the id taken again, the refresh it then waits for started after this
 // one was asked for, and its result is taken as this one's.
-func refreshSerial(ctx workflow.Context, p DynamicTableParams, trigger string, alone bool) (RefreshChainResult, error) {
-	id := RefreshWorkflowID(p)
-	var res RefreshChainResult
+func refreshSerial(ctx workflow.Context, p jobs.DynamicTableParams, trigger string, alone bool) (jobs.RefreshChainResult, error) {
+	id := jobs.RefreshWorkflowID(p)
+	var res jobs.RefreshChainResult
 	for attempt := 0; ; attempt++ {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            id,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		})
-		err := workflow.ExecuteChildWorkflow(cctx, RefreshChainWorkflowName, RefreshChainInput{Params: p, Trigger: trigger, Alone: alone}).Get(ctx, &res)
+		err := workflow.ExecuteChildWorkflow(cctx, jobs.RefreshChainWorkflowName, jobs.RefreshChainInput{Params: p, Trigger: trigger, Alone: alone}).Get(ctx, &res)
 		if !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			return res, err
 		}
-		res = RefreshChainResult{}
-		err = workflow.ExecuteActivity(refreshActivityOptions(ctx), ActivityWaitRefresh, WaitRefreshInput{WorkflowID: id}).Get(ctx, &res)
+		res = jobs.RefreshChainResult{}
+		err = workflow.ExecuteActivity(refreshActivityOptions(ctx), jobs.ActivityWaitRefresh, jobs.WaitRefreshInput{WorkflowID: id}).Get(ctx, &res)
 		if err != nil || attempt == 1 {
 			return res, err
 		}
@@ -106,19 +53,19 @@ func refreshSerial(ctx workflow.Context, p DynamicTableParams, trigger string, a
 // refreshChain refreshes p's upstream dynamic tables, in dependency order,
 // as child workflows, then p itself. An upstream refresh that fails stops
 // the chain: p is not refreshed over stale inputs.
-func refreshChain(ctx workflow.Context, p DynamicTableParams, trigger string) (RefreshChainResult, error) {
+func refreshChain(ctx workflow.Context, p jobs.DynamicTableParams, trigger string) (jobs.RefreshChainResult, error) {
 	ctx = refreshActivityOptions(ctx)
 	// From version 1 on, each upstream refresh runs under the upstream's
 	// RefreshWorkflowID, one at a time per table.
 	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
-	var out RefreshChainResult
-	var plan PlanResult
-	if err := workflow.ExecuteActivity(ctx, ActivityPlanRefresh, PlanInput{Params: p}).Get(ctx, &plan); err != nil {
+	var out jobs.RefreshChainResult
+	var plan jobs.PlanResult
+	if err := workflow.ExecuteActivity(ctx, jobs.ActivityPlanRefresh, jobs.PlanInput{Params: p}).Get(ctx, &plan); err != nil {
 		return out, err
 	}
 	parent := workflow.GetInfo(ctx).WorkflowExecution
 	for i, u := range plan.Upstream {
-		var res RefreshChainResult
+		var res jobs.RefreshChainResult
 		var err error
 		if serial {
 			res, err = refreshSerial(ctx, u, "CHAIN", true)
@@ -126,34 +73,34 @@ func refreshChain(ctx workflow.Context, p DynamicTableParams, trigger string) (R
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID: fmt.Sprintf("%s.chain.%s.%d", parent.ID, parent.RunID, i),
 			})
-			err = workflow.ExecuteChildWorkflow(cctx, RefreshChainWorkflowName, RefreshChainInput{Params: u, Trigger: "CHAIN", Alone: true}).Get(ctx, &res)
+			err = workflow.ExecuteChildWorkflow(cctx, jobs.RefreshChainWorkflowName, jobs.RefreshChainInput{Params: u, Trigger: "CHAIN", Alone: true}).Get(ctx, &res)
 		}
 		if err != nil {
 			return out, fmt.Errorf("refresh upstream %s: %w", u.Name, err)
 		}
 		out.Refreshes = append(out.Refreshes, res.Refreshes...)
 		for _, st := range res.Refreshes {
-			if st.Result.State != RefreshSucceeded {
+			if st.Result.State != jobs.RefreshSucceeded {
 				return out, fmt.Errorf("upstream dynamic table %s failed to refresh (%s); %s was not refreshed", st.Name, st.Result.Error, p.Name)
 			}
 		}
 	}
-	var res RefreshResult
-	if err := workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: p, Trigger: trigger}).Get(ctx, &res); err != nil {
+	var res jobs.RefreshResult
+	if err := workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: trigger}).Get(ctx, &res); err != nil {
 		return out, err
 	}
-	out.Refreshes = append(out.Refreshes, ChainStep{Name: p.Name, Result: res})
+	out.Refreshes = append(out.Refreshes, jobs.ChainStep{Name: p.Name, Result: res})
 	return out, nil
 }
 
 // RefreshChainWorkflow is one refresh of a dynamic table: its upstream
 // first unless Alone. REFRESH DYNAMIC TABLE runs it and waits.
-func RefreshChainWorkflow(ctx workflow.Context, in RefreshChainInput) (RefreshChainResult, error) {
+func RefreshChainWorkflow(ctx workflow.Context, in jobs.RefreshChainInput) (jobs.RefreshChainResult, error) {
 	if in.Alone {
 		ctx = refreshActivityOptions(ctx)
-		var res RefreshResult
-		err := workflow.ExecuteActivity(ctx, ActivityRefreshDynamicTable, RefreshInput{Params: in.Params, Trigger: in.Trigger}).Get(ctx, &res)
-		return RefreshChainResult{Refreshes: []ChainStep{{Name: in.Params.Name, Result: res}}}, err
+		var res jobs.RefreshResult
+		err := workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: in.Params, Trigger: in.Trigger}).Get(ctx, &res)
+		return jobs.RefreshChainResult{Refreshes: []jobs.ChainStep{{Name: in.Params.Name, Result: res}}}, err
 	}
 	return refreshChain(ctx, in.Params, in.Trigger)
 }

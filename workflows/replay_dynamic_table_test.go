@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -44,8 +46,8 @@ func TestReplayDynamicTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: DynamicTableWorkflowName})
-			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: RefreshChainWorkflowName})
+			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
+			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 			hist, err := client.HistoryFromJSON(mustOpen(t, "testdata/"+h.file), client.HistoryJSONOptions{})
 			if err != nil {
 				t.Fatal(err)

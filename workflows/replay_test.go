@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -64,7 +66,7 @@ func TestReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
 			if err := r.ReplayWorkflowHistory(nil, readHistory(t, f)); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

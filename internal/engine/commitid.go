@@ -7,7 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 
-	"github.com/lakepipe/lakepipe/workflows"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // Commit ids tag the rows of one load (see changes.go). Those of pipes,
@@ -42,12 +42,12 @@ func commitHash(domain string, fields ...string) uint64 {
 }
 
 // fileCommit names one file version's load by a pipe.
-func fileCommit(workspace, schema, pipe string, f workflows.FileRef) uint64 {
+func fileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
 	return commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag)
 }
 
 // kafkaCommit names one batch of a Kafka pipe: the offsets it starts from.
-func kafkaCommit(workspace, schema, pipe string, generation int64, from []workflows.PartitionOffset) uint64 {
+func kafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
 	fields := []string{workspace, schema, pipe, strconv.FormatInt(generation, 10)}
 	for _, o := range from {
 		fields = append(fields, fmt.Sprintf("%d:%d", o.Partition, o.Offset))
@@ -64,13 +64,13 @@ func flushIDCommit(session, flush string) uint64 {
 // across an upgrade looks for the rows of its earlier attempt under these
 // too.
 
-func legacyFileCommit(workspace, schema, pipe string, f workflows.FileRef) uint64 {
+func legacyFileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", workspace, schema, pipe, f.Path, f.ETag)
 	return h.Sum64() | 1
 }
 
-func legacyKafkaCommit(workspace, schema, pipe string, generation int64, from []workflows.PartitionOffset) uint64 {
+func legacyKafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "kafka\x00%s\x00%s\x00%s\x00%d", workspace, schema, pipe, generation)
 	for _, o := range from {

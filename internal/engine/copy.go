@@ -9,13 +9,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lakepipe/lakepipe/workflows"
 	"io"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
 
@@ -159,7 +160,7 @@ type FileLoad struct {
 	Rejected     int64
 	FirstError   string
 	FirstErrLine int64
-	Status       workflows.FileStatus
+	Status       jobs.FileStatus
 	Duration     time.Duration
 	// LoadID, when set, is this load's load_id in load_history instead
 	// of the one RecordLoads is given (the loads of a pipe's batch each
@@ -287,7 +288,7 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 				}
 				return res, &fileError{err: fmt.Errorf("file %s line %d: %s (%s; ON_ERROR = 'continue' skips bad rows)", obj.Path, errs[0].Line, errs[0].Msg, kept)}
 			case onErrorSkipFile:
-				res.Status = workflows.FileFailed
+				res.Status = jobs.FileFailed
 				res.Duration = time.Since(start)
 				return res, nil
 			}
@@ -303,9 +304,9 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, err
 	}
 	res.Rows = n
-	res.Status = workflows.FileLoaded
+	res.Status = jobs.FileLoaded
 	if res.Rejected > 0 {
-		res.Status = workflows.FilePartiallyLoaded
+		res.Status = jobs.FilePartiallyLoaded
 	}
 	res.Duration = time.Since(start)
 	return res, nil
@@ -409,7 +410,7 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	for _, f := range files {
 		fl, err := e.safeLoadFile(ctx, vol, f, s.Volume, opts, target, onError)
 		if err != nil {
-			fl.Status = workflows.FileFailed
+			fl.Status = jobs.FileFailed
 			if fl.FirstError == "" {
 				fl.FirstError = err.Error()
 			}
@@ -419,12 +420,12 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		if err := e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl}); err != nil {
 			return nil, err
 		}
-		if s.Purge && fl.Status == workflows.FileLoaded {
+		if s.Purge && fl.Status == jobs.FileLoaded {
 			if err := vol.RemoveListed(ctx, f.Path); err != nil {
 				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
 			}
 		}
-		if fl.Status != workflows.FileFailed {
+		if fl.Status != jobs.FileFailed {
 			loaded += fl.Rows
 		}
 		res.Rows = append(res.Rows, []any{f.Path, string(fl.Status), fl.Rows, fl.Rejected, fl.FirstError})

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // ErrDynamicTableGone is returned to the refresh activity of a dropped
@@ -111,13 +112,13 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 	if res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "CREATE"); err != nil {
 		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
 		return nil, err
-	} else if res.State != workflows.RefreshSucceeded {
+	} else if res.State != jobs.RefreshSucceeded {
 		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
 		return nil, fmt.Errorf("dynamic table %s: %s", display(schema, name), res.Error)
 	}
 	id := e.WithSchema(schema).DynamicTableWorkflowID(name)
-	in := workflows.DynamicTableInput{Params: workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
-	if err := orch.Start(ctx, id, workflows.DynamicTableWorkflowName, in); err != nil {
+	in := jobs.DynamicTableInput{Params: jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	if err := orch.Start(ctx, id, jobs.DynamicTableWorkflowName, in); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: start its workflow: %w", display(schema, name), err)
 	}
 	return message("dynamic table %s created; it refreshes every %s as Temporal workflow %s", display(schema, name), strings.ToLower(spec.Interval), id), nil
@@ -129,7 +130,7 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 // recorded in the refresh history. It is the refresh activity's body too.
 // Refreshes of one table must not overlap (the refresh workflows see to
 // it: workflows.RefreshWorkflowID).
-func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
+func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
 	if res, ok, err := e.refreshCached(ctx, name, trigger); ok {
 		return res, err
 	}
@@ -138,7 +139,7 @@ func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) 
 
 // RefreshDynamicTableFull recomputes a dynamic table from all of its
 // source, even where an incremental refresh would do (state included).
-func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (workflows.RefreshResult, error) {
+func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
 	return e.refreshFresh(ctx, name, trigger, true)
 }
 
@@ -148,17 +149,17 @@ func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger stri
 // was made from, then the history. ok is false when there is no such plan
 // or the INSERT did not run (a spec changed, or the refresh must be FULL):
 // refreshFresh then reads everything afresh and decides.
-func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ workflows.RefreshResult, ok bool, _ error) {
+func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ jobs.RefreshResult, ok bool, _ error) {
 	schema := e.cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
 	v, found, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
 	if err != nil || !found || spec.ChangeVersion == 0 {
-		return workflows.RefreshResult{}, false, nil
+		return jobs.RefreshResult{}, false, nil
 	}
 	p := e.plans.get(schema, name, v)
 	if p == nil {
-		return workflows.RefreshResult{}, false, nil
+		return jobs.RefreshResult{}, false, nil
 	}
 	hi := changeReadHorizon()
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
@@ -167,16 +168,16 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ wor
 		for _, src := range p.read() {
 			e.cat.Forget(catalog.KindTable, src.schema, src.table)
 		}
-		return workflows.RefreshResult{}, false, nil
+		return jobs.RefreshResult{}, false, nil
 	}
-	res := workflows.RefreshResult{State: workflows.RefreshSucceeded, Mode: workflows.RefreshIncremental}
+	res := jobs.RefreshResult{State: jobs.RefreshSucceeded, Mode: jobs.RefreshIncremental}
 	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
 		idle: noNewRows, sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
 }
 
 // refreshFresh refreshes from the catalog as it is now: incrementally when
 // it can (forceFull: it rebuilds even so), and records the refresh.
-func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (workflows.RefreshResult, error) {
+func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (jobs.RefreshResult, error) {
 	schema := e.cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
@@ -184,14 +185,14 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 	version, ok, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
 	switch {
 	case err != nil:
-		return workflows.RefreshResult{}, err
+		return jobs.RefreshResult{}, err
 	case !ok:
-		return workflows.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
+		return jobs.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
 	}
 	var (
 		rows      = "0"
 		deleted   int64
-		mode      workflows.RefreshMode
+		mode      jobs.RefreshMode
 		reason    string
 		state     = chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 		plan, why = e.incrementalPlan(ctx, spec)
@@ -205,7 +206,7 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
-		mode, reason = workflows.RefreshFull, why
+		mode, reason = jobs.RefreshFull, why
 		var n int64
 		n, deleted, err = e.fullRefresh(ctx, schema, name, spec)
 		rows = strconv.FormatInt(n, 10)
@@ -221,15 +222,15 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 			}
 		}
 	}
-	res := workflows.RefreshResult{Mode: mode}
+	res := jobs.RefreshResult{Mode: mode}
 	if err != nil {
-		res.State, res.Error, rows, deleted = workflows.RefreshFailed, err.Error(), "0", 0
+		res.State, res.Error, rows, deleted = jobs.RefreshFailed, err.Error(), "0", 0
 	} else {
-		res.State = workflows.RefreshSucceeded
+		res.State = jobs.RefreshSucceeded
 		res.Rows, _ = strconv.ParseInt(rows, 10, 64)
 	}
 	idle := ""
-	if mode == workflows.RefreshIncremental {
+	if mode == jobs.RefreshIncremental {
 		idle = noNewRows
 	}
 	return res, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: reason,
@@ -244,7 +245,7 @@ const noNewRows = "no new rows since the last refresh"
 type refreshRecord struct {
 	schema, name, trigger string
 	start                 time.Time
-	result                workflows.RefreshResult
+	result                jobs.RefreshResult
 	reason                string
 	sources               []string
 	rows                  string // SQL counting the rows written: a number or a subquery
@@ -303,19 +304,19 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 }
 
 // refreshModeOf says which mode the next refresh will use and why.
-func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (workflows.RefreshMode, string) {
+func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (jobs.RefreshMode, string) {
 	plan, why := e.incrementalPlan(ctx, spec)
 	switch {
 	case plan == nil:
-		return workflows.RefreshFull, why
+		return jobs.RefreshFull, why
 	case spec.ChangeVersion == 0:
-		return workflows.RefreshFull, "first refresh: the state of the dynamic table is built"
+		return jobs.RefreshFull, "first refresh: the state of the dynamic table is built"
 	case spec.StateOf != plan.stateOf():
-		return workflows.RefreshFull, recreatedSource
+		return jobs.RefreshFull, recreatedSource
 	case plan.appendRows:
-		return workflows.RefreshIncremental, "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
+		return jobs.RefreshIncremental, "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}
-	return workflows.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
+	return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
 }
 
 func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
@@ -346,10 +347,10 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 	}
 	// The refresh chain: upstream dynamic tables first, as child workflows;
 	// under the id all refreshes of the table share, so none overlap.
-	in := workflows.RefreshChainInput{Trigger: "MANUAL",
-		Params: workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
-	var out workflows.RefreshChainResult
-	if err := orch.Run(ctx, workflows.RefreshWorkflowID(in.Params), workflows.RefreshChainWorkflowName, in, &out); err != nil {
+	in := jobs.RefreshChainInput{Trigger: "MANUAL",
+		Params: jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	var out jobs.RefreshChainResult
+	if err := orch.Run(ctx, jobs.RefreshWorkflowID(in.Params), jobs.RefreshChainWorkflowName, in, &out); err != nil {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", display(schema, name), err)
 	}
 	n := len(out.Refreshes)
@@ -357,13 +358,13 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 		return nil, fmt.Errorf("refresh of dynamic table %s did not run", display(schema, name))
 	}
 	res := out.Refreshes[n-1].Result
-	if res.State != workflows.RefreshSucceeded {
+	if res.State != jobs.RefreshSucceeded {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
 	}
 	// The interval counts from this refresh, as the ClickZetta Lakehouse documentation says.
-	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), workflows.SignalRefreshed, nil)
+	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), jobs.SignalRefreshed, nil)
 	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
-	if res.Mode == workflows.RefreshIncremental {
+	if res.Mode == jobs.RefreshIncremental {
 		// The history counts the groups it wrote.
 		msg = fmt.Sprintf("dynamic table %s refreshed (INCREMENTAL): the new rows were merged into the groups they touch", display(schema, name))
 	}
@@ -379,8 +380,8 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 
 // WaitRefresh waits for the refresh of a dynamic table running under the
 // workflow id and returns its result.
-func (e *Engine) WaitRefresh(ctx context.Context, id string) (workflows.RefreshChainResult, error) {
-	var out workflows.RefreshChainResult
+func (e *Engine) WaitRefresh(ctx context.Context, id string) (jobs.RefreshChainResult, error) {
+	var out jobs.RefreshChainResult
 	orch, err := e.orchestrator()
 	if err != nil {
 		return out, err
@@ -390,8 +391,8 @@ func (e *Engine) WaitRefresh(ctx context.Context, id string) (workflows.RefreshC
 
 // PlanRefresh lists the upstream dynamic tables of a dynamic table, every
 // one after those it reads; the table itself is not in the list.
-func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]workflows.DynamicTableParams, error) {
-	var order []workflows.DynamicTableParams
+func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTableParams, error) {
+	var order []jobs.DynamicTableParams
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(schema, name string, root bool) error
 	visit = func(schema, name string, root bool) error {
@@ -423,7 +424,7 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]workflows.Dyna
 		}
 		state[key] = 2
 		if !root {
-			order = append(order, workflows.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds})
+			order = append(order, jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds})
 		}
 		return nil
 	}
@@ -498,13 +499,13 @@ func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicT
 	return res, nil
 }
 
-func (e *Engine) dynamicStatus(ctx context.Context, name string) (*workflows.DynamicTableStatus, string) {
+func (e *Engine) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicTableStatus, string) {
 	orch, err := e.orchestrator()
 	if err != nil {
 		return nil, "UNKNOWN"
 	}
-	var st workflows.DynamicTableStatus
-	state, err := orch.Query(ctx, e.DynamicTableWorkflowID(name), workflows.QueryStatus, &st)
+	var st jobs.DynamicTableStatus
+	state, err := orch.Query(ctx, e.DynamicTableWorkflowID(name), jobs.QueryStatus, &st)
 	switch {
 	case err != nil:
 		return nil, "UNKNOWN"
@@ -569,7 +570,7 @@ func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamic
 	if err != nil {
 		return nil, err
 	}
-	sig := map[string]string{"SUSPEND": workflows.SignalSuspend, "RESUME": workflows.SignalResume}[strings.ToUpper(s.Action)]
+	sig := map[string]string{"SUSPEND": jobs.SignalSuspend, "RESUME": jobs.SignalResume}[strings.ToUpper(s.Action)]
 	if sig == "" {
 		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
 	}

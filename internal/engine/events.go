@@ -2,8 +2,9 @@ package engine
 
 import (
 	"context"
-	"github.com/lakepipe/lakepipe/workflows"
 	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/objstore"
@@ -71,7 +72,7 @@ func (e *Engine) EventRoutes(ctx context.Context) (*EventRoutes, error) {
 	var specs []catalog.PipeSpec
 	for _, o := range pipes {
 		var spec catalog.PipeSpec
-		if o.Decode(&spec) != nil || spec.Kind != workflows.KindVolume || spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" {
+		if o.Decode(&spec) != nil || spec.Kind != jobs.KindVolume || spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" {
 			continue
 		}
 		wanted, specs = append(wanted, o), append(specs, spec)

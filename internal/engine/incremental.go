@@ -3,10 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"github.com/lakepipe/lakepipe/workflows"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -391,7 +392,7 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 // first refresh, when asked, or when the source had rows deleted or
 // updated since, the state is rebuilt (FULL). mode and reason say which it
 // was; rowsExpr counts the rows written, as SQL.
-func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rowsExpr string, deleted int64, mode workflows.RefreshMode, reason string, err error) {
+func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rowsExpr string, deleted int64, mode jobs.RefreshMode, reason string, err error) {
 	hi := changeReadHorizon()
 	switch {
 	case spec.ChangeVersion == 0:
@@ -409,7 +410,7 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 			err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
 		}
 		if err == nil {
-			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, workflows.RefreshIncremental, p.deltaReason(), nil
+			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, jobs.RefreshIncremental, p.deltaReason(), nil
 		}
 		switch {
 		case chstore.IsCode(err, chstore.CodeThrowIf):
@@ -425,7 +426,7 @@ func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, sp
 		}
 	}
 	rows, deleted, err := e.incrementalFull(ctx, schema, name, p, hi)
-	return strconv.FormatInt(rows, 10), deleted, workflows.RefreshFull, reason, err
+	return strconv.FormatInt(rows, 10), deleted, jobs.RefreshFull, reason, err
 }
 
 // recreatedSource is the reason to rebuild a state built from a table

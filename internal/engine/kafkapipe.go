@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -22,7 +24,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // readKafka is a READ_KAFKA call's arguments:
@@ -267,7 +268,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 	}
 	for _, o := range all {
 		var other catalog.PipeSpec
-		if o.Decode(&other) == nil && other.Kind == workflows.KindKafka && other.KafkaGroup == run.rk.src.Group {
+		if o.Decode(&other) == nil && other.Kind == jobs.KindKafka && other.KafkaGroup == run.rk.src.Group {
 			return nil, fmt.Errorf("pipe %s: group_id %q is already used by pipe %s.%s; every Kafka pipe needs a group_id of its own", s.Name, run.rk.src.Group, o.Schema, o.Name)
 		}
 	}
@@ -279,7 +280,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 		secret = cp.Text
 	}
 	spec := catalog.PipeSpec{
-		Kind: workflows.KindKafka, Properties: pr, CopyStatement: shown,
+		Kind: jobs.KindKafka, Properties: pr, CopyStatement: shown,
 		Input: run.rk.src.Topic, Output: run.target.display, CreatedAt: time.Now().UTC(),
 		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
 	}
@@ -291,7 +292,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, workflows.PipeWorkflowName, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
 		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
@@ -300,7 +301,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 
 // OpenKafkaPipe loads a Kafka pipe for its activities. A missing pipe is
 // ErrPipeGone.
-func (e *Engine) OpenKafkaPipe(ctx context.Context, p workflows.PipeParams) (*KafkaPipeRun, error) {
+func (e *Engine) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
 	e = e.WithSchema(p.Schema)
 	spec, err := e.activePipe(ctx, p)
 	if err != nil {
@@ -329,7 +330,7 @@ func (e *Engine) OpenKafkaPipe(ctx context.Context, p workflows.PipeParams) (*Ka
 }
 
 // InitialOffsets says where the pipe starts (see kafka.Client.InitialOffsets).
-func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]workflows.PartitionOffset, error) {
+func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {
 	cl, err := kafka.Open(r.rk.src)
 	if err != nil {
 		return nil, err
@@ -344,7 +345,7 @@ func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]workflows.Partitio
 
 // EndOffsets says where the topic's partitions end now (the last stable
 // offsets with read_committed): where the next batch stops.
-func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]workflows.PartitionOffset, error) {
+func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {
 	cl, err := r.e.kafka.Get(r.rk.src)
 	if err != nil {
 		return nil, err
@@ -357,10 +358,10 @@ func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]workflows.PartitionOff
 	return toPartitionOffsets(end), nil
 }
 
-func toPartitionOffsets(o kafka.Offsets) []workflows.PartitionOffset {
-	out := make([]workflows.PartitionOffset, 0, len(o))
+func toPartitionOffsets(o kafka.Offsets) []jobs.PartitionOffset {
+	out := make([]jobs.PartitionOffset, 0, len(o))
 	for _, p := range o.Sorted() {
-		out = append(out, workflows.PartitionOffset{Partition: p, Offset: o[p]})
+		out = append(out, jobs.PartitionOffset{Partition: p, Offset: o[p]})
 	}
 	return out
 }
@@ -368,7 +369,7 @@ func toPartitionOffsets(o kafka.Offsets) []workflows.PartitionOffset {
 // commitID names one batch: the pipe and the offsets it starts from. A
 // retried batch starts from the same offsets, so it finds (and removes)
 // the rows of an attempt that did not finish.
-func (r *KafkaPipeRun) commitID(from []workflows.PartitionOffset) uint64 {
+func (r *KafkaPipeRun) commitID(from []jobs.PartitionOffset) uint64 {
 	return kafkaCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), from)
 }
 
@@ -391,8 +392,8 @@ type badRecord struct {
 //
 // When the batch has more bad records than max_errors still allows, none
 // of it is kept and the result says to pause.
-func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInput, retried bool) (_ workflows.KafkaBatchResult, err error) {
-	res := workflows.KafkaBatchResult{Offsets: in.Offsets}
+func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, retried bool) (_ jobs.KafkaBatchResult, err error) {
+	res := jobs.KafkaBatchResult{Offsets: in.Offsets}
 	// The pipe's client from its last batch, unless this is a retry: a
 	// batch that failed starts over on fresh connections.
 	var cl *kafka.Client
@@ -585,13 +586,13 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		return cmp.Compare(a.offset, b.offset)
 	})
 	if err != nil && err != errStop {
-		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	if over() {
 		ins.Abort()
 		// Blocks already sent are taken back: the batch is all or nothing.
 		if err := r.e.dropCommit(ctx, target, commit); err != nil {
-			return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		// The group keeps the position before the batch, so that a pipe
 		// re-created on it with a higher max_errors goes on from there.
@@ -599,15 +600,15 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
 		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer, or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
 			r.rk.src.Topic, f.partition, f.offset, f.msg, r.rk.maxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.src.Group)
-		return workflows.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
+		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
 	}
 	rows, err := ins.Close()
 	if err != nil {
-		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rows = rows
 	if err := r.e.trackLoad(ctx, target.db, target.table, commit, rows); err != nil {
-		return workflows.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rejected = int64(len(bad))
 	if len(bad) > 0 {
@@ -632,8 +633,8 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in workflows.KafkaBatchInp
 
 // KafkaLag is what DESC PIPE shows of a Kafka pipe's position: per
 // partition its offset, the end of the partition and the lag.
-func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []workflows.PartitionOffset) (string, int64, error) {
-	run, err := e.OpenKafkaPipe(ctx, e.pipeParams(name, catalog.PipeSpec{Kind: workflows.KindKafka}))
+func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []jobs.PartitionOffset) (string, int64, error) {
+	run, err := e.OpenKafkaPipe(ctx, e.pipeParams(name, catalog.PipeSpec{Kind: jobs.KindKafka}))
 	if err != nil {
 		return "", 0, err
 	}

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 func TestReadKafkaArguments(t *testing.T) {
@@ -102,7 +103,7 @@ func TestTypedFits(t *testing.T) {
 // and by every field, and are not the ids of earlier releases (which are
 // kept for loads retried across an upgrade).
 func TestCommitIDs(t *testing.T) {
-	f := workflows.FileRef{Path: "a.csv", ETag: "e1"}
+	f := jobs.FileRef{Path: "a.csv", ETag: "e1"}
 	ids := map[uint64]string{}
 	add := func(name string, id uint64) {
 		t.Helper()
@@ -115,10 +116,10 @@ func TestCommitIDs(t *testing.T) {
 		ids[id] = name
 	}
 	add("file", fileCommit("w", "s", "p", f))
-	add("file, other etag", fileCommit("w", "s", "p", workflows.FileRef{Path: "a.csv", ETag: "e2"}))
-	add("file, fields shifted", fileCommit("w", "s", "pa.csv", workflows.FileRef{Path: "", ETag: "e1"}))
-	add("kafka", kafkaCommit("w", "s", "p", 1, []workflows.PartitionOffset{{Partition: 0, Offset: 5}}))
-	add("kafka, other generation", kafkaCommit("w", "s", "p", 2, []workflows.PartitionOffset{{Partition: 0, Offset: 5}}))
+	add("file, other etag", fileCommit("w", "s", "p", jobs.FileRef{Path: "a.csv", ETag: "e2"}))
+	add("file, fields shifted", fileCommit("w", "s", "pa.csv", jobs.FileRef{Path: "", ETag: "e1"}))
+	add("kafka", kafkaCommit("w", "s", "p", 1, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
+	add("kafka, other generation", kafkaCommit("w", "s", "p", 2, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
 	add("flush", flushIDCommit("sess", "f1"))
 	add("flush, other id", flushIDCommit("sess", "f2"))
 	add("legacy file", legacyFileCommit("w", "s", "p", f))

@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // Orchestrator runs pipe workflows; package orchestrator implements it on
@@ -24,7 +25,7 @@ type Orchestrator interface {
 	// PipeStatus answers the workflow's status query; state is the
 	// workflow's execution status (RUNNING, FAILED, TERMINATED, …) and
 	// reason its failure, if any.
-	PipeStatus(ctx context.Context, id string) (st *workflows.PipeStatus, state, reason string, err error)
+	PipeStatus(ctx context.Context, id string) (st *jobs.PipeStatus, state, reason string, err error)
 	// Stop asks a workflow to end after its current step (drop signal).
 	Stop(ctx context.Context, id string) error
 	// Start starts a workflow by its registered name; a leftover run under
@@ -79,15 +80,15 @@ func (e *Engine) pipeSpec(ctx context.Context, name string) (catalog.PipeSpec, e
 }
 
 // pipeParams derives the workflow parameters from a pipe's spec.
-func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipeParams {
-	p := workflows.PipeParams{Workspace: e.cfg.Workspace, Schema: e.cfg.Schema, Name: name, Kind: spec.Kind,
+func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) jobs.PipeParams {
+	p := jobs.PipeParams{Workspace: e.cfg.Workspace, Schema: e.cfg.Schema, Name: name, Kind: spec.Kind,
 		IngestMode: spec.Properties["ingest_mode"], PollSeconds: 30}
-	if spec.Kind == workflows.KindKafka {
+	if spec.Kind == jobs.KindKafka {
 		p.PollSeconds = 60
 	}
 	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
 		p.PollSeconds = v
-	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == workflows.KindKafka {
+	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == jobs.KindKafka {
 		p.PollSeconds = v
 	}
 	if p.IngestMode == "EVENT_NOTIFICATION" && spec.Properties["poll_interval_in_seconds"] == "" {
@@ -105,14 +106,14 @@ func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) workflows.PipePa
 
 // PipeParams returns the parameters the workflow of a pipe of this schema
 // runs with (ErrPipeGone when there is no such pipe).
-func (e *Engine) PipeParams(ctx context.Context, name string) (workflows.PipeParams, error) {
+func (e *Engine) PipeParams(ctx context.Context, name string) (jobs.PipeParams, error) {
 	var spec catalog.PipeSpec
 	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, name, &spec)
 	if err != nil {
-		return workflows.PipeParams{}, err
+		return jobs.PipeParams{}, err
 	}
 	if !ok {
-		return workflows.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.cfg.Schema, name, ErrPipeGone)
+		return jobs.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.cfg.Schema, name, ErrPipeGone)
 	}
 	return e.pipeParams(name, spec), nil
 }
@@ -164,7 +165,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	}
 	for _, o := range pipes {
 		var other catalog.PipeSpec
-		if o.Decode(&other) == nil && other.Kind == workflows.KindVolume && other.Input == cp.Volume.Volume {
+		if o.Decode(&other) == nil && other.Kind == jobs.KindVolume && other.Input == cp.Volume.Volume {
 			return nil, fmt.Errorf("pipe %s: volume %s is already used by pipe %s; each pipe needs a volume of its own", s.Name, cp.Volume.Volume, o.Name)
 		}
 	}
@@ -180,7 +181,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 		return nil, fmt.Errorf("pipe %s: INGEST_MODE = '%s' keeps the source files, but the COPY says PURGE = TRUE: drop PURGE or use INGEST_MODE = 'LIST_PURGE'", s.Name, pr["ingest_mode"])
 	}
 	spec := catalog.PipeSpec{
-		Kind: workflows.KindVolume, Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
+		Kind: jobs.KindVolume, Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
 		Output: e.cfg.Workspace + "." + schema + "." + table, CreatedAt: time.Now().UTC(),
 	}
 	if s.Comment != nil {
@@ -190,7 +191,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, workflows.PipeWorkflowName, workflows.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
 		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
@@ -215,7 +216,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 	id := e.PipeWorkflowID(s.Name)
 	switch s.Action {
 	case "REFRESH", "EXECUTE":
-		if err := orch.Signal(ctx, id, workflows.SignalRefresh, nil); err != nil {
+		if err := orch.Signal(ctx, id, jobs.SignalRefresh, nil); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
 		return message("pipe %s: a turn starts now", s.Name), nil
@@ -228,9 +229,9 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 				if err != nil {
 					return nil, err
 				}
-				sig := workflows.SignalResume
+				sig := jobs.SignalResume
 				if paused {
-					sig = workflows.SignalPause
+					sig = jobs.SignalPause
 				}
 				if err := orch.Signal(ctx, id, sig, nil); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
@@ -279,7 +280,7 @@ func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*Result, e
 type pipeView struct {
 	name    string
 	spec    catalog.PipeSpec
-	st      *workflows.PipeStatus
+	st      *jobs.PipeStatus
 	status  string // RUNNING, PAUSED, FAILED
 	invalid string
 }
@@ -367,14 +368,14 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 			}
 			// The workflow keeps one figure: files beyond the last batch
 			// of a volume pipe, records beyond the offsets of a Kafka one.
-			if spec.Kind == workflows.KindKafka {
+			if spec.Kind == jobs.KindKafka {
 				lag = int64(v.st.Counters.Backlog)
 			} else {
 				backlog = int64(v.st.Counters.Backlog)
 			}
 		}
 		kind := spec.Kind
-		if kind == workflows.KindKafka {
+		if kind == jobs.KindKafka {
 			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the ClickZetta Lakehouse documentation does
 		}
 		res.Rows = append(res.Rows, []any{o.Name, status, kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
@@ -395,10 +396,10 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 		{"input_name", spec.Input}, {"output_name", spec.Output}, {"copy_statement", spec.CopyStatement},
 		{"invalid_reason", v.invalid}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
 	}
-	if spec.Kind == workflows.KindKafka {
+	if spec.Kind == jobs.KindKafka {
 		kv = append(kv, [2]any{"batch_interval_in_seconds", spec.Properties["batch_interval_in_seconds"]},
 			[2]any{"kafka_bootstrap", spec.KafkaBootstrap}, [2]any{"kafka_group_id", spec.KafkaGroup})
-		var offsets []workflows.PartitionOffset
+		var offsets []jobs.PartitionOffset
 		if v.st != nil && v.st.Kafka != nil {
 			offsets = v.st.Kafka.Offsets
 		}
@@ -425,7 +426,7 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 				[2]any{"rows_loaded", c.RowsLoaded}, [2]any{"rows_rejected", c.RowsRejected},
 				[2]any{"last_load_time", last}, [2]any{"backlog", c.Backlog}, [2]any{"turns", c.Turns},
 				[2]any{"turn_in_progress", v.st.Running}, [2]any{"last_error", c.LastError})
-			if v.st.Params.Kind != workflows.KindKafka {
+			if v.st.Params.Kind != jobs.KindKafka {
 				kv = append(kv, [2]any{"listing", listingText(v.st.List)})
 			}
 		}
@@ -434,7 +435,7 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 }
 
 // listingText says how a volume pipe's turns list its volume.
-func listingText(l workflows.ListState) string {
+func listingText(l jobs.ListState) string {
 	full := "never yet"
 	if !l.FullAt.IsZero() {
 		full = l.FullAt.UTC().Format(time.DateTime)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lakepipe/lakepipe/workflows"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // runCache keeps the PipeRun of each volume pipe that ran on this worker,
@@ -55,7 +55,7 @@ func (c *runCache) drop(key string) {
 // at the versions read before it was built: a run built after the versions
 // were read is never older than they say, so a change made at any moment
 // shows as a changed version at the next turn.
-func (e *Engine) OpenPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
+func (e *Engine) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
 	key := p.Schema + "\x00" + p.Name
 	c, ok := e.runs.get(key)
 	if !ok {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -20,7 +22,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // ErrPipeGone is returned to a pipe's activities once the pipe has been
@@ -51,7 +52,7 @@ type PipeRun struct {
 
 // activePipe loads a pipe's spec for its activities; a missing pipe is
 // ErrPipeGone.
-func (e *Engine) activePipe(ctx context.Context, p workflows.PipeParams) (catalog.PipeSpec, error) {
+func (e *Engine) activePipe(ctx context.Context, p jobs.PipeParams) (catalog.PipeSpec, error) {
 	var spec catalog.PipeSpec
 	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
 	if err != nil {
@@ -67,7 +68,7 @@ func (e *Engine) activePipe(ctx context.Context, p workflows.PipeParams) (catalo
 }
 
 // openPipe builds a PipeRun from the catalog.
-func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun, error) {
+func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
 	e = e.WithSchema(p.Schema)
 	spec, err := e.activePipe(ctx, p)
 	if err != nil {
@@ -135,7 +136,7 @@ func (e *Engine) openPipe(ctx context.Context, p workflows.PipeParams) (*PipeRun
 
 // history is what load_history knows of one file for this pipe.
 type history struct {
-	status workflows.FileStatus
+	status jobs.FileStatus
 	etag   string
 	commit uint64 // the load's commit id, from its load id (0: unknown)
 }
@@ -143,7 +144,7 @@ type history struct {
 // loadedCommit is the commit id of the rows of a loaded file: the one its
 // record names (an id of an earlier release for files loaded before an
 // upgrade), else the one this release derives.
-func (r *PipeRun) loadedCommit(h history, f workflows.FileRef) uint64 {
+func (r *PipeRun) loadedCommit(h history, f jobs.FileRef) uint64 {
 	if h.commit != 0 {
 		return h.commit
 	}
@@ -168,7 +169,7 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 	}
 	out := make(map[string]history, len(res.Rows))
 	for _, row := range res.Rows {
-		h := history{status: workflows.FileStatus(row[1].(string)), etag: row[2].(string)}
+		h := history{status: jobs.FileStatus(row[1].(string)), etag: row[2].(string)}
 		if id := row[3].(string); len(id) == 16 {
 			h.commit, _ = strconv.ParseUint(id, 16, 64)
 		}
@@ -182,9 +183,9 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 // version (it is retried only when it changes).
 func (h history) done(etag string) bool {
 	switch h.status {
-	case workflows.FileLoaded, workflows.FilePartiallyLoaded, workflows.FileSkipped:
+	case jobs.FileLoaded, jobs.FilePartiallyLoaded, jobs.FileSkipped:
 		return true
-	case workflows.FileFailed:
+	case jobs.FileFailed:
 		return h.etag == etag
 	}
 	return false
@@ -197,21 +198,21 @@ func (r *PipeRun) pending(h history, recorded bool, etag string) bool {
 	if !recorded || !h.done(etag) {
 		return true
 	}
-	return r.purge && (h.status == workflows.FileLoaded || h.status == workflows.FileSkipped && h.etag != etag)
+	return r.purge && (h.status == jobs.FileLoaded || h.status == jobs.FileSkipped && h.etag != etag)
 }
 
 // reloaded is the load record of a new version at a path a LIST_PURGE
 // pipe loaded before: not loaded (a path loads once) and not removed
 // (removing it would destroy data the pipe never read), with the reason.
-func reloaded(f workflows.FileRef, h history) FileLoad {
-	return FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: workflows.FileSkipped,
+func reloaded(f jobs.FileRef, h history) FileLoad {
+	return FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped,
 		FirstError: fmt.Sprintf("the path was loaded before (ETag %s) and this is another version of it (ETag %s): a path loads once, and LIST_PURGE removes only the version it loaded, so this one stays in the volume", h.etag, f.ETag)}
 }
 
 // purgeable says whether the listed version of a recorded file is the one
 // a LIST_PURGE pipe loaded and is to remove.
 func (r *PipeRun) purgeable(h history, etag string) bool {
-	return r.purge && h.status == workflows.FileLoaded && h.etag == etag
+	return r.purge && h.status == jobs.FileLoaded && h.etag == etag
 }
 
 // ListFiles returns up to limit files the pipe has to handle (load, or purge
@@ -225,7 +226,7 @@ func (r *PipeRun) purgeable(h history, etag string) bool {
 // state.Cursor and stops once it has a batch: a turn costs what is new.
 // Otherwise, or every Config.FullListingInterval, it lists everything,
 // which also tells whether the order holds.
-func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state workflows.ListState) ([]workflows.FileRef, int, workflows.ListState, error) {
+func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error) {
 	sub := ""
 	if r.copy.Volume.Subdirectory != nil {
 		sub = *r.copy.Volume.Subdirectory
@@ -234,7 +235,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		// FILES (…) names a bounded set; a bad SUBDIRECTORY gets
 		// selectFiles' error.
 		files, backlog, err := r.listSelected(ctx, hints, limit)
-		return files, backlog, workflows.ListState{}, err
+		return files, backlog, jobs.ListState{}, err
 	}
 	now := time.Now().UTC()
 	full := r.FullListingDue(state)
@@ -243,7 +244,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		start = ""
 	}
 
-	var files []workflows.FileRef
+	var files []jobs.FileRef
 	seen := map[string]bool{}
 	// Hinted paths (event notifications) first, whatever their key.
 	if len(hints) > 0 {
@@ -316,7 +317,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 				backlog++
 				continue
 			}
-			files = append(files, workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+			files = append(files, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
 		}
 		if !full && len(files) >= limit {
 			if backlog == 0 && len(page) == objstore.PageSize {
@@ -333,7 +334,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 	if nPrefix >= len(prefix) {
 		cursor = prefix[nPrefix%len(prefix)] // the oldest of the ring
 	}
-	next := workflows.ListState{Cursor: cursor, Ordered: state.Ordered, FullAt: state.FullAt}
+	next := jobs.ListState{Cursor: cursor, Ordered: state.Ordered, FullAt: state.FullAt}
 	if full {
 		// Ordered when nothing waits before the last handled key: then
 		// files keep arriving after the cursor.
@@ -359,13 +360,13 @@ const listingLag = 256
 // last full listing is older than Config.FullListingInterval. (An empty
 // cursor with the order known lists from the start, stopping at a batch:
 // a volume with few handled keys, or none.)
-func (r *PipeRun) FullListingDue(state workflows.ListState) bool {
+func (r *PipeRun) FullListingDue(state jobs.ListState) bool {
 	return !state.Ordered || time.Since(state.FullAt) >= r.e.cfg.FullListingInterval
 }
 
 // hinted returns the hinted paths that exist and are not handled yet, at
 // most max.
-func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workflows.FileRef, error) {
+func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]jobs.FileRef, error) {
 	uniq := make([]string, 0, len(hints))
 	dup := map[string]bool{}
 	for _, h := range hints {
@@ -378,7 +379,7 @@ func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workfl
 	if err != nil {
 		return nil, err
 	}
-	var out []workflows.FileRef
+	var out []jobs.FileRef
 	for _, p := range uniq {
 		if len(out) >= max {
 			break
@@ -396,7 +397,7 @@ func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]workfl
 		if !r.inScope(o.Path) {
 			continue
 		}
-		out = append(out, workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+		out = append(out, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
 	}
 	return out, nil
 }
@@ -445,7 +446,7 @@ func TempFile(path string) bool {
 
 // listSelected is ListFiles for a pipe whose COPY names its files: the
 // set is bounded by the statement.
-func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]workflows.FileRef, int, error) {
+func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]jobs.FileRef, int, error) {
 	objs, err := r.e.selectFiles(ctx, r.vol, r.copy.Volume)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pipe %s: list: %w", r.Name, err)
@@ -462,13 +463,13 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 	for _, h := range hints {
 		hinted[h] = true
 	}
-	var first, rest []workflows.FileRef
+	var first, rest []jobs.FileRef
 	for _, o := range objs {
 		h, seen := hist[o.Path]
 		if !r.pending(h, seen, o.ETag) {
 			continue
 		}
-		f := workflows.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified}
+		f := jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified}
 		if hinted[o.Path] {
 			first = append(first, f)
 		} else {
@@ -483,12 +484,12 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 }
 
 // commitID names one file version's load in a pipe; it tags the rows.
-func (r *PipeRun) commitID(f workflows.FileRef) uint64 {
+func (r *PipeRun) commitID(f jobs.FileRef) uint64 {
 	return fileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
 }
 
 // legacyCommitID is commitID before 2026-12-04 (see commitid.go).
-func (r *PipeRun) legacyCommitID(f workflows.FileRef) uint64 {
+func (r *PipeRun) legacyCommitID(f jobs.FileRef) uint64 {
 	return legacyFileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
 }
 
@@ -502,14 +503,14 @@ func (r *PipeRun) legacyCommitID(f workflows.FileRef) uint64 {
 //  5. with LIST_PURGE the file is deleted, only after the record.
 //
 // Any step can fail or the process die; running LoadFile again converges.
-func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.FileResult, error) {
-	res := workflows.FileResult{Path: f.Path}
+func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult, error) {
+	res := jobs.FileResult{Path: f.Path}
 	hist, err := r.histories(ctx, []string{f.Path})
 	if err != nil {
 		return res, err
 	}
 	if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
-		res.Status = workflows.FileSkipped
+		res.Status = jobs.FileSkipped
 		if h.status.Loaded() && h.etag == f.ETag {
 			// A crash may have come between the load record and the change
 			// log: registering again is a no-op otherwise.
@@ -538,7 +539,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 	fl, err := r.e.safeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
-		res.Status = workflows.FileSkipped // gone since the listing (another worker purged it)
+		res.Status = jobs.FileSkipped // gone since the listing (another worker purged it)
 		return res, nil
 	}
 	if err != nil {
@@ -546,10 +547,10 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 		if !errors.As(err, &fe) {
 			return res, err // transient: the activity retries
 		}
-		fl.Status, fl.FirstError = workflows.FileFailed, fe.Error()
+		fl.Status, fl.FirstError = jobs.FileFailed, fe.Error()
 	}
 	boundError(&fl)
-	if fl.Status == workflows.FileFailed {
+	if fl.Status == jobs.FileFailed {
 		// A failed file leaves no rows behind.
 		if err := r.dropCommit(ctx, commit); err != nil {
 			return res, err
@@ -559,12 +560,12 @@ func (r *PipeRun) LoadFile(ctx context.Context, f workflows.FileRef) (workflows.
 	if err := r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
 		return res, err
 	}
-	if fl.Status != workflows.FileFailed {
+	if fl.Status != jobs.FileFailed {
 		if err := r.e.trackLoad(ctx, r.target.db, r.target.table, commit, fl.Rows); err != nil {
 			return res, err
 		}
 	}
-	if r.purge && fl.Status == workflows.FileLoaded {
+	if r.purge && fl.Status == jobs.FileLoaded {
 		if err := r.vol.RemoveListed(ctx, f.Path); err != nil {
 			return res, err
 		}
@@ -586,7 +587,7 @@ func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
 // bounded message.
 func boundError(fl *FileLoad) {
 	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
-	if fl.Status == workflows.FileFailed && fl.FirstErrLine > 0 {
+	if fl.Status == jobs.FileFailed && fl.FirstErrLine > 0 {
 		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
 	}
 }
@@ -625,8 +626,8 @@ const (
 // A crash anywhere leaves a state from which running LoadBatch again
 // converges: before 5 the files are not recorded and their rows are
 // removed by 2; after it they are skipped. Results are in files' order.
-func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par int) ([]workflows.FileResult, error) {
-	results := make([]workflows.FileResult, len(files))
+func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) ([]jobs.FileResult, error) {
+	results := make([]jobs.FileResult, len(files))
 	paths := make([]string, len(files))
 	for i, f := range files {
 		paths[i] = f.Path
@@ -645,7 +646,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 	)
 	for i, f := range files {
 		if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
-			results[i].Status = workflows.FileSkipped
+			results[i].Status = jobs.FileSkipped
 			if h.status.Loaded() && h.etag == f.ETag {
 				// A crash may have come between the load record and the
 				// change log: registering again is a no-op otherwise.
@@ -716,10 +717,10 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 					mu.Unlock()
 					return
 				}
-				fl.Status, fl.FirstError = workflows.FileFailed, fe.Error()
+				fl.Status, fl.FirstError = jobs.FileFailed, fe.Error()
 			}
 			boundError(&fl)
-			if fl.Status == workflows.FileFailed {
+			if fl.Status == jobs.FileFailed {
 				staged[i], fl.Rows = chstore.Staged{}, 0 // nothing of it is written
 			}
 			fl.LoadID = fmt.Sprintf("%016x", commits[k])
@@ -735,7 +736,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 	var record []FileLoad
 	for k, i := range todo {
 		if gone[i] {
-			results[i].Status = workflows.FileSkipped
+			results[i].Status = jobs.FileSkipped
 			continue
 		}
 		if alone[i] {
@@ -743,10 +744,10 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []workflows.FileRef, par 
 		}
 		fl := loads[i]
 		record = append(record, fl)
-		if fl.Status != workflows.FileFailed {
+		if fl.Status != jobs.FileFailed {
 			write = append(write, staged[i])
 			track = append(track, loadCommit{id: commits[k], rows: fl.Rows})
-			if r.purge && fl.Status == workflows.FileLoaded {
+			if r.purge && fl.Status == jobs.FileLoaded {
 				purge = append(purge, fl.Path)
 			}
 		}

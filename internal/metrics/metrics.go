@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // Worker holds a worker's metrics: per pipe, per dynamic table, its own
@@ -94,10 +94,10 @@ func (p *Worker) ActivityStarted(activity string) (done func()) {
 	return g.Dec
 }
 
-func name(p workflows.PipeParams) string { return p.Schema + "." + p.Name }
+func name(p jobs.PipeParams) string { return p.Schema + "." + p.Name }
 
 // File records one handled file: f as listed, d the time its load took.
-func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, f workflows.FileRef, d time.Duration) {
+func (p *Worker) File(pp jobs.PipeParams, r jobs.FileResult, f jobs.FileRef, d time.Duration) {
 	if p == nil {
 		return
 	}
@@ -116,7 +116,7 @@ func (p *Worker) File(pp workflows.PipeParams, r workflows.FileResult, f workflo
 }
 
 // Error records a failed attempt.
-func (p *Worker) Error(pp workflows.PipeParams) {
+func (p *Worker) Error(pp jobs.PipeParams) {
 	if p != nil {
 		p.errors.WithLabelValues(name(pp)).Inc()
 	}
@@ -124,7 +124,7 @@ func (p *Worker) Error(pp workflows.PipeParams) {
 
 // Backlog records the files waiting at a listing and the age of the
 // oldest (zero time when none waits).
-func (p *Worker) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
+func (p *Worker) Backlog(pp jobs.PipeParams, n int, oldest time.Time) {
 	if p == nil {
 		return
 	}
@@ -137,7 +137,7 @@ func (p *Worker) Backlog(pp workflows.PipeParams, n int, oldest time.Time) {
 }
 
 // KafkaBatch records one Kafka batch.
-func (p *Worker) KafkaBatch(pp workflows.PipeParams, r workflows.KafkaBatchResult, d time.Duration) {
+func (p *Worker) KafkaBatch(pp jobs.PipeParams, r jobs.KafkaBatchResult, d time.Duration) {
 	if p == nil {
 		return
 	}

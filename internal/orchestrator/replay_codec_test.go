@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -61,9 +63,9 @@ func TestReplayWithCodec(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: workflows.PipeWorkflowName})
-				r.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: workflows.DynamicTableWorkflowName})
-				r.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: workflows.RefreshChainWorkflowName})
+				r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+				r.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
+				r.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 				fh, err := os.Open(f)
 				if err != nil {
 					t.Fatal(err)

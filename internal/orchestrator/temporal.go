@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/api/serviceerror"
@@ -23,7 +25,6 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/internal/tlsfiles"
-	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // Config says where Temporal is and how to reach it.
@@ -139,7 +140,7 @@ func New(cfg Config) *Temporal {
 		cfg.Namespace = "default"
 	}
 	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = workflows.TaskQueue
+		cfg.TaskQueue = jobs.TaskQueue
 	}
 	return &Temporal{cfg: cfg}
 }
@@ -148,7 +149,7 @@ func New(cfg Config) *Temporal {
 // payloads are whatever that client's data converter makes of them.
 func FromClient(c client.Client, taskQueue string) *Temporal {
 	if taskQueue == "" {
-		taskQueue = workflows.TaskQueue
+		taskQueue = jobs.TaskQueue
 	}
 	return &Temporal{client: c, cfg: Config{TaskQueue: taskQueue}}
 }
@@ -213,9 +214,9 @@ func (t *Temporal) Signal(ctx context.Context, id, signal string, arg any) error
 // PipeStatus queries a pipe workflow and describes its execution. For a
 // running pipe whose activity keeps failing (ClickHouse or S3 down), reason
 // is that failure, with the attempt number: retries are silent otherwise.
-func (t *Temporal) PipeStatus(ctx context.Context, id string) (*workflows.PipeStatus, string, string, error) {
-	var st workflows.PipeStatus
-	state, err := t.Query(ctx, id, workflows.QueryStatus, &st)
+func (t *Temporal) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus, string, string, error) {
+	var st jobs.PipeStatus
+	state, err := t.Query(ctx, id, jobs.QueryStatus, &st)
 	if err != nil || state != "RUNNING" {
 		reason := ""
 		if state == "NOT_FOUND" {
@@ -257,7 +258,7 @@ func (t *Temporal) Stop(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	err = c.SignalWorkflow(ctx, id, "", workflows.SignalDrop, nil)
+	err = c.SignalWorkflow(ctx, id, "", jobs.SignalDrop, nil)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return nil

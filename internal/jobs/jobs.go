@@ -1,0 +1,424 @@
+// Package jobs holds what the workflows and their activities exchange:
+// parameters, inputs and results, the names of workflows, activities,
+// signals and queries, and the states and kinds that activities report
+// and workflows act on, each defined once. The workflows, the activities,
+// the engine and the orchestrator all import it, so that nothing below the
+// workflows has to import them.
+//
+// Values here travel in Temporal histories (JSON), so a field's name or a
+// state's string never changes once released: running workflows and the
+// replay tests' recorded histories depend on them. It must not import
+// anything of lakepipe's.
+package jobs
+
+import "time"
+
+// DynamicTableWorkflowName is the registered name of the dynamic-table
+// workflow; its id is dt.<workspace>.<schema>.<name>.
+const DynamicTableWorkflowName = "DynamicTableWorkflow"
+
+// Signals of the dynamic-table workflow besides refresh, resume and drop.
+const (
+	SignalSuspend   = "suspend"   // ALTER DYNAMIC TABLE d SUSPEND
+	SignalRefreshed = "refreshed" // REFRESH DYNAMIC TABLE ran: restart the interval from now
+)
+
+// ActivityRefreshDynamicTable refreshes one dynamic table.
+const ActivityRefreshDynamicTable = "RefreshDynamicTable"
+
+// DynamicTableParams identify a dynamic table and its interval.
+type DynamicTableParams struct {
+	Workspace       string
+	Schema          string
+	Name            string
+	IntervalSeconds int
+}
+
+// DynamicTableCounters are the workflow's running totals.
+type DynamicTableCounters struct {
+	Refreshes     int64
+	Failures      int64
+	LastRefresh   time.Time
+	LastError     string
+	ContinuedRuns int64
+}
+
+// DynamicTableInput starts (or continues) a dynamic-table workflow.
+type DynamicTableInput struct {
+	Params    DynamicTableParams
+	Suspended bool
+	Counters  DynamicTableCounters
+}
+
+// DynamicTableStatus answers the status query.
+type DynamicTableStatus struct {
+	Params     DynamicTableParams
+	Suspended  bool
+	Refreshing bool
+	NextAt     time.Time
+	Counters   DynamicTableCounters
+}
+
+// RefreshInput asks for one refresh.
+type RefreshInput struct {
+	Params  DynamicTableParams
+	Trigger string // SCHEDULED, MANUAL
+}
+
+// RefreshResult is the outcome of one refresh.
+type RefreshResult struct {
+	State RefreshState
+	Mode  RefreshMode
+	Rows  int64
+	Error string
+}
+
+// ErrTypeDynamicTableGone marks a refresh of a dropped dynamic table.
+const ErrTypeDynamicTableGone = "DynamicTableGone"
+
+// Pipe kinds.
+const (
+	KindVolume = "VOLUME"
+	KindKafka  = "KAFKA"
+)
+
+// Activity names of Kafka pipes.
+const (
+	ActivityKafkaOffsets = "KafkaOffsets"
+	ActivityKafkaBatch   = "KafkaBatch"
+	// ActivityKafkaEnd reads the ends of the topic's partitions, as a
+	// local activity before a batch: the batch's end offsets are then in
+	// the history, the same for every attempt of it.
+	ActivityKafkaEnd = "KafkaEnd"
+)
+
+// PartitionOffset is the offset of the next record to load from one
+// partition.
+type PartitionOffset struct {
+	Partition int32
+	Offset    int64
+}
+
+// KafkaState is a Kafka pipe's position, kept in the workflow (and carried
+// through continue-as-new): the offsets up to which records are loaded.
+// Temporal recording a batch's result is the commit point of that batch.
+type KafkaState struct {
+	Offsets []PartitionOffset // sorted by partition; empty before the first turn
+	// Lag is how many records waited beyond the offsets at the last turn.
+	Lag int64
+	// InvalidReason says why the pipe paused itself (too many bad records);
+	// resume clears it.
+	InvalidReason string
+	// Unfinished is set when a batch activity failed for good: the next
+	// batch from the same offsets must look for rows it left.
+	Unfinished bool `json:",omitempty"`
+	// End is where the batch in progress stops, fixed before its first
+	// attempt and kept until it succeeds: every attempt of a batch (and
+	// the batch after one that failed for good) loads the same records
+	// under its commit id, so the table, the change log and what streams
+	// and dynamic tables read of that commit agree.
+	End []PartitionOffset `json:",omitempty"`
+}
+
+// KafkaOffsetsInput asks where a new Kafka pipe starts.
+type KafkaOffsetsInput struct {
+	Params PipeParams
+}
+
+// KafkaOffsetsResult is where it starts.
+type KafkaOffsetsResult struct {
+	Offsets []PartitionOffset
+}
+
+// KafkaBatchInput asks to load the records after Offsets.
+type KafkaBatchInput struct {
+	Params  PipeParams
+	Offsets []PartitionOffset
+	// Rejected is how many bad records the pipe has tolerated so far: the
+	// batch may reject max_errors minus that many before the pipe pauses.
+	Rejected int64
+	// Retry says an earlier activity for these offsets failed: rows it may
+	// have left are removed first (retried attempts always do this).
+	Retry bool `json:",omitempty"`
+	// End, when set, is where the batch stops (partitions not in it load
+	// nothing); without it the batch reads the ends when it starts
+	// (histories recorded before the "kafka-fixed-end" version).
+	End []PartitionOffset `json:",omitempty"`
+}
+
+// KafkaBatchResult is what one batch did.
+type KafkaBatchResult struct {
+	Offsets  []PartitionOffset // the new position (unchanged when Paused)
+	Records  int64             // records read
+	Rows     int64             // rows inserted
+	Filtered int64             // records WHERE left out
+	Rejected int64             // bad records skipped
+	// FirstError names the topic, partition and offset of the first bad
+	// record of the batch and what was wrong with it.
+	FirstError string
+	Lag        int64 // records beyond the new offsets when the batch began
+	More       bool  // the batch stopped at max.poll.records: go on at once
+	// Paused is set when the batch had more bad records than max_errors
+	// allows: nothing of it was loaded and the pipe pauses with Reason.
+	Paused bool
+	Reason string
+}
+
+// TaskQueue is where lakepipe's workers listen.
+const TaskQueue = "lakepipe"
+
+// Signal and query names of the pipe workflow. They can be sent from the
+// Temporal CLI too, e.g.
+//
+//	temporal workflow signal --workflow-id pipe.default.public.sales_pipe --name pause
+const (
+	SignalPause   = "pause"   // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = TRUE
+	SignalResume  = "resume"  // ALTER PIPE p SET PIPE_EXECUTION_PAUSED = FALSE
+	SignalRefresh = "refresh" // ALTER PIPE p REFRESH / EXECUTE: run a turn now
+	SignalFiles   = "files"   // event notifications: new object keys (FilesSignal)
+	SignalDrop    = "drop"    // DROP PIPE: finish the current turn and end
+	QueryStatus   = "status"
+)
+
+// PipeWorkflowName is the registered name of the pipe workflow.
+const PipeWorkflowName = "PipeWorkflow"
+
+// PipeParams identify a pipe and its schedule. The COPY statement itself
+// is read from the catalog by the activities, so histories hold no SQL and
+// no secrets.
+type PipeParams struct {
+	Workspace  string
+	Schema     string
+	Name       string
+	Kind       string // VOLUME, KAFKA
+	IngestMode string // LIST_PURGE, LIST, EVENT_NOTIFICATION
+	// PollSeconds is the timer between turns (30 s by default, as the
+	// ClickZetta Lakehouse service; POLL_INTERVAL_IN_SECONDS lowers it).
+	PollSeconds int
+	// MaxFilesPerTurn bounds one CopyFiles activity.
+	MaxFilesPerTurn int
+	// Generation is the pipe's creation time (Unix nanoseconds). An
+	// activity of a pipe that was dropped and created again under the same
+	// name finds another generation in the catalog and stops, instead of
+	// working for the new pipe. 0 in workflows started before it existed.
+	Generation int64 `json:",omitempty"`
+}
+
+// PipeCounters are the pipe's running totals.
+type PipeCounters struct {
+	FilesLoaded   int64
+	FilesFailed   int64
+	RowsLoaded    int64
+	RowsRejected  int64
+	Turns         int64
+	LastLoadTime  time.Time
+	LastTurnTime  time.Time
+	LastError     string
+	Backlog       int
+	ContinuedRuns int64
+}
+
+// PipeInput starts (or continues) a pipe workflow.
+type PipeInput struct {
+	Params   PipeParams
+	Paused   bool
+	Counters PipeCounters
+	// Kafka is the position of a Kafka pipe (nil for volume pipes).
+	Kafka *KafkaState `json:",omitempty"`
+	// InvalidReason says why a volume pipe paused itself: an error no
+	// retry fixes (its table, volume or connection gone, credentials
+	// refused). Resume clears it. Kafka pipes keep theirs in Kafka.
+	InvalidReason string `json:",omitempty"`
+	// List is where the pipe's listing resumes (volume pipes).
+	List ListState
+}
+
+// ListState is where a volume pipe's listing resumes. When the keys of new
+// files sort after those already handled (time-stamped or numbered names,
+// as most writers make), a turn lists only the keys after Cursor (S3's
+// StartAfter), in proportion to what is new; a full listing now and then
+// (engine.Config.FullListingInterval) checks the order still holds and
+// finds files that broke it. Databricks Auto Loader's incremental listing
+// works the same way.
+type ListState struct {
+	// Cursor: every key up to it, in key order, is handled ("": list
+	// from the first key).
+	Cursor string `json:",omitempty"`
+	// Ordered: the last full listing found every file not yet handled
+	// after every handled one, so turns may list from Cursor.
+	Ordered bool `json:",omitempty"`
+	// FullAt is when the last full listing ran.
+	FullAt time.Time
+}
+
+// PipeStatus is what the status query answers.
+type PipeStatus struct {
+	Params   PipeParams
+	Paused   bool
+	Running  bool // a turn is in progress
+	Counters PipeCounters
+	Kafka    *KafkaState `json:",omitempty"`
+	// InvalidReason: see PipeInput.
+	InvalidReason string `json:",omitempty"`
+	// List is where the next listing resumes (volume pipes).
+	List ListState
+}
+
+// FilesSignal carries object paths (relative to the volume) that an event
+// notification reported.
+type FilesSignal struct {
+	Paths []string
+}
+
+// ListInput asks for the files a pipe has not loaded yet.
+type ListInput struct {
+	Params PipeParams
+	Hint   []string  // paths from event notifications, checked first
+	State  ListState // where the listing resumes
+}
+
+// FileRef is one file to load.
+type FileRef struct {
+	Path     string
+	Size     int64
+	ETag     string
+	Modified time.Time
+}
+
+// ListResult is the answer of ListFiles.
+type ListResult struct {
+	Files []FileRef
+	// Backlog counts files waiting beyond this batch; a listing that
+	// stopped once it had a batch knows of at least this many.
+	Backlog int
+	State   ListState // where the next turn's listing resumes
+	// NeedFull: ListNewFiles did not list, a full listing is due.
+	NeedFull bool `json:",omitempty"`
+}
+
+// CopyInput asks to load files.
+type CopyInput struct {
+	Params PipeParams
+	Files  []FileRef
+}
+
+// FileResult is the outcome of one file.
+type FileResult struct {
+	Path       string
+	Status     FileStatus
+	Rows       int64
+	Rejected   int64
+	FirstError string
+}
+
+// CopyResult is the answer of CopyFiles.
+type CopyResult struct {
+	Files []FileResult
+}
+
+// ErrTypePipeGone is the application error type of activities whose pipe
+// was dropped; the workflow ends when it sees it.
+const ErrTypePipeGone = "PipeGone"
+
+// ErrTypePipeInvalid is the application error type of activities that met
+// an error no retry fixes (the COPY's table, volume or connection gone,
+// credentials refused): the pipe pauses with the message as its
+// invalid_reason, and resuming it after the fix goes on.
+const ErrTypePipeInvalid = "PipeInvalid"
+
+// Activity names, registered by the worker.
+const (
+	ActivityListFiles = "ListFiles"
+	ActivityCopyFiles = "CopyFiles"
+	// ActivityListNewFiles is ListFiles run as a local activity, for the
+	// turns of a pipe whose listing is incremental: it answers NeedFull
+	// when a full listing is due, which then runs as ListFiles.
+	ActivityListNewFiles = "ListNewFiles"
+)
+
+// RefreshChainWorkflowName is the registered name of the refresh-chain
+// workflow: one refresh of a dynamic table after its upstream dynamic
+// tables, each of those a child run of this workflow.
+const RefreshChainWorkflowName = "DynamicTableRefreshChain"
+
+// ActivityPlanRefresh lists a dynamic table's upstream dynamic tables.
+const ActivityPlanRefresh = "PlanRefresh"
+
+// PlanInput asks for a dynamic table's upstream.
+type PlanInput struct {
+	Params DynamicTableParams
+}
+
+// PlanResult is the upstream dynamic tables of a dynamic table, every one
+// after those it reads (dependency order); the table itself is not in it.
+type PlanResult struct {
+	Upstream []DynamicTableParams
+}
+
+// RefreshChainInput asks for a refresh; with Alone set, of the table only
+// (the chain's children).
+type RefreshChainInput struct {
+	Params  DynamicTableParams
+	Trigger string
+	Alone   bool
+}
+
+// RefreshChainResult is every refresh the chain ran, upstream first.
+type RefreshChainResult struct {
+	Refreshes []ChainStep
+}
+
+// ChainStep is one refresh of a chain.
+type ChainStep struct {
+	Name   string
+	Result RefreshResult
+}
+
+// ActivityWaitRefresh waits for the refresh of a dynamic table that is
+// running under its RefreshWorkflowID and returns that refresh's result.
+const ActivityWaitRefresh = "WaitRefresh"
+
+// WaitRefreshInput names the refresh run to wait for.
+type WaitRefreshInput struct {
+	WorkflowID string
+}
+
+// RefreshWorkflowID is the workflow id every refresh of a dynamic table
+// runs under (from the "refresh-serial" version on): manual, scheduled and
+// chained alike. Temporal runs one workflow per id at a time, so refreshes
+// of one table never overlap; overlapping ones would count new rows twice.
+func RefreshWorkflowID(p DynamicTableParams) string {
+	return "dt." + p.Workspace + "." + p.Schema + "." + p.Name + ".refresh"
+}
+
+// FileStatus is what became of one file, as load_history shows it.
+type FileStatus string
+
+const (
+	FileLoaded          FileStatus = "LOADED"
+	FilePartiallyLoaded FileStatus = "PARTIALLY_LOADED"
+	FileFailed          FileStatus = "FAILED"
+	// FileSkipped: the file was not loaded this turn and is not recorded
+	// (gone since the listing, or loaded already).
+	FileSkipped FileStatus = "SKIPPED"
+)
+
+// Loaded reports whether the file's rows are in the table.
+func (s FileStatus) Loaded() bool { return s == FileLoaded || s == FilePartiallyLoaded }
+
+// RefreshState is how a dynamic table's refresh ended, as SHOW DYNAMIC
+// TABLE REFRESH HISTORY shows it.
+type RefreshState string
+
+const (
+	RefreshSucceeded RefreshState = "SUCCEED"
+	RefreshFailed    RefreshState = "FAILED"
+)
+
+// RefreshMode is how a refresh computed the dynamic table.
+type RefreshMode string
+
+const (
+	RefreshIncremental RefreshMode = "INCREMENTAL"
+	RefreshFull        RefreshMode = "FULL"
+)
