@@ -5,11 +5,11 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
 // RefreshDynamicTable runs one scheduled refresh. A refresh that fails on
@@ -25,7 +25,7 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInp
 	if err == nil {
 		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, string(res.Mode), string(res.State), time.Since(start))
 	}
-	if errors.Is(err, engine.ErrDynamicTableGone) {
+	if errors.Is(err, core.ErrDynamicTableGone) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
 	return res, err
@@ -43,7 +43,7 @@ func (a *Activities) WaitRefresh(ctx context.Context, in jobs.WaitRefreshInput) 
 // dependency order. It only reads the catalog.
 func (a *Activities) PlanRefresh(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
 	up, err := a.Engine.WithSchema(in.Params.Schema).PlanRefresh(ctx, in.Params.Name)
-	if errors.Is(err, engine.ErrDynamicTableGone) {
+	if errors.Is(err, core.ErrDynamicTableGone) {
 		return jobs.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
 	return jobs.PlanResult{Upstream: up}, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"go.temporal.io/sdk/activity"
@@ -16,7 +18,7 @@ import (
 
 func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*engine.KafkaPipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenKafkaPipe(ctx, p)
-	if errors.Is(err, engine.ErrPipeGone) {
+	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
 	return run, err

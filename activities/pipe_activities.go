@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"go.temporal.io/sdk/activity"
@@ -32,7 +34,7 @@ type Activities struct {
 
 func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (*engine.PipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenPipe(ctx, p)
-	if errors.Is(err, engine.ErrPipeGone) {
+	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
 	return run, classify(err)
@@ -52,7 +54,7 @@ func classify(err error) error {
 		return err
 	}
 	msg := errtext.Cap(err.Error(), errtext.MaxMessage)
-	if engine.IsPermanent(err) {
+	if core.IsPermanent(err) {
 		// The cause is not attached: its text is msg already, and a
 		// wrapped driver error may be large.
 		return temporal.NewNonRetryableApplicationError(msg, jobs.ErrTypePipeInvalid, nil)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/minio/minio-go/v7"
 	"github.com/shopspring/decimal"
 
@@ -45,13 +47,13 @@ func BenchmarkCopy(b *testing.B) {
 		b.Fatal(err)
 	}
 	schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
-	eng := engine.New(cat, engine.Config{Schema: schema})
-	exec1 := func(q string) *engine.Result {
+	eng := engine.New(cat, core.Config{Schema: schema})
+	exec1 := func(q string) *core.Result {
 		stmts, err := sqlparse.ParseScript(q)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var res *engine.Result
+		var res *core.Result
 		for _, s := range stmts {
 			if res, err = eng.Exec(ctx, s); err != nil {
 				b.Fatalf("%s: %v", q, err)

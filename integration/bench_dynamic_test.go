@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
 // BenchmarkDynamicRefresh measures an INCREMENTAL refresh of a GROUP BY
@@ -56,7 +57,7 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 		p.run(fmt.Sprintf(`CREATE TABLE %s (id BIGINT, category STRING, amount DECIMAL(10,2), dt STRING)`, src))
 		start := time.Now()
 		if err := p.st.Exec(p.ctx, fmt.Sprintf("INSERT INTO %s (id, category, amount, dt, %s) SELECT number, concat('category ', toString(number %% 20)), toDecimal64(number %% 1000, 2) / 10, concat('2026-06-', toString(10 + number %% 20)), toUInt64(1) FROM system.numbers LIMIT %d",
-			chsql.Table(p.schema, src), chsql.QuoteIdent(engine.CommitColumn), n)); err != nil {
+			chsql.Table(p.schema, src), chsql.QuoteIdent(core.CommitColumn), n)); err != nil {
 			b.Fatal(err)
 		}
 		b.Logf("%d source rows in %v", n, time.Since(start).Round(time.Millisecond))

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -52,7 +54,7 @@ func newPipeBench(tb testing.TB) *pipeBench {
 	id := randID(5)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	p := &pipeBench{tb: tb, ctx: ctx, st: st, schema: "bench_" + id, id: id, prefix: "bench-" + id + "/"}
-	p.eng = engine.New(c, engine.Config{Workspace: "default", Schema: p.schema})
+	p.eng = engine.New(c, core.Config{Workspace: "default", Schema: p.schema})
 	tb.Cleanup(func() {
 		defer cancel()
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
@@ -69,13 +71,13 @@ func newPipeBench(tb testing.TB) *pipeBench {
 }
 
 // run runs a script and returns the last statement's result.
-func (p *pipeBench) run(sql string) *engine.Result {
+func (p *pipeBench) run(sql string) *core.Result {
 	p.tb.Helper()
 	stmts, err := sqlparse.ParseScript(sql)
 	if err != nil {
 		p.tb.Fatalf("%s: %v", sql, err)
 	}
-	var res *engine.Result
+	var res *core.Result
 	for _, st := range stmts {
 		if res, err = p.eng.Exec(p.ctx, st); err != nil {
 			p.tb.Fatalf("%s\nfailed: %v", strings.TrimSpace(sql), err)

@@ -4,15 +4,16 @@ package integration
 
 import (
 	"fmt"
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
 // BenchmarkStreamRead measures reading a table stream against a full scan
@@ -33,7 +34,7 @@ func BenchmarkStreamRead(b *testing.B) {
 	// leave them (tagged, before the stream).
 	start := time.Now()
 	if err := p.st.Exec(p.ctx, fmt.Sprintf("INSERT INTO %s (id, payload, amount, %s) SELECT number, concat('payload of row ', toString(number)), number * 0.5, toUInt64(1) FROM system.numbers LIMIT %d",
-		chsql.Table(p.schema, "big"), chsql.QuoteIdent(engine.CommitColumn), n)); err != nil {
+		chsql.Table(p.schema, "big"), chsql.QuoteIdent(core.CommitColumn), n)); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("%d base rows in %v", n, time.Since(start).Round(time.Millisecond))

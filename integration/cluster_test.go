@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
@@ -51,7 +53,7 @@ func clusterStack(t *testing.T) (*Stack, *chstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	s.Eng = engine.New(cat, core.Config{Workspace: "default", Schema: s.Schema})
 	return s, shard2
 }
 
@@ -348,7 +350,7 @@ func TestReplicatedReinsertAfterDelete(t *testing.T) {
 	s.run(`CREATE TABLE dd (id BIGINT, kind STRING)`)
 	insert := func() {
 		t.Helper()
-		if err := st.InsertRows(ctx, s.Schema, "dd", []string{"id", "kind", engine.CommitColumn},
+		if err := st.InsertRows(ctx, s.Schema, "dd", []string{"id", "kind", core.CommitColumn},
 			[][]any{{int64(1), "a", uint64(42)}, {int64(2), "b", uint64(42)}, {int64(3), "c", uint64(42)}}); err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +408,7 @@ func (s *Stack) useReplicated(ctx context.Context) *chstore.Store {
 		t.Fatal(err)
 	}
 	s.Store = st
-	s.Eng = engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})
+	s.Eng = engine.New(cat, core.Config{Workspace: "default", Schema: s.Schema})
 	return replica2
 }
 

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
@@ -27,7 +29,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 
@@ -303,7 +304,7 @@ func runPipeFaults(t *testing.T, replicated bool) {
 				sn.other[r[0].(string)] = r[1].(string)
 			}
 		}
-		res, err = s.Store.Query(ctx, "SELECT "+chsql.QuoteIdent(engine.CommitColumn)+", count() FROM "+chsql.Table(db, "fault_t")+" GROUP BY "+chsql.QuoteIdent(engine.CommitColumn))
+		res, err = s.Store.Query(ctx, "SELECT "+chsql.QuoteIdent(core.CommitColumn)+", count() FROM "+chsql.Table(db, "fault_t")+" GROUP BY "+chsql.QuoteIdent(core.CommitColumn))
 		if err != nil {
 			t.Fatalf("read fault_t: %v", err)
 		}

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/shopspring/decimal"
@@ -175,7 +177,7 @@ func newStack(t *testing.T) *Stack {
 	id := randID(5)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	s := &Stack{T: t, Ctx: ctx, Store: st, Schema: "it_" + id, ID: id, Prefix: "it-" + id + "/"}
-	s.Eng = engine.New(c, engine.Config{Workspace: "default", Schema: s.Schema})
+	s.Eng = engine.New(c, core.Config{Workspace: "default", Schema: s.Schema})
 	t.Cleanup(func() {
 		defer cancel()
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
@@ -226,12 +228,12 @@ func (s *Stack) removePrefix(ctx context.Context, prefix string) {
 
 // exec parses and runs a script, returning every statement's result and
 // the first error (with the statement it came from).
-func (s *Stack) exec(sql string) ([]*engine.Result, error) {
+func (s *Stack) exec(sql string) ([]*core.Result, error) {
 	stmts, err := sqlparse.ParseScript(sql)
 	if err != nil {
 		return nil, err
 	}
-	var out []*engine.Result
+	var out []*core.Result
 	for _, st := range stmts {
 		res, err := s.Eng.Exec(s.Ctx, st)
 		if err != nil {
@@ -244,7 +246,7 @@ func (s *Stack) exec(sql string) ([]*engine.Result, error) {
 
 // run runs a script and returns the last statement's result, failing the
 // test on any error.
-func (s *Stack) run(sql string) *engine.Result {
+func (s *Stack) run(sql string) *core.Result {
 	s.T.Helper()
 	res, err := s.exec(sql)
 	if err != nil {
@@ -414,7 +416,7 @@ func text(v any, chType string) string {
 }
 
 // table renders a result's rows as text, one []string per row.
-func table(res *engine.Result) [][]string {
+func table(res *core.Result) [][]string {
 	out := make([][]string, len(res.Rows))
 	for i, r := range res.Rows {
 		out[i] = make([]string, len(r))
@@ -431,7 +433,7 @@ func table(res *engine.Result) [][]string {
 
 // rowsText is a result's rows as one comparable string: cells joined by
 // '|', rows by '\n'.
-func rowsText(res *engine.Result) string {
+func rowsText(res *core.Result) string {
 	var lines []string
 	for _, r := range table(res) {
 		lines = append(lines, strings.Join(r, "|"))
@@ -441,7 +443,7 @@ func rowsText(res *engine.Result) string {
 
 // wantRows fails the test unless the result's rows are exactly want
 // (cells joined by '|').
-func wantRows(t testing.TB, what string, res *engine.Result, want ...string) {
+func wantRows(t testing.TB, what string, res *core.Result, want ...string) {
 	t.Helper()
 	got := rowsText(res)
 	if w := strings.Join(want, "\n"); got != w {
@@ -450,7 +452,7 @@ func wantRows(t testing.TB, what string, res *engine.Result, want ...string) {
 }
 
 // wantColumns fails the test unless the result has exactly these columns.
-func wantColumns(t testing.TB, what string, res *engine.Result, want ...string) {
+func wantColumns(t testing.TB, what string, res *core.Result, want ...string) {
 	t.Helper()
 	if strings.Join(res.Columns, ",") != strings.Join(want, ",") {
 		t.Errorf("%s: columns %v, want %v", what, res.Columns, want)
@@ -459,7 +461,7 @@ func wantColumns(t testing.TB, what string, res *engine.Result, want ...string) 
 
 // column returns the index of a named column, failing the test when the
 // result has none.
-func column(t testing.TB, res *engine.Result, name string) int {
+func column(t testing.TB, res *core.Result, name string) int {
 	t.Helper()
 	for i, c := range res.Columns {
 		if c == name {
@@ -471,7 +473,7 @@ func column(t testing.TB, res *engine.Result, name string) int {
 }
 
 // scalar returns the single cell of a one-row, one-column result as text.
-func scalar(t testing.TB, res *engine.Result) string {
+func scalar(t testing.TB, res *core.Result) string {
 	t.Helper()
 	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
 		t.Fatalf("want one value, got columns %v rows %v", res.Columns, res.Rows)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
@@ -178,12 +180,12 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.run(`DROP PIPE oc_pipe`)
-	if _, err := s.Eng.OpenPipe(s.Ctx, params); !errors.Is(err, engine.ErrPipeGone) {
+	if _, err := s.Eng.OpenPipe(s.Ctx, params); !errors.Is(err, core.ErrPipeGone) {
 		t.Fatalf("a dropped pipe opened: %v", err)
 	}
 	s.run(`CREATE TABLE t2 (id BIGINT, name STRING)`)
 	s.run(`CREATE PIPE oc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO t2 FROM VOLUME oc_vol USING CSV`)
-	if _, err := s.Eng.OpenPipe(s.Ctx, old); !errors.Is(err, engine.ErrPipeGone) {
+	if _, err := s.Eng.OpenPipe(s.Ctx, old); !errors.Is(err, core.ErrPipeGone) {
 		t.Fatalf("an activity of the dropped pipe opened the new one of the same name: %v", err)
 	}
 	cur, err := s.Eng.PipeParams(s.Ctx, "oc_pipe")

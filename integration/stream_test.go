@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -51,7 +53,7 @@ func (s *Stack) otherProcess() *Stack {
 	s.T.Helper()
 	cat, err := catalog.Open(s.Ctx, s.Store)
 	must(s.T, err)
-	return &Stack{T: s.T, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema})}
+	return &Stack{T: s.T, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, core.Config{Workspace: "default", Schema: s.Schema})}
 }
 
 // execEach runs n statements, the i-th stmt(i), one after the other; for
@@ -389,7 +391,7 @@ func TestChangeLogPurgedWithTable(t *testing.T) {
 	// drops a table, which purges the trash.
 	cat, err := catalog.Open(s.Ctx, s.Store)
 	must(t, err)
-	purger := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, engine.Config{Workspace: "default", Schema: s.Schema, TrashRetentionDays: -1})}
+	purger := &Stack{T: t, Ctx: s.Ctx, Store: s.Store, Schema: s.Schema, Eng: engine.New(cat, core.Config{Workspace: "default", Schema: s.Schema, TrashRetentionDays: -1})}
 	purge := func() {
 		purger.run(`CREATE TABLE scratch (id BIGINT)`)
 		purger.run(`DROP TABLE scratch`)
@@ -458,7 +460,7 @@ func TestStreamLagsManyCommits(t *testing.T) {
 		}
 		// n one-row commits, as as many loads would leave them.
 		must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s (id, v, %s) SELECT number, 'loaded', 1000000 + number FROM numbers(%d)",
-			chsql.Table(s.Schema, ev), chsql.QuoteIdent(engine.CommitColumn), n)))
+			chsql.Table(s.Schema, ev), chsql.QuoteIdent(core.CommitColumn), n)))
 		must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) "+
 			"SELECT %s, %s, %d + number, 1000000 + number, 'INSERT', 1, now() FROM numbers(%d)", chsql.QuoteString(s.Schema), chsql.QuoteString(ev), offset+1, n)))
 		s.run(`DELETE FROM ` + ev + ` WHERE id < 10`)
@@ -490,7 +492,7 @@ func TestDeleteManyCommits(t *testing.T) {
 	s.run(`CREATE TABLE ev (id BIGINT)`)
 	s.run(`ALTER TABLE ev SET PROPERTIES ('change_tracking' = 'true')`)
 	must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s (id, %s) SELECT number, 1000000 + number FROM numbers(12000)",
-		chsql.Table(s.Schema, "ev"), chsql.QuoteIdent(engine.CommitColumn))))
+		chsql.Table(s.Schema, "ev"), chsql.QuoteIdent(core.CommitColumn))))
 	must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) "+
 		"SELECT %s, 'ev', 1000 + number, 1000000 + number, 'INSERT', 1, now() FROM numbers(12000)", chsql.QuoteString(s.Schema))))
 	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 )
@@ -57,10 +58,10 @@ func (c *clickhouseFlags) tlsConfig() (*tls.Config, error) {
 // engineConfig is the engine's configuration: names from the flags, the
 // reader limits from the environment (LAKEPIPE_MAX_LINE_BYTES, …; see
 // docs/security.md).
-func (c *connFlags) engineConfig() (engine.Config, error) {
+func (c *connFlags) engineConfig() (core.Config, error) {
 	limits, err := formats.LimitsFromEnv(os.Getenv)
 	if err != nil {
-		return engine.Config{}, err
+		return core.Config{}, err
 	}
-	return engine.Config{Workspace: c.workspace, Schema: c.schema, Limits: limits}, nil
+	return core.Config{Workspace: c.workspace, Schema: c.schema, Limits: limits}, nil
 }

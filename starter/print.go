@@ -8,15 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/shopspring/decimal"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
 // printer writes results in one of the output formats.
 type printer interface {
-	print(*engine.Result) error
+	print(*core.Result) error
 }
 
 func newPrinter(format string, w io.Writer) (printer, error) {
@@ -59,7 +60,7 @@ func cellText(v any, chType string) string {
 	return fmt.Sprint(v)
 }
 
-func rowText(res *engine.Result, row []any) []string {
+func rowText(res *core.Result, row []any) []string {
 	out := make([]string, len(row))
 	for i, v := range row {
 		t := ""
@@ -73,7 +74,7 @@ func rowText(res *engine.Result, row []any) []string {
 
 type tablePrinter struct{ w io.Writer }
 
-func (p *tablePrinter) print(res *engine.Result) error {
+func (p *tablePrinter) print(res *core.Result) error {
 	if len(res.Columns) == 0 {
 		if res.Message != "" {
 			_, err := fmt.Fprintln(p.w, res.Message)
@@ -128,7 +129,7 @@ type sepPrinter struct {
 	sep rune
 }
 
-func (p *sepPrinter) print(res *engine.Result) error {
+func (p *sepPrinter) print(res *core.Result) error {
 	if len(res.Columns) == 0 {
 		return nil // messages are for people; scripts get rows only
 	}
@@ -163,7 +164,7 @@ func (p *sepPrinter) print(res *engine.Result) error {
 // without rows print {"message": …}.
 type jsonPrinter struct{ w io.Writer }
 
-func (p *jsonPrinter) print(res *engine.Result) error {
+func (p *jsonPrinter) print(res *core.Result) error {
 	enc := json.NewEncoder(p.w)
 	if len(res.Columns) == 0 {
 		return enc.Encode(map[string]string{"message": res.Message})

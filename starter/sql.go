@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
@@ -181,7 +183,7 @@ func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool
 
 func explain(err error) string {
 	msg := err.Error()
-	if errors.Is(err, engine.ErrNotSupportedYet) {
+	if errors.Is(err, core.ErrNotSupportedYet) {
 		msg += " — this statement parses, and a later lakepipe release runs it"
 	}
 	return msg

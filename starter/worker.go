@@ -10,7 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/worker"
 )
@@ -27,7 +28,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
 	pollers := fs.Int("pollers", envInt("LAKEPIPE_WORKER_POLLERS", 2), "pollers of the task queue per task kind (LAKEPIPE_WORKER_POLLERS)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
-	fullListing := fs.Duration("full-listing-interval", envDuration("LAKEPIPE_FULL_LISTING_INTERVAL", engine.DefaultFullListingInterval), "how often a pipe whose new files arrive in key order lists its whole volume anyway; between, turns list only what is new (LAKEPIPE_FULL_LISTING_INTERVAL)")
+	fullListing := fs.Duration("full-listing-interval", envDuration("LAKEPIPE_FULL_LISTING_INTERVAL", core.DefaultFullListingInterval), "how often a pipe whose new files arrive in key order lists its whole volume anyway; between, turns list only what is new (LAKEPIPE_FULL_LISTING_INTERVAL)")
 	eventsMaxBytes := fs.Int64("events-max-bytes", worker.DefaultEventsMaxBytes, "largest S3 event notification body /events accepts; larger ones get 413")
 	eventsMaxRecords := fs.Int("events-max-records", worker.DefaultEventsMaxRecords, "most records in one S3 event notification; more get 413")
 	eventsMaxPaths := fs.Int("events-max-paths", worker.DefaultEventsMaxPaths, "most new-file paths one notification signals to a pipe; past it the pipe is only woken, and its listing finds the files")

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"go.temporal.io/sdk/activity"
@@ -139,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	eng := engine.New(cat, engine.Config{Workspace: cfg.Workspace, Limits: cfg.Limits, FullListingInterval: cfg.FullListingInterval}).WithOrchestrator(orch)
+	eng := engine.New(cat, core.Config{Workspace: cfg.Workspace, Limits: cfg.Limits, FullListingInterval: cfg.FullListingInterval}).WithOrchestrator(orch)
 	queue := cfg.Temporal.TaskQueue
 	if queue == "" {
 		queue = jobs.TaskQueue

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -78,32 +80,32 @@ func nextCommitVersion() uint64 {
 
 // enableTracking creates the change table of a table (idempotent).
 func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
-	if e.st.Replicated() {
+	if e.St.Replicated() {
 		// The change log would live on one server while the catalog is on
 		// every node: not built yet.
-		return e.errClusterTracking("table " + display(schema, name))
+		return e.ErrClusterTracking("table " + core.Display(schema, name))
 	}
 	cols := make([]string, 0, len(spec.Columns)+3)
 	for _, c := range spec.Columns {
-		cols = append(cols, columnDDL(c))
+		cols = append(cols, core.ColumnDDL(c))
 	}
-	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(CommitColumn)+" UInt64",
+	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(core.CommitColumn)+" UInt64",
 		chsql.QuoteIdent(origCommitColumn)+" UInt64")
 	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
-		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(CommitColumn)
-	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
+		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
+	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
 		return err
 	}
-	if err := e.st.Exec(ctx, ddl); err != nil {
-		return fmt.Errorf("table %s: create its change log: %w", display(schema, name), err)
+	if err := e.St.Exec(ctx, ddl); err != nil {
+		return fmt.Errorf("table %s: create its change log: %w", core.Display(schema, name), err)
 	}
 	// The rows already there form the BASELINE: commits that are not
 	// changes (version 0, below every reader's range), but that
 	// incremental refreshes count as the table's start.
 	q := fmt.Sprintf("INSERT INTO lakepipe.table_commits (db, table, version, commit_id, kind, rows, committed_at) SELECT %s, %s, toUInt64(0), %s, 'BASELINE', count(), now() FROM %s GROUP BY %s",
-		chsql.QuoteString(schema), chsql.QuoteString(name), chsql.QuoteIdent(CommitColumn), chsql.Table(schema, name), chsql.QuoteIdent(CommitColumn))
-	if err := e.st.Exec(ctx, q); err != nil {
-		return fmt.Errorf("table %s: record its baseline in its change log: %w", display(schema, name), err)
+		chsql.QuoteString(schema), chsql.QuoteString(name), chsql.QuoteIdent(core.CommitColumn), chsql.Table(schema, name), chsql.QuoteIdent(core.CommitColumn))
+	if err := e.St.Exec(ctx, q); err != nil {
+		return fmt.Errorf("table %s: record its baseline in its change log: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
@@ -111,10 +113,10 @@ func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec c
 // registerCommit records a committed write of a change-tracked table. A
 // commit id is registered once: a retried load registers nothing new.
 func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit uint64, kind string, rows int64) error {
-	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id = %d",
+	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id = %d",
 		chsql.QuoteString(schema), chsql.QuoteString(name), commit))
 	if err != nil {
-		return fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+		return fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	if len(n) == 1 && n[0] != "0" {
 		return nil
@@ -122,10 +124,10 @@ func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit
 	if rows < 0 {
 		rows = 0
 	}
-	err = e.st.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"},
+	err = e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"},
 		[][]any{{schema, name, nextCommitVersion(), commit, kind, uint64(rows), time.Now().UTC()}})
 	if err != nil {
-		return fmt.Errorf("table %s: record a commit in its change log: %w", display(schema, name), err)
+		return fmt.Errorf("table %s: record a commit in its change log: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
@@ -133,14 +135,14 @@ func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit
 // commitRows counts the rows of db.table tagged with a commit id (0 when
 // the count fails: it only informs the change log).
 func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64) (int64, error) {
-	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(CommitColumn), commit))
+	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(core.CommitColumn), commit))
 	if err != nil {
 		// Never 0 for "unknown": a flush would take it for "not written"
 		// and write a committed pack again.
-		return 0, fmt.Errorf("count the rows of commit %016x in %s: %w", commit, display(db, table), err)
+		return 0, fmt.Errorf("count the rows of commit %016x in %s: %w", commit, core.Display(db, table), err)
 	}
 	if len(n) != 1 {
-		return 0, fmt.Errorf("count the rows of commit %016x in %s: %d answers", commit, display(db, table), len(n))
+		return 0, fmt.Errorf("count the rows of commit %016x in %s: %d answers", commit, core.Display(db, table), len(n))
 	}
 	return strconv.ParseInt(n[0], 10, 64)
 }
@@ -149,7 +151,7 @@ func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64
 // (rows < 0: a load whose row count is not known here).
 func (e *Engine) trackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {
 	var spec catalog.TableSpec
-	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
 	if err != nil || !ok || !tracked(spec) || rows == 0 {
 		return err
 	}
@@ -176,7 +178,7 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 		return nil
 	}
 	var spec catalog.TableSpec
-	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
 	if err != nil || !ok || !tracked(spec) {
 		return err
 	}
@@ -184,10 +186,10 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 	for i, l := range todo {
 		ids[i] = l.id
 	}
-	have, err := e.st.Strings(ctx, fmt.Sprintf("SELECT toString(commit_id) FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id IN (%s)",
+	have, err := e.St.Strings(ctx, fmt.Sprintf("SELECT toString(commit_id) FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id IN (%s)",
 		chsql.QuoteString(schema), chsql.QuoteString(name), idList(ids)))
 	if err != nil {
-		return fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+		return fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	known := make(map[string]bool, len(have))
 	for _, h := range have {
@@ -205,8 +207,8 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := e.st.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
-		return fmt.Errorf("table %s: record %d commits in its change log: %w", display(schema, name), len(rows), err)
+	if err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
+		return fmt.Errorf("table %s: record %d commits in its change log: %w", core.Display(schema, name), len(rows), err)
 	}
 	return nil
 }
@@ -224,13 +226,13 @@ func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi
 	if guard != "" {
 		guard += " AND "
 	}
-	res, err := e.st.Query(ctx, fmt.Sprintf("SELECT version, commit_id, kind, committed_at FROM lakepipe.table_commits WHERE %sdb = %s AND table = %s AND version > %d AND version <= %d ORDER BY version",
+	res, err := e.St.Query(ctx, fmt.Sprintf("SELECT version, commit_id, kind, committed_at FROM lakepipe.table_commits WHERE %sdb = %s AND table = %s AND version > %d AND version <= %d ORDER BY version",
 		guard, chsql.QuoteString(schema), chsql.QuoteString(name), lo, hi))
 	if err != nil {
 		if chstore.IsCode(err, chstore.CodeThrowIf) {
 			return nil, err // a failed version check of the guard, not the log
 		}
-		return nil, fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+		return nil, fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	out := make([]commitRef, 0, len(res.Rows))
 	for _, r := range res.Rows {
@@ -278,7 +280,7 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	}
 	colList := strings.Join(cols, ", ")
 	table := chsql.Table(schema, name)
-	commitCol := chsql.QuoteIdent(CommitColumn)
+	commitCol := chsql.QuoteIdent(core.CommitColumn)
 	appendOnly := how.appendOnly
 	// withMeta appends the metadata columns, when the statement reads them.
 	withMeta := func(m string) string {
@@ -446,23 +448,23 @@ const maxSavedCommits = 10000
 // with no trace in the change log, and a stream that had shown them as
 // inserts would never show them go. It returns "0" when nothing was kept.
 func (e *Engine) savedCommits(ctx context.Context, schema, name string, commit uint64, cond string) (string, error) {
-	ids, err := e.st.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s = %d LIMIT %d",
-		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(CommitColumn), commit, maxSavedCommits+1))
+	ids, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s = %d LIMIT %d",
+		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(core.CommitColumn), commit, maxSavedCommits+1))
 	if err != nil {
-		return "", fmt.Errorf("table %s: read its change log: %w", display(schema, name), err)
+		return "", fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	switch {
 	case len(ids) == 0:
 		return "0", nil
-	case len(ids) > maxSavedCommits && e.sharded(schema):
+	case len(ids) > maxSavedCommits && e.Sharded(schema):
 		// The shards run the mutation, and the change table is on this
 		// server only: the statement is not narrowed.
 		return cond, nil
 	case len(ids) > maxSavedCommits:
-		return "(" + cond + ") AND " + chsql.QuoteIdent(CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(origCommitColumn) + " FROM " +
-			chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
+		return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(origCommitColumn) + " FROM " +
+			chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
 	}
-	return "(" + cond + ") AND " + chsql.QuoteIdent(CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
+	return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
 }
 
 // saveRemoved copies the rows a DELETE or UPDATE is about to remove into the
@@ -474,11 +476,11 @@ func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec cata
 	}
 	colList := strings.Join(cols, ", ")
 	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " (" + colList + ", " +
-		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(CommitColumn) + ", " + chsql.QuoteIdent(origCommitColumn) + ") SELECT " +
-		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(CommitColumn) +
+		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(origCommitColumn) + ") SELECT " +
+		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(core.CommitColumn) +
 		" FROM " + chsql.Table(schema, name) + " WHERE " + cond
-	if err := e.st.Exec(ctx, q); err != nil {
-		return fmt.Errorf("table %s: keep the removed rows in its change log: %w", display(schema, name), err)
+	if err := e.St.Exec(ctx, q); err != nil {
+		return fmt.Errorf("table %s: keep the removed rows in its change log: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
@@ -497,7 +499,7 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 		return err
 	}
 	var spec catalog.TableSpec
-	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
 		return err
 	}
 	var ids []uint64
@@ -507,12 +509,12 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := e.mutate(ctx, schemas.ChangesDB, changesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
+		if _, err := e.mutate(ctx, schemas.ChangesDB, changesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
 			return err
 		}
-		if err := e.st.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
+		if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
 			chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(commitDelete), chsql.QuoteString(commitUpdate))); err != nil {
-			return fmt.Errorf("table %s: trim its change log: %w", display(schema, name), err)
+			return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
 		}
 	}
 	if prev, _ := strconv.ParseUint(spec.Properties[changesRetainedSince], 10, 64); prev >= cut {
@@ -522,7 +524,7 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 		spec.Properties = map[string]string{}
 	}
 	spec.Properties[changesRetainedSince] = strconv.FormatUint(cut, 10)
-	return e.cat.Put(ctx, catalog.KindTable, schema, name, spec, "")
+	return e.Cat.Put(ctx, catalog.KindTable, schema, name, spec, "")
 }
 
 // dropChangeLog removes the change log of a table purged from the trash,
@@ -532,26 +534,26 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 // after the drop belong to a table created since and are kept in any case.
 func (e *Engine) dropChangeLog(ctx context.Context, schema, name string, droppedAt time.Time) error {
 	var live catalog.TableSpec
-	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil || ok {
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil || ok {
 		return err
 	}
-	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))); err != nil {
-		return fmt.Errorf("table %s: drop its change log: %w", display(schema, name), err)
+	if err := e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))); err != nil {
+		return fmt.Errorf("table %s: drop its change log: %w", core.Display(schema, name), err)
 	}
 	where := fmt.Sprintf("db = %s AND table = %s AND version <= %d", chsql.QuoteString(schema), chsql.QuoteString(name), droppedAt.UnixNano())
-	n, err := e.st.Strings(ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE "+where)
+	n, err := e.St.Strings(ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE "+where)
 	if err != nil || len(n) != 1 || n[0] == "0" {
 		return err
 	}
 	if _, err := e.mutate(ctx, schemas.SystemDB, "table_commits", "DELETE WHERE "+where); err != nil {
-		return fmt.Errorf("table %s: forget its commits: %w", display(schema, name), err)
+		return fmt.Errorf("table %s: forget its commits: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
 
 // trimChangeLogs applies every tracked table's retention.
 func (e *Engine) trimChangeLogs(ctx context.Context) error {
-	tables, err := e.cat.ListAll(ctx, catalog.KindTable)
+	tables, err := e.Cat.ListAll(ctx, catalog.KindTable)
 	if err != nil {
 		return err
 	}

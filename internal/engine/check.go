@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/objstore"
@@ -30,7 +32,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 		default:
 			return fmt.Errorf("storage connection %s: TYPE %s is not one of OSS, COS, S3", s.Name, s.Kind)
 		}
-		m := props(s.Props)
+		m := core.Props(s.Props)
 		if m["endpoint"] == "" {
 			return fmt.Errorf("storage connection %s: ENDPOINT = '…' is required", s.Name)
 		}
@@ -69,7 +71,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 			for _, p := range s.Props {
 				switch k := strings.ToLower(p.Key); k {
 				case "pipe_execution_paused":
-					if _, err := parseBool("PIPE_EXECUTION_PAUSED", p.Value); err != nil {
+					if _, err := core.ParseBool("PIPE_EXECUTION_PAUSED", p.Value); err != nil {
 						return fmt.Errorf("pipe %s: %w", s.Name, err)
 					}
 				case "comment":
@@ -138,7 +140,7 @@ var pipeProps = map[string]func(string) error{
 	"initial_delay_in_seconds":       positiveInt("INITIAL_DELAY_IN_SECONDS"),
 	"comment":                        func(string) error { return nil },
 	"ignore_tmp_file": func(v string) error {
-		_, err := parseBool("IGNORE_TMP_FILE", v)
+		_, err := core.ParseBool("IGNORE_TMP_FILE", v)
 		return err
 	},
 }

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
@@ -40,7 +39,7 @@ func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 	if len(src.Files) > 0 {
 		for _, f := range src.Files {
 			if err := objstore.CheckPath(f); err != nil {
-				return nil, permanent(fmt.Errorf("FILES(%s): %w", chsql.QuoteString(f), err))
+				return nil, core.Permanent(fmt.Errorf("FILES(%s): %w", chsql.QuoteString(f), err))
 			}
 		}
 		for _, f := range src.Files {
@@ -58,7 +57,7 @@ func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 		if src.Subdirectory != nil {
 			sub = *src.Subdirectory
 			if err := objstore.CheckPath(sub); err != nil {
-				return nil, permanent(fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(sub), err))
+				return nil, core.Permanent(fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(sub), err))
 			}
 		}
 		objs, err := vol.List(ctx, sub)
@@ -86,7 +85,7 @@ func (e *Engine) selectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 // fileOptions is readOptions with the engine's reader limits.
 func (e *Engine) fileOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
 	opts, err := readOptions(src)
-	opts.Limits = e.cfg.Limits
+	opts.Limits = e.Cfg.Limits
 	return opts, err
 }
 
@@ -137,7 +136,7 @@ type loadTarget struct {
 }
 
 func tableTarget(schema, name string, cols []catalog.ColumnSpec) loadTarget {
-	t := loadTarget{db: schema, table: name, display: display(schema, name)}
+	t := loadTarget{db: schema, table: name, display: core.Display(schema, name)}
 	for _, c := range cols {
 		t.cols = append(t.cols, formats.Column{Name: c.Name, Type: c.CHType})
 	}
@@ -242,7 +241,7 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, contentError(obj.Path, err)
 	}
 	defer r.Close()
-	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, target.commit)
+	in, err := e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, target.commit)
 	if err != nil {
 		return res, err
 	}
@@ -359,15 +358,15 @@ func copyOnError(opts []sqlparse.Property) (string, error) {
 	return onErrorAbort, nil
 }
 
-func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*Result, error) {
+func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*core.Result, error) {
 	if s.Volume == nil {
-		return nil, fmt.Errorf("COPY INTO … FROM (SELECT …): %w outside a pipe (use INSERT INTO … SELECT)", ErrNotSupportedYet)
+		return nil, fmt.Errorf("COPY INTO … FROM (SELECT …): %w outside a pipe (use INSERT INTO … SELECT)", core.ErrNotSupportedYet)
 	}
-	schema, name, spec, err := e.table(ctx, s.Table)
+	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
 	}
-	cols, err := targetColumns(display(schema, name), spec, s.Columns)
+	cols, err := core.TargetColumns(core.Display(schema, name), spec, s.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -377,10 +376,10 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	}
 	for _, p := range s.Options {
 		if !strings.EqualFold(p.Key, "on_error") && !strings.EqualFold(p.Key, "force") {
-			return nil, fmt.Errorf("COPY INTO %s: unknown option %s (known: PURGE, ON_ERROR)", display(schema, name), strings.ToUpper(p.Key))
+			return nil, fmt.Errorf("COPY INTO %s: unknown option %s (known: PURGE, ON_ERROR)", core.Display(schema, name), strings.ToUpper(p.Key))
 		}
 	}
-	vol, _, err := e.volume(ctx, s.Volume.Volume)
+	vol, _, err := e.Volume(ctx, s.Volume.Volume)
 	if err != nil {
 		return nil, err
 	}
@@ -393,14 +392,14 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 		return nil, err
 	}
 	if s.Overwrite {
-		if err := e.truncateStoredTable(ctx, schema, name); err != nil {
+		if err := e.TruncateStoredTable(ctx, schema, name); err != nil {
 			return nil, err
 		}
 	}
 	target := tableTarget(schema, name, cols)
-	target.commit = randomCommit()
-	res := &Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
-	loadID := newLoadID()
+	target.commit = core.RandomCommit()
+	res := &core.Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
+	loadID := core.NewLoadID()
 	var loaded int64
 	defer func() {
 		// Registered even when a later file fails: the rows of the files
@@ -414,15 +413,15 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 			if fl.FirstError == "" {
 				fl.FirstError = err.Error()
 			}
-			_ = e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl})
-			return nil, fmt.Errorf("COPY INTO %s: %w", display(schema, name), err)
+			_ = e.RecordLoads(ctx, core.Display(schema, name), "", loadID, []FileLoad{fl})
+			return nil, fmt.Errorf("COPY INTO %s: %w", core.Display(schema, name), err)
 		}
-		if err := e.RecordLoads(ctx, display(schema, name), "", loadID, []FileLoad{fl}); err != nil {
+		if err := e.RecordLoads(ctx, core.Display(schema, name), "", loadID, []FileLoad{fl}); err != nil {
 			return nil, err
 		}
 		if s.Purge && fl.Status == jobs.FileLoaded {
 			if err := vol.RemoveListed(ctx, f.Path); err != nil {
-				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", display(schema, name), f.Path, err)
+				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", core.Display(schema, name), f.Path, err)
 			}
 		}
 		if fl.Status != jobs.FileFailed {
@@ -436,19 +435,6 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 	return res, nil
 }
 
-// randomCommit is a commit id for a one-shot load.
-func randomCommit() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:]) | 1
-}
-
-func newLoadID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // RecordLoads writes load history rows for a table (pipe "" for one-shot
 // COPY). A later record of the same file replaces the earlier one.
 func (e *Engine) RecordLoads(ctx context.Context, table, pipe, loadID string, loads []FileLoad) error {
@@ -458,7 +444,7 @@ func (e *Engine) RecordLoads(ctx context.Context, table, pipe, loadID string, lo
 		rows[i] = []any{table, pipe, l.Path, l.ETag, uint64(l.Size), now, string(l.Status), l.FirstError, l.FirstErrLine,
 			uint64(l.Rows), uint64(l.Rejected), cmp.Or(l.LoadID, loadID), uint64(now.UnixNano()) + uint64(i)}
 	}
-	err := e.st.InsertRows(ctx, schemas.SystemDB, "load_history", []string{"table_name", "pipe_name", "file_path", "etag", "file_size",
+	err := e.St.InsertRows(ctx, schemas.SystemDB, "load_history", []string{"table_name", "pipe_name", "file_path", "etag", "file_size",
 		"last_copy_time", "status", "first_error_message", "first_error_line", "rows_loaded", "rows_rejected", "load_id", "version"}, rows)
 	if err != nil {
 		return fmt.Errorf("record load history of %s: %w", table, err)
@@ -475,7 +461,7 @@ func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (s
 	if !ok || lit.Kind != sqlparse.LitString {
 		return "", fmt.Errorf("load_history takes the table name as a string, as in load_history('sales_ods')")
 	}
-	schema, name, spec, err := e.table(ctx, nameFromString(lit.Value))
+	schema, name, spec, err := e.Table(ctx, core.NameFromString(lit.Value))
 	if err != nil {
 		return "", err
 	}
@@ -486,10 +472,10 @@ func (e *Engine) loadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (s
 		"SELECT file_path, pipe_name, argMax(last_copy_time, version) AS h_time, argMax(file_size, version) AS h_size, " +
 		"argMax(status, version) AS h_status, argMax(first_error_message, version) AS h_error, " +
 		"argMax(rows_loaded, version) AS h_rows, argMax(rows_rejected, version) AS h_rejected " +
-		"FROM lakepipe.load_history WHERE table_name = " + chsql.QuoteString(display(schema, name)) +
+		"FROM lakepipe.load_history WHERE table_name = " + chsql.QuoteString(core.Display(schema, name)) +
 		// Records of an earlier table of the same name are not this table's.
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", spec.CreatedAt.Unix()) +
-		" GROUP BY file_path, pipe_name) WHERE h_time > now() - " + strconv.Itoa(e.cfg.LoadHistoryDays*86400) +
+		" GROUP BY file_path, pipe_name) WHERE h_time > now() - " + strconv.Itoa(e.Cfg.LoadHistoryDays*86400) +
 		" ORDER BY h_time, file_path)", nil
 }
 
@@ -499,13 +485,13 @@ var exportExt = map[string]string{"CSV": "csv", "PARQUET": "parquet", "JSON": "j
 // exportFileBytes is where an export starts its next file.
 const exportFileBytes = 256 << 20
 
-func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*Result, error) {
+func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*core.Result, error) {
 	format := strings.ToUpper(s.FileFormat)
 	ext, ok := exportExt[format]
 	if !ok || format == "JSON" {
 		return nil, fmt.Errorf("COPY INTO VOLUME: FILE_FORMAT = (TYPE = %s) is not supported (CSV or PARQUET)", s.FileFormat)
 	}
-	vol, _, err := e.volume(ctx, s.Volume)
+	vol, _, err := e.Volume(ctx, s.Volume)
 	if err != nil {
 		return nil, err
 	}
@@ -537,8 +523,8 @@ func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume)
 		return nil, fmt.Errorf("FILE_FORMAT: %w", err)
 	}
 	ex := &exporter{ctx: ctx, vol: vol, dir: relDir, ext: ext, format: format, opts: wopts}
-	res := &Result{Columns: []string{"file", "rows", "bytes"}}
-	err = e.st.Each(ctx, query, func(names, types []string) error {
+	res := &core.Result{Columns: []string{"file", "rows", "bytes"}}
+	err = e.St.Each(ctx, query, func(names, types []string) error {
 		for i := range names {
 			ex.cols = append(ex.cols, formats.Column{Name: names[i], Type: types[i]})
 		}

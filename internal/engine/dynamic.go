@@ -2,12 +2,13 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
@@ -17,29 +18,20 @@ import (
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// ErrDynamicTableGone is returned to the refresh activity of a dropped
-// dynamic table.
-var ErrDynamicTableGone = errors.New("dynamic table no longer exists")
-
-// DynamicTableWorkflowID is the dynamic table's workflow id.
-func (e *Engine) DynamicTableWorkflowID(name string) string {
-	return "dt." + e.cfg.Workspace + "." + e.cfg.Schema + "." + name
-}
-
 var intervalSeconds = map[string]int{"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
 func (e *Engine) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
 	var spec catalog.DynamicTableSpec
-	schema, name, err := e.qualify(n)
+	schema, name, err := e.Qualify(n)
 	if err != nil {
 		return "", "", spec, err
 	}
-	ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
 	if err != nil {
 		return schema, name, spec, err
 	}
 	if !ok {
-		return schema, name, spec, fmt.Errorf("dynamic table %s does not exist (SHOW DYNAMIC TABLES lists them)", display(schema, name))
+		return schema, name, spec, fmt.Errorf("dynamic table %s does not exist (SHOW DYNAMIC TABLES lists them)", core.Display(schema, name))
 	}
 	return schema, name, spec, nil
 }
@@ -50,10 +42,10 @@ func (e *Engine) sourceTables(q *sqlparse.Query) []string {
 	var out []string
 	sqlparse.Inspect(q, func(n any) bool {
 		if t, ok := n.(*sqlparse.TableName); ok {
-			schema, name, err := e.qualify(t.Name)
-			if err == nil && !seen[display(schema, name)] {
-				seen[display(schema, name)] = true
-				out = append(out, display(schema, name))
+			schema, name, err := e.Qualify(t.Name)
+			if err == nil && !seen[core.Display(schema, name)] {
+				seen[core.Display(schema, name)] = true
+				out = append(out, core.Display(schema, name))
 			}
 		}
 		return true
@@ -62,40 +54,40 @@ func (e *Engine) sourceTables(q *sqlparse.Query) []string {
 	return out
 }
 
-func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*Result, error) {
-	orch, err := e.orchestrator()
+func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*core.Result, error) {
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
-	schema, name, err := e.qualify(s.Name)
+	schema, name, err := e.Qualify(s.Name)
 	if err != nil {
 		return nil, err
 	}
 	var existing catalog.DynamicTableSpec
-	ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &existing)
+	ok, err := e.Cat.Get(ctx, catalog.KindDynamicTable, schema, name, &existing)
 	if err != nil {
 		return nil, err
 	}
 	if ok && !s.OrReplace {
 		if s.IfNotExists {
-			return message("dynamic table %s already exists", display(schema, name)), nil
+			return core.Message("dynamic table %s already exists", core.Display(schema, name)), nil
 		}
-		return nil, fmt.Errorf("dynamic table %s already exists (use CREATE OR REPLACE, or DROP DYNAMIC TABLE first)", display(schema, name))
+		return nil, fmt.Errorf("dynamic table %s already exists (use CREATE OR REPLACE, or DROP DYNAMIC TABLE first)", core.Display(schema, name))
 	}
 	var plain catalog.TableSpec
-	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &plain); err != nil {
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &plain); err != nil {
 		return nil, err
 	} else if ok {
-		return nil, fmt.Errorf("%s is a table; a dynamic table needs a name of its own", display(schema, name))
+		return nil, fmt.Errorf("%s is a table; a dynamic table needs a name of its own", core.Display(schema, name))
 	}
 	unit, ok := intervalSeconds[strings.TrimSuffix(strings.ToUpper(s.IntervalUnit), "S")]
 	if s.IntervalN <= 0 || !ok {
-		return nil, fmt.Errorf("dynamic table %s: REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY is required", display(schema, name))
+		return nil, fmt.Errorf("dynamic table %s: REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY is required", core.Display(schema, name))
 	}
 	sess := e.session(ctx)
 	defer sess.close()
 	if _, err := sess.translate(s.Query); err != nil {
-		return nil, fmt.Errorf("dynamic table %s: %w", display(schema, name), err)
+		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
 	spec := catalog.DynamicTableSpec{
 		Query: sqlparse.FormatQuery(s.Query), IntervalSeconds: s.IntervalN * unit,
@@ -105,23 +97,23 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
-	if err := e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, ""); err != nil {
 		return nil, err
 	}
 	// The first contents: readers can use the table at once.
 	if res, err := e.WithSchema(schema).RefreshDynamicTable(ctx, name, "CREATE"); err != nil {
-		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
+		_ = e.Cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
 		return nil, err
 	} else if res.State != jobs.RefreshSucceeded {
-		_ = e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
-		return nil, fmt.Errorf("dynamic table %s: %s", display(schema, name), res.Error)
+		_ = e.Cat.Delete(ctx, catalog.KindDynamicTable, schema, name)
+		return nil, fmt.Errorf("dynamic table %s: %s", core.Display(schema, name), res.Error)
 	}
 	id := e.WithSchema(schema).DynamicTableWorkflowID(name)
-	in := jobs.DynamicTableInput{Params: jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	in := jobs.DynamicTableInput{Params: jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
 	if err := orch.Start(ctx, id, jobs.DynamicTableWorkflowName, in); err != nil {
-		return nil, fmt.Errorf("dynamic table %s: start its workflow: %w", display(schema, name), err)
+		return nil, fmt.Errorf("dynamic table %s: start its workflow: %w", core.Display(schema, name), err)
 	}
-	return message("dynamic table %s created; it refreshes every %s as Temporal workflow %s", display(schema, name), strings.ToLower(spec.Interval), id), nil
+	return core.Message("dynamic table %s created; it refreshes every %s as Temporal workflow %s", core.Display(schema, name), strings.ToLower(spec.Interval), id), nil
 }
 
 // RefreshDynamicTable recomputes a dynamic table and swaps the new
@@ -150,10 +142,10 @@ func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger stri
 // or the INSERT did not run (a spec changed, or the refresh must be FULL):
 // refreshFresh then reads everything afresh and decides.
 func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ jobs.RefreshResult, ok bool, _ error) {
-	schema := e.cfg.Schema
+	schema := e.Cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
-	v, found, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	v, found, err := e.Cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
 	if err != nil || !found || spec.ChangeVersion == 0 {
 		return jobs.RefreshResult{}, false, nil
 	}
@@ -164,9 +156,9 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ job
 	hi := changeReadHorizon()
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
 	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
-		e.cat.Forget(catalog.KindDynamicTable, schema, name)
+		e.Cat.Forget(catalog.KindDynamicTable, schema, name)
 		for _, src := range p.read() {
-			e.cat.Forget(catalog.KindTable, src.schema, src.table)
+			e.Cat.Forget(catalog.KindTable, src.schema, src.table)
 		}
 		return jobs.RefreshResult{}, false, nil
 	}
@@ -178,16 +170,16 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ job
 // refreshFresh refreshes from the catalog as it is now: incrementally when
 // it can (forceFull: it rebuilds even so), and records the refresh.
 func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (jobs.RefreshResult, error) {
-	schema := e.cfg.Schema
+	schema := e.Cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
-	e.cat.Forget(catalog.KindDynamicTable, schema, name)
-	version, ok, err := e.cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
+	e.Cat.Forget(catalog.KindDynamicTable, schema, name)
+	version, ok, err := e.Cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &spec)
 	switch {
 	case err != nil:
 		return jobs.RefreshResult{}, err
 	case !ok:
-		return jobs.RefreshResult{}, fmt.Errorf("%s: %w", display(schema, name), ErrDynamicTableGone)
+		return jobs.RefreshResult{}, fmt.Errorf("%s: %w", core.Display(schema, name), core.ErrDynamicTableGone)
 	}
 	var (
 		rows      = "0"
@@ -203,7 +195,7 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		if of := plan.stateOf(); err == nil && (spec.ChangeVersion == 0 || spec.StateOf != of) {
 			// The state is built: refreshes from now on can be incremental.
 			spec.ChangeVersion, spec.StateOf = changeReadHorizon(), of
-			err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+			err = e.Cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
 		mode, reason = jobs.RefreshFull, why
@@ -215,10 +207,10 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 			// changes, or CREATE OR REPLACE changed the query): a state
 			// would miss changes from now on, so it goes, and an
 			// incremental refresh later starts by building it.
-			_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+state)
+			_ = e.St.Exec(ctx, "DROP TABLE IF EXISTS "+state)
 			if spec.ChangeVersion != 0 {
 				spec.ChangeVersion = 0
-				err = e.cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
+				err = e.Cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 			}
 		}
 	}
@@ -267,8 +259,8 @@ func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
 			fmt.Sprintf("toDateTime(%d)", r.start.Unix()), fmt.Sprintf("toDateTime(%d)", end.Unix()), fmt.Sprintf("toUInt64(%d)", end.Sub(r.start).Milliseconds()),
 			chsql.QuoteString(strings.Join(r.sources, ",")), "toUInt64(_lp_rows)", fmt.Sprintf("toUInt64(%d)", r.deleted), chsql.QuoteString(r.result.Error)}, ", ") +
 		" FROM (SELECT " + r.rows + " AS _lp_rows)"
-	if err := e.st.Exec(ctx, q); err != nil {
-		return fmt.Errorf("record refresh of %s: %w", display(r.schema, r.name), err)
+	if err := e.St.Exec(ctx, q); err != nil {
+		return fmt.Errorf("record refresh of %s: %w", core.Display(r.schema, r.name), err)
 	}
 	return nil
 }
@@ -277,7 +269,7 @@ func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
 // nanoseconds, so that it orders refreshes that started within a second
 // (start_time has whole seconds).
 func refreshID(start time.Time) string {
-	return fmt.Sprintf("%016x", start.UnixNano()) + newLoadID()[:4]
+	return fmt.Sprintf("%016x", start.UnixNano()) + core.NewLoadID()[:4]
 }
 
 // incrementalPlan is the plan of an incrementally refreshable dynamic
@@ -296,7 +288,7 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 	for _, src := range spec.Sources {
 		var t catalog.TableSpec
 		parts := strings.SplitN(src, ".", 2)
-		if ok, _ := e.cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && !tracked(t) {
+		if ok, _ := e.Cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && !tracked(t) {
 			return nil, "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 	}
@@ -330,43 +322,43 @@ func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec cata
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
+	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schema)); err != nil {
 		return 0, 0, err
 	}
 	return e.swapIn(ctx, schema, name, text)
 }
 
-func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*Result, error) {
+func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
 	// The refresh chain: upstream dynamic tables first, as child workflows;
 	// under the id all refreshes of the table share, so none overlap.
 	in := jobs.RefreshChainInput{Trigger: "MANUAL",
-		Params: jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+		Params: jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
 	var out jobs.RefreshChainResult
 	if err := orch.Run(ctx, jobs.RefreshWorkflowID(in.Params), jobs.RefreshChainWorkflowName, in, &out); err != nil {
-		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", display(schema, name), err)
+		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", core.Display(schema, name), err)
 	}
 	n := len(out.Refreshes)
 	if n == 0 || out.Refreshes[n-1].Name != name {
-		return nil, fmt.Errorf("refresh of dynamic table %s did not run", display(schema, name))
+		return nil, fmt.Errorf("refresh of dynamic table %s did not run", core.Display(schema, name))
 	}
 	res := out.Refreshes[n-1].Result
 	if res.State != jobs.RefreshSucceeded {
-		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", display(schema, name), res.Error)
+		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", core.Display(schema, name), res.Error)
 	}
 	// The interval counts from this refresh, as the ClickZetta Lakehouse documentation says.
 	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), jobs.SignalRefreshed, nil)
-	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", display(schema, name), res.Mode, res.Rows)
+	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", core.Display(schema, name), res.Mode, res.Rows)
 	if res.Mode == jobs.RefreshIncremental {
 		// The history counts the groups it wrote.
-		msg = fmt.Sprintf("dynamic table %s refreshed (INCREMENTAL): the new rows were merged into the groups they touch", display(schema, name))
+		msg = fmt.Sprintf("dynamic table %s refreshed (INCREMENTAL): the new rows were merged into the groups they touch", core.Display(schema, name))
 	}
 	if n > 1 {
 		up := make([]string, n-1)
@@ -375,14 +367,14 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 		}
 		msg += " after its upstream " + strings.Join(up, ", ")
 	}
-	return message("%s", msg), nil
+	return core.Message("%s", msg), nil
 }
 
 // WaitRefresh waits for the refresh of a dynamic table running under the
 // workflow id and returns its result.
 func (e *Engine) WaitRefresh(ctx context.Context, id string) (jobs.RefreshChainResult, error) {
 	var out jobs.RefreshChainResult
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return out, err
 	}
@@ -396,7 +388,7 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTa
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(schema, name string, root bool) error
 	visit = func(schema, name string, root bool) error {
-		key := display(schema, name)
+		key := core.Display(schema, name)
 		switch state[key] {
 		case 1:
 			return fmt.Errorf("dynamic table %s depends on itself through its sources", key)
@@ -404,13 +396,13 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTa
 			return nil
 		}
 		var spec catalog.DynamicTableSpec
-		ok, err := e.cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
+		ok, err := e.Cat.Get(ctx, catalog.KindDynamicTable, schema, name, &spec)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			if root {
-				return fmt.Errorf("%s: %w", key, ErrDynamicTableGone)
+				return fmt.Errorf("%s: %w", key, core.ErrDynamicTableGone)
 			}
 			return nil // a plain table
 		}
@@ -424,23 +416,23 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTa
 		}
 		state[key] = 2
 		if !root {
-			order = append(order, jobs.DynamicTableParams{Workspace: e.cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds})
+			order = append(order, jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds})
 		}
 		return nil
 	}
-	if err := visit(e.cfg.Schema, name, true); err != nil {
+	if err := visit(e.Cfg.Schema, name, true); err != nil {
 		return nil, err
 	}
 	return order, nil
 }
 
-func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*Result, error) {
-	where := "schema = " + chsql.QuoteString(e.cfg.Schema)
+func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*core.Result, error) {
+	where := "schema = " + chsql.QuoteString(e.Cfg.Schema)
 	// A dynamic table's history starts at its creation: a table of the
 	// same name dropped or replaced before it keeps its rows (they show
 	// while no table has the name), but they are not this table's. A
 	// refresh id starts with its start in nanoseconds (see refreshID).
-	objs, err := e.cat.List(ctx, catalog.KindDynamicTable, e.cfg.Schema)
+	objs, err := e.Cat.List(ctx, catalog.KindDynamicTable, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -467,22 +459,22 @@ func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefresh
 	if s.Limit != nil {
 		limit = fmt.Sprintf(" LIMIT %d", *s.Limit)
 	}
-	r, err := e.st.Query(ctx, "SELECT name, state, refresh_mode, mode_reason, trigger, start_time, end_time, duration_ms / 1000 AS duration, "+
+	r, err := e.St.Query(ctx, "SELECT name, state, refresh_mode, mode_reason, trigger, start_time, end_time, duration_ms / 1000 AS duration, "+
 		"source_tables, rows_inserted, rows_deleted, error_message FROM lakepipe.refresh_history WHERE "+where+" ORDER BY start_time DESC, refresh_id DESC"+limit)
 	if err != nil {
 		return nil, fmt.Errorf("SHOW DYNAMIC TABLE REFRESH HISTORY: %w (columns: name, state, refresh_mode, start_time, end_time, duration, source_tables, rows_inserted, rows_deleted, error_message)", err)
 	}
-	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
+	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
 }
 
-func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*Result, error) {
-	objs, err := e.cat.List(ctx, catalog.KindDynamicTable, e.cfg.Schema)
+func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*core.Result, error) {
+	objs, err := e.Cat.List(ctx, catalog.KindDynamicTable, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"schema_name", "name", "refresh_interval", "state", "last_refresh_time", "comment", "query"}}
+	res := &core.Result{Columns: []string{"schema_name", "name", "refresh_interval", "state", "last_refresh_time", "comment", "query"}}
 	for _, o := range objs {
-		if !likeMatch(s.Like, o.Name) {
+		if !core.LikeMatch(s.Like, o.Name) {
 			continue
 		}
 		var spec catalog.DynamicTableSpec
@@ -500,7 +492,7 @@ func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicT
 }
 
 func (e *Engine) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicTableStatus, string) {
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, "UNKNOWN"
 	}
@@ -517,7 +509,7 @@ func (e *Engine) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicT
 	return &st, "ACTIVE"
 }
 
-func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*Result, error) {
+func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -537,36 +529,36 @@ func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTa
 		kv = append(kv, [2]any{"last_refresh_time", last}, [2]any{"next_refresh_time", st.NextAt}, [2]any{"refreshes", st.Counters.Refreshes},
 			[2]any{"failures", st.Counters.Failures}, [2]any{"last_error", st.Counters.LastError})
 	}
-	return propertyRows(kv), nil
+	return core.PropertyRows(kv), nil
 }
 
-func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*Result, error) {
+func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		if s.IfExists && schema != "" {
-			return message("dynamic table %s does not exist", display(schema, name)), nil
+			return core.Message("dynamic table %s does not exist", core.Display(schema, name)), nil
 		}
 		return nil, err
 	}
-	if err := e.cat.Delete(ctx, catalog.KindDynamicTable, schema, name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindDynamicTable, schema, name); err != nil {
 		return nil, err
 	}
-	if orch, err := e.orchestrator(); err == nil {
+	if orch, err := e.Orchestrator(); err == nil {
 		_ = orch.Stop(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name))
 	}
-	_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
-	if err := e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, name)); err != nil {
+	_ = e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
+	if err := e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schema, name)); err != nil {
 		return nil, err
 	}
-	return message("dynamic table %s dropped", display(schema, name)), nil
+	return core.Message("dynamic table %s dropped", core.Display(schema, name)), nil
 }
 
-func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*Result, error) {
+func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
@@ -575,7 +567,7 @@ func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamic
 		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
 	}
 	if err := orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), sig, nil); err != nil {
-		return nil, fmt.Errorf("dynamic table %s: %w", display(schema, name), err)
+		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
-	return message("dynamic table %s %s", display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil
+	return core.Message("dynamic table %s %s", core.Display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil
 }

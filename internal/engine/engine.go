@@ -6,57 +6,21 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
-	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// Config holds the session defaults.
-type Config struct {
-	// Workspace and Schema qualify unqualified names; Schema is also the
-	// ClickHouse database of the schema's tables.
-	Workspace string
-	Schema    string
-	// TrashRetentionDays is how long a dropped table can be UNDROPped
-	// (default 7). Below zero, none can: the next purge of the trash
-	// (every DROP TABLE, and maintenance) removes every dropped table.
-	TrashRetentionDays int
-	// LoadHistoryDays is how long load_history() keeps a file's record.
-	LoadHistoryDays int
-	// StreamSessionIdleDays is how long a streaming-write session may go
-	// unused before maintenance forgets it (default 30): sessions are
-	// long-lived while used, but a writer that never closes its sessions
-	// must not grow the catalog forever.
-	StreamSessionIdleDays int
-	// Limits bound what reading one file, flush body or record pack may
-	// allocate (zero fields: the defaults of formats.Limits); the
-	// programs read them from the environment (formats.LimitsFromEnv).
-	Limits formats.Limits
-	// FullListingInterval is how often a volume pipe whose new files
-	// arrive in key order lists its whole volume anyway (default 1 hour;
-	// LAKEPIPE_FULL_LISTING_INTERVAL): between, its turns list only the
-	// keys after the last handled one (see workflows.ListState).
-	FullListingInterval time.Duration
-}
-
-// DefaultFullListingInterval is Config.FullListingInterval's default.
-const DefaultFullListingInterval = time.Hour
-
 // Engine runs statements; safe for concurrent use.
 type Engine struct {
-	cfg  Config
-	cat  *catalog.Catalog
-	st   *chstore.Store
-	orch Orchestrator
+	core.Core
 	// flushLocks serialise flushes that share a commit id (a client retry
 	// that overlaps the attempt it retries); copies of the engine share it.
 	flushLocks *[64]sync.Mutex
@@ -82,7 +46,7 @@ type Engine struct {
 const kafkaClientIdle = 3 * time.Minute
 
 // New returns an engine over an opened catalog.
-func New(cat *catalog.Catalog, cfg Config) *Engine {
+func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	if cfg.Workspace == "" {
 		cfg.Workspace = "default"
 	}
@@ -90,7 +54,7 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 		cfg.Schema = "public"
 	}
 	if cfg.FullListingInterval <= 0 {
-		cfg.FullListingInterval = DefaultFullListingInterval
+		cfg.FullListingInterval = core.DefaultFullListingInterval
 	}
 	if cfg.TrashRetentionDays == 0 {
 		cfg.TrashRetentionDays = 7
@@ -101,35 +65,14 @@ func New(cat *catalog.Catalog, cfg Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{cfg: cfg, cat: cat, st: cat.Store(), flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
+	return &Engine{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
 }
-
-// Result is what a statement returns: rows with named columns, or just a
-// message for statements that change things.
-type Result struct {
-	Columns []string
-	Types   []string // ClickHouse types of the columns, when known
-	Rows    [][]any
-	Message string
-}
-
-func message(format string, args ...any) *Result {
-	return &Result{Message: fmt.Sprintf(format, args...)}
-}
-
-// CommitColumn is the bookkeeping column of every table lakepipe creates:
-// the id of the load (commit) that wrote the row, 0 for plain INSERTs.
-const CommitColumn = "_lp_commit"
-
-// ErrNotSupportedYet is returned by statements that parse but whose
-// execution a later release brings.
-var ErrNotSupportedYet = errors.New("not supported yet")
 
 // Exec runs one statement. A statement that names lakepipe's own or
 // ClickHouse's system tables, or calls a function reaching outside the
 // user's tables, is refused before anything runs: with a *GuardError, or a
 // *chsql.RefusedFunction for a scalar function.
-func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, error) {
+func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Result, error) {
 	if err := e.guard(stmt); err != nil {
 		return nil, err
 	}
@@ -210,7 +153,7 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*Result, er
 		return e.descTableStream(ctx, s)
 	}
 	_, text := stmt.Span()
-	return nil, fmt.Errorf("%s: %w", firstWords(text, 3), ErrNotSupportedYet)
+	return nil, fmt.Errorf("%s: %w", firstWords(text, 3), core.ErrNotSupportedYet)
 }
 
 func firstWords(s string, n int) string {
@@ -219,120 +162,4 @@ func firstWords(s string, n int) string {
 		f = f[:n]
 	}
 	return strings.ToUpper(strings.Join(f, " "))
-}
-
-// qualify splits an object name into schema and name with the session's
-// defaults; a three-part name's workspace must be the session's.
-func (e *Engine) qualify(n sqlparse.ObjectName) (schema, name string, err error) {
-	switch len(n.Parts) {
-	case 1:
-		return e.cfg.Schema, n.Parts[0], nil
-	case 2:
-		return n.Parts[0], n.Parts[1], nil
-	case 3:
-		if n.Parts[0] != e.cfg.Workspace {
-			return "", "", fmt.Errorf("workspace %q is not this one (%q)", n.Parts[0], e.cfg.Workspace)
-		}
-		return n.Parts[1], n.Parts[2], nil
-	}
-	return "", "", fmt.Errorf("bad name %q", strings.Join(n.Parts, "."))
-}
-
-func display(schema, name string) string { return schema + "." + name }
-
-// tableRef resolves a name used in a query to the ClickHouse table holding it.
-func (e *Engine) tableRef(ctx context.Context, n sqlparse.ObjectName) (string, error) {
-	schema, name, err := e.qualify(n)
-	if err != nil {
-		return "", err
-	}
-	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable} {
-		var spec struct{}
-		ok, err := e.cat.Get(ctx, k, schema, name, &spec)
-		if err != nil {
-			return "", err
-		}
-		if ok {
-			return chsql.Table(schema, name), nil
-		}
-	}
-	// Tables lakepipe did not create (ClickHouse's own, or made with
-	// clickhouse-client) can still be read when they exist.
-	n2, err := e.st.Strings(ctx, "SELECT count() FROM system.tables WHERE database = "+chsql.QuoteString(schema)+" AND name = "+chsql.QuoteString(name))
-	if err == nil && len(n2) == 1 && n2[0] != "0" {
-		return chsql.Table(schema, name), nil
-	}
-	return "", fmt.Errorf("table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
-}
-
-// likeMatch reports whether s matches a SQL LIKE pattern, case-insensitively.
-func likeMatch(pattern *string, s string) bool {
-	if pattern == nil {
-		return true
-	}
-	return like(strings.ToLower(*pattern), strings.ToLower(s))
-}
-
-func like(p, s string) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '%':
-			for i := 0; i <= len(s); i++ {
-				if like(p[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '_':
-			if s == "" {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		case '\\':
-			if len(p) > 1 {
-				p = p[1:]
-			}
-			fallthrough
-		default:
-			if s == "" || s[0] != p[0] {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		}
-	}
-	return s == ""
-}
-
-// props turns a property list into a map with lower-cased keys.
-func props(ps []sqlparse.Property) map[string]string {
-	m := make(map[string]string, len(ps))
-	for _, p := range ps {
-		m[strings.ToLower(p.Key)] = p.Value
-	}
-	return m
-}
-
-func parseBool(what, v string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true", "1", "yes", "on":
-		return true, nil
-	case "false", "0", "no", "off":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s = %q: expected TRUE or FALSE", what, v)
-}
-
-// nameFromString reads a table name given as a string ('t', 's.t',
-// '`Odd`.t'): unquoted parts are case-insensitive like identifiers.
-func nameFromString(s string) sqlparse.ObjectName {
-	var n sqlparse.ObjectName
-	for _, p := range strings.Split(s, ".") {
-		p = strings.TrimSpace(p)
-		if len(p) >= 2 && p[0] == '`' && p[len(p)-1] == '`' {
-			n.Parts = append(n.Parts, p[1:len(p)-1])
-		} else {
-			n.Parts = append(n.Parts, strings.ToLower(p))
-		}
-	}
-	return n
 }

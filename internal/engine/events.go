@@ -63,7 +63,7 @@ func (rt *EventRoutes) Route(bucket, key string) []EventTarget {
 // A pipe's volume is looked up in the pipe's own schema, as the pipe's
 // activities do; a pipe whose volume is gone or unreadable is left out.
 func (e *Engine) EventRoutes(ctx context.Context) (*EventRoutes, error) {
-	pipes, err := e.cat.ListAll(ctx, catalog.KindPipe)
+	pipes, err := e.Cat.ListAll(ctx, catalog.KindPipe)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (e *Engine) EventRoutes(ctx context.Context) (*EventRoutes, error) {
 	if len(wanted) == 0 {
 		return NewEventRoutes(nil), nil
 	}
-	vols, err := e.cat.ListAll(ctx, catalog.KindVolume)
+	vols, err := e.Cat.ListAll(ctx, catalog.KindVolume)
 	if err != nil {
 		return nil, err
 	}

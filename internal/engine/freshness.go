@@ -112,7 +112,7 @@ var errTokenSkipped = errors.New("parts token not read")
 
 // partsToken reads the parts token (see partsTokenQuery).
 func (e *Engine) partsToken(ctx context.Context) (string, error) {
-	v, err := e.st.Strings(ctx, partsTokenQuery)
+	v, err := e.St.Strings(ctx, partsTokenQuery)
 	if err != nil || len(v) != 1 {
 		return "", err
 	}

@@ -60,7 +60,7 @@ func reservedDatabase(db string) (hint string, reserved bool) {
 // guardName refuses a table (or other schema object) name of a reserved
 // database; an unqualified name is in the session's schema.
 func (e *Engine) guardName(n sqlparse.ObjectName) error {
-	return guardName(e.cfg.Schema, n)
+	return guardName(e.Cfg.Schema, n)
 }
 
 func guardName(schema string, n sqlparse.ObjectName) error {
@@ -78,7 +78,7 @@ func guardName(schema string, n sqlparse.ObjectName) error {
 // sources of its queries at any depth (subqueries, JOINs, CTEs, UNION
 // branches, IN (SELECT …)) — and every function it calls.
 func (e *Engine) guard(stmt sqlparse.Statement) error {
-	return guard(e.cfg.Schema, stmt)
+	return guard(e.Cfg.Schema, stmt)
 }
 
 // guard is Engine.guard for a session in schema (`lakepipe sql --check`

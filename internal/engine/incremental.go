@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -184,7 +186,7 @@ func (p *incPlan) viewSelect(state string) string {
 // source's commits registered at or below version hi (baseline included).
 func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
 	return func(src incSource) string {
-		return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
+		return chsql.QuoteIdent(core.CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
 			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), hi)
 	}
 }
@@ -204,7 +206,7 @@ func (p *incPlan) stateVersion(state string) string {
 // FULL refresh can take it.
 func (p *incPlan) newCommits(state string, hi uint64) func(incSource) string {
 	return func(src incSource) string {
-		return chsql.QuoteIdent(CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
+		return chsql.QuoteIdent(core.CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
 			"AND version > %s AND version <= %d) WHERE throwIf(kind != %s) = 0)",
 			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), p.stateVersion(state), hi, chsql.QuoteString(commitInsert))
 	}
@@ -240,10 +242,10 @@ func (e *Engine) incrementalDelta(ctx context.Context, schema, name string, p *i
 	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 	checks = append(p.dimChecks(state, hi), checks...)
 	if !p.appendRows {
-		return e.st.Exec(chstore.OneBlock(ctx), "INSERT INTO "+state+" ("+p.stateColumns()+") "+p.stateSelect(p.newCommits(state, hi), hi, checks))
+		return e.St.Exec(chstore.OneBlock(ctx), "INSERT INTO "+state+" ("+p.stateColumns()+") "+p.stateSelect(p.newCommits(state, hi), hi, checks))
 	}
 	if len(p.cols) == 0 {
-		return fmt.Errorf("dynamic table %s: the columns of its state are not known", display(schema, name))
+		return fmt.Errorf("dynamic table %s: the columns of its state are not known", core.Display(schema, name))
 	}
 	cols := make([]string, len(p.cols))
 	anys := make([]string, len(p.cols))
@@ -258,22 +260,22 @@ func (e *Engine) incrementalDelta(ctx context.Context, schema, name string, p *i
 	}
 	// The marker row: the version, even when no row came.
 	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0"
-	return e.st.Exec(chstore.OneBlock(ctx), q)
+	return e.St.Exec(chstore.OneBlock(ctx), q)
 }
 
 // incrementalFull rebuilds a summary's state from the rows of commits up
 // to hi, and makes the dynamic table the view of it. rows counts its
 // groups now, deleted those it had.
 func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *incPlan, hi uint64) (rows, deleted int64, err error) {
-	if err := e.st.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
+	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
 		return 0, 0, err
 	}
 	deleted = e.rowCount(ctx, chsql.Table(schema, name))
-	fresh := stateTable(schema, name) + "__new_" + newLoadID()
+	fresh := stateTable(schema, name) + "__new_" + core.NewLoadID()
 	freshTable := chsql.Table(schemas.ChangesDB, fresh)
 	if err := e.buildState(ctx, p, freshTable, hi); err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+freshTable)
-		return 0, 0, queryError(err)
+		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+freshTable)
+		return 0, 0, core.QueryError(err)
 	}
 	rows = e.rowCount(ctx, freshTable)
 	if p.appendRows {
@@ -285,9 +287,9 @@ func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *in
 	// The view reads the state by name, so it goes on showing the state
 	// the next refreshes add to; it is made again here in case the query
 	// (or an older release's table) had the name.
-	view := name + "__new_" + newLoadID()
-	if err := e.st.Exec(ctx, "CREATE VIEW "+chsql.Table(schema, view)+" AS "+p.viewSelect(chsql.Table(schemas.ChangesDB, stateTable(schema, name)))); err != nil {
-		return 0, 0, queryError(err)
+	view := name + "__new_" + core.NewLoadID()
+	if err := e.St.Exec(ctx, "CREATE VIEW "+chsql.Table(schema, view)+" AS "+p.viewSelect(chsql.Table(schemas.ChangesDB, stateTable(schema, name)))); err != nil {
+		return 0, 0, core.QueryError(err)
 	}
 	return rows, deleted, e.swapNames(ctx, schema, name, view)
 }
@@ -296,14 +298,14 @@ func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *in
 // commits up to hi.
 func (e *Engine) buildState(ctx context.Context, p *incPlan, table string, hi uint64) error {
 	if !p.appendRows {
-		return e.st.Exec(ctx, "CREATE TABLE "+table+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil))
+		return e.St.Exec(ctx, "CREATE TABLE "+table+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil))
 	}
 	upto := strconv.FormatUint(hi, 10)
-	if err := e.st.Exec(ctx, "CREATE TABLE "+table+" ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64("+upto+") AS _lp_upto FROM ("+
+	if err := e.St.Exec(ctx, "CREATE TABLE "+table+" ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64("+upto+") AS _lp_upto FROM ("+
 		p.render(p.body, p.committedUpTo(hi))+")"); err != nil {
 		return err
 	}
-	if err := e.st.Exec(ctx, "INSERT INTO "+table+" (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64("+upto+")"); err != nil {
+	if err := e.St.Exec(ctx, "INSERT INTO "+table+" (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64("+upto+")"); err != nil {
 		return err
 	}
 	return e.appendColumns(ctx, p, table)
@@ -311,7 +313,7 @@ func (e *Engine) buildState(ctx context.Context, p *incPlan, table string, hi ui
 
 // appendColumns learns the columns of an append plan's state.
 func (e *Engine) appendColumns(ctx context.Context, p *incPlan, table string) error {
-	res, err := e.st.Query(ctx, "SELECT * FROM "+table+" LIMIT 0")
+	res, err := e.St.Query(ctx, "SELECT * FROM "+table+" LIMIT 0")
 	if err != nil {
 		return err
 	}
@@ -326,7 +328,7 @@ func (e *Engine) appendColumns(ctx context.Context, p *incPlan, table string) er
 
 // rowCount counts a table's rows; 0 when it cannot (no such table yet).
 func (e *Engine) rowCount(ctx context.Context, table string) int64 {
-	n, err := e.st.Strings(ctx, "SELECT count() FROM "+table)
+	n, err := e.St.Strings(ctx, "SELECT count() FROM "+table)
 	if err != nil || len(n) != 1 {
 		return 0
 	}
@@ -338,26 +340,26 @@ func (e *Engine) rowCount(ctx context.Context, table string) int64 {
 // had it: one RENAME statement swaps both names, so readers never find the
 // name missing. fresh is dropped if the swap fails.
 func (e *Engine) swapNames(ctx context.Context, db, name, fresh string) error {
-	old := name + "__old_" + newLoadID()
-	err := e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(db, name)+" TO "+chsql.Table(db, old)+", "+chsql.Table(db, fresh)+" TO "+chsql.Table(db, name))
+	old := name + "__old_" + core.NewLoadID()
+	err := e.St.Exec(ctx, "RENAME TABLE "+chsql.Table(db, name)+" TO "+chsql.Table(db, old)+", "+chsql.Table(db, fresh)+" TO "+chsql.Table(db, name))
 	if chstore.IsCode(err, chstore.CodeUnknownTable) {
 		// Nothing has the name yet: a first refresh.
-		err = e.st.Exec(ctx, "RENAME TABLE "+chsql.Table(db, fresh)+" TO "+chsql.Table(db, name))
+		err = e.St.Exec(ctx, "RENAME TABLE "+chsql.Table(db, fresh)+" TO "+chsql.Table(db, name))
 	}
 	if err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(db, fresh))
+		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(db, fresh))
 		return err
 	}
-	_ = e.st.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, old))
+	_ = e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, old))
 	return nil
 }
 
 // swapIn makes a dynamic table's contents the result of a query, at once.
 func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, deleted int64, err error) {
-	fresh := name + "__new_" + newLoadID()
-	if err := e.st.Exec(ctx, "CREATE TABLE "+chsql.Table(schema, fresh)+" ENGINE = MergeTree ORDER BY tuple() AS "+query); err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
-		return 0, 0, queryError(err)
+	fresh := name + "__new_" + core.NewLoadID()
+	if err := e.St.Exec(ctx, "CREATE TABLE "+chsql.Table(schema, fresh)+" ENGINE = MergeTree ORDER BY tuple() AS "+query); err != nil {
+		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
+		return 0, 0, core.QueryError(err)
 	}
 	// One read of ClickHouse's own tables counts the new rows and the old.
 	// 18.16 lists system.parts table by table and fails when one of the
@@ -365,14 +367,14 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 	// that is worth another try.
 	var res *chstore.Result
 	for try := 0; ; try++ {
-		res, err = e.st.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE active AND database = "+chsql.QuoteString(schema)+
+		res, err = e.St.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE active AND database = "+chsql.QuoteString(schema)+
 			" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(fresh)+") GROUP BY table")
 		if err == nil || try == 4 || !chstore.IsCode(err, chstore.CodeUnknownTable) {
 			break
 		}
 	}
 	if err != nil {
-		_ = e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
+		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
 		return 0, 0, err
 	}
 	for _, r := range res.Rows {
@@ -448,7 +450,7 @@ func (p *incPlan) deltaReason() string {
 func (p *incPlan) stateOf() string {
 	var b strings.Builder
 	for _, s := range p.read() {
-		fmt.Fprintf(&b, "%s@%d;", display(s.schema, s.table), s.created.UnixNano())
+		fmt.Fprintf(&b, "%s@%d;", core.Display(s.schema, s.table), s.created.UnixNano())
 	}
 	return b.String()
 }
@@ -457,7 +459,7 @@ func (p *incPlan) stateOf() string {
 func (p *incPlan) sourceNames() string {
 	names := make([]string, len(p.sources))
 	for i, s := range p.sources {
-		names[i] = display(s.schema, s.table)
+		names[i] = core.Display(s.schema, s.table)
 	}
 	return strings.Join(names, ", ")
 }

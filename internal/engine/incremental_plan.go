@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -113,23 +115,23 @@ func (e *Engine) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableR
 	}
 	read := make([]incSource, len(leaves))
 	for i, l := range leaves {
-		schema, table, err := e.qualify(l.Name)
+		schema, table, err := e.Qualify(l.Name)
 		if err != nil {
 			return err.Error()
 		}
 		// Read afresh, with its version: refreshes by a cached plan check it.
 		var spec catalog.TableSpec
-		e.cat.Forget(catalog.KindTable, schema, table)
-		v, ok, err := e.cat.GetCached(ctx, catalog.KindTable, schema, table, &spec)
+		e.Cat.Forget(catalog.KindTable, schema, table)
+		v, ok, err := e.Cat.GetCached(ctx, catalog.KindTable, schema, table, &spec)
 		if err != nil || !ok {
-			return "its source " + display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
+			return "its source " + core.Display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
 		}
 		if !tracked(spec) {
-			return "source " + display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
+			return "source " + core.Display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 		read[i] = incSource{schema, table, v, spec.CreatedAt}
 		if slices.ContainsFunc(read[:i], read[i].same) {
-			return "it reads " + display(schema, table) + " twice"
+			return "it reads " + core.Display(schema, table) + " twice"
 		}
 	}
 	if !slices.ContainsFunc(p.sources, read[0].same) {
@@ -147,7 +149,7 @@ func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.tab
 func (e *Engine) deltaTables(sess *session, p *incPlan) {
 	tableRef := sess.tr.Table
 	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
-		if schema, table, err := e.qualify(n); err == nil {
+		if schema, table, err := e.Qualify(n); err == nil {
 			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
 				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
 			}
@@ -161,7 +163,7 @@ func (p *incPlan) crossCheck() string {
 	for _, d := range p.dims {
 		for _, s := range p.sources {
 			if d.same(s) {
-				return display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
+				return core.Display(d.schema, d.table) + " is both read for its new rows and joined as a dimension"
 			}
 		}
 	}
@@ -175,7 +177,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 	}
 	sess := e.session(ctx)
 	defer sess.close()
-	p := &incPlan{in: e.globalIn()}
+	p := &incPlan{in: e.GlobalIn()}
 	if why := e.incFrom(ctx, p, sel.From); why != "" {
 		return nil, why
 	}
@@ -425,7 +427,7 @@ func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, s
 	}
 	sess := e.session(ctx)
 	defer sess.close()
-	p := &incPlan{appendRows: true, in: e.globalIn()}
+	p := &incPlan{appendRows: true, in: e.GlobalIn()}
 	for _, sel := range selects {
 		if why := perRow(sel); why != "" {
 			return nil, why

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
@@ -56,7 +58,7 @@ func BenchmarkKafkaEvalConvert(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				ins, err := st.NewInserter(context.Background(), "db", "t", cols, CommitColumn, 1)
+				ins, err := st.NewInserter(context.Background(), "db", "t", cols, core.CommitColumn, 1)
 				if err != nil {
 					b.Fatal(err)
 				}

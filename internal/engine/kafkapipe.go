@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -167,11 +169,11 @@ func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.Cop
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	schema, table, tspec, err := e.table(ctx, cp.Table)
+	schema, table, tspec, err := e.Table(ctx, cp.Table)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	cols, err := targetColumns(display(schema, table), tspec, cp.Columns)
+	cols, err := core.TargetColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +243,7 @@ func typedFits(typed, chType string) bool {
 }
 
 // createKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
-func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch Orchestrator) (*Result, error) {
+func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch core.Orchestrator) (*core.Result, error) {
 	cp := s.Copy
 	if cp.Overwrite {
 		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
@@ -250,7 +252,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 	if err != nil {
 		return nil, err
 	}
-	pr := props(s.Props)
+	pr := core.Props(s.Props)
 	if m := pr["ingest_mode"]; m != "" {
 		return nil, fmt.Errorf("pipe %s: INGEST_MODE is for volume pipes; a Kafka pipe reads every BATCH_INTERVAL_IN_SECONDS", s.Name)
 	}
@@ -262,7 +264,7 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 	}
 	// One pipe per group: two pipes committing to one group would each
 	// show the other's position as theirs.
-	all, err := e.cat.ListAll(ctx, catalog.KindPipe)
+	all, err := e.Cat.ListAll(ctx, catalog.KindPipe)
 	if err != nil {
 		return nil, err
 	}
@@ -284,19 +286,19 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 		Input: run.rk.src.Topic, Output: run.target.display, CreatedAt: time.Now().UTC(),
 		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
 	}
-	spec.Output = e.cfg.Workspace + "." + run.target.display
+	spec.Output = e.Cfg.Workspace + "." + run.target.display
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
-	if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, secret); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name, spec, secret); err != nil {
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
 	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
-		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
-	return message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.src.Topic, pr["batch_interval_in_seconds"], id), nil
+	return core.Message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.src.Topic, pr["batch_interval_in_seconds"], id), nil
 }
 
 // OpenKafkaPipe loads a Kafka pipe for its activities. A missing pipe is
@@ -308,7 +310,7 @@ func (e *Engine) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPi
 		return nil, err
 	}
 	text := spec.CopyStatement
-	if sec, err := e.cat.Secret(ctx, catalog.KindPipe, p.Schema, p.Name); err != nil {
+	if sec, err := e.Cat.Secret(ctx, catalog.KindPipe, p.Schema, p.Name); err != nil {
 		return nil, err
 	} else if sec != "" {
 		text = sec
@@ -370,7 +372,7 @@ func toPartitionOffsets(o kafka.Offsets) []jobs.PartitionOffset {
 // retried batch starts from the same offsets, so it finds (and removes)
 // the rows of an attempt that did not finish.
 func (r *KafkaPipeRun) commitID(from []jobs.PartitionOffset) uint64 {
-	return kafkaCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), from)
+	return core.KafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), from)
 }
 
 // badRecord is a record that could not be loaded.
@@ -444,7 +446,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	if retried {
 		// The id of releases before 2026-12-04 too: a batch retried across
 		// an upgrade.
-		legacy := legacyKafkaCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
+		legacy := core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
 		if err := r.e.dropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
@@ -461,7 +463,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 
 	budget := r.rk.maxErrors - in.Rejected
-	ins, err := r.e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, commit)
+	ins, err := r.e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, commit)
 	if err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
@@ -673,8 +675,8 @@ func (e *Engine) dropCommits(ctx context.Context, t loadTarget, commits []uint64
 	if len(commits) == 0 {
 		return nil
 	}
-	found, err := e.st.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
-		chsql.QuoteIdent(CommitColumn), chsql.Table(t.db, t.table), chsql.QuoteIdent(CommitColumn), idList(commits)))
+	found, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
+		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.db, t.table), chsql.QuoteIdent(core.CommitColumn), idList(commits)))
 	if err != nil {
 		return err
 	}
@@ -689,20 +691,20 @@ func (e *Engine) dropCommits(ctx context.Context, t loadTarget, commits []uint64
 		}
 		ids = append(ids, id)
 	}
-	if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(CommitColumn), idList(ids))); err != nil {
+	if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), idList(ids))); err != nil {
 		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
 	}
 	return nil
 }
 
 func (e *Engine) dropCommit(ctx context.Context, t loadTarget, commit uint64) error {
-	n, err := e.st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
-		chsql.Table(t.db, t.table), chsql.QuoteIdent(CommitColumn), commit))
+	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
+		chsql.Table(t.db, t.table), chsql.QuoteIdent(core.CommitColumn), commit))
 	if err != nil {
 		return err
 	}
 	if len(n) == 1 && n[0] != "0" {
-		if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(CommitColumn), commit)); err != nil {
+		if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(core.CommitColumn), commit)); err != nil {
 			return fmt.Errorf("remove an unfinished load: %w", err)
 		}
 	}

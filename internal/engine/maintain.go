@@ -22,8 +22,8 @@ import (
 //   - dropped tables past their retention are purged.
 //   - streaming-write sessions unused for StreamSessionIdleDays are closed.
 func (e *Engine) Maintain(ctx context.Context) error {
-	days := e.cfg.LoadHistoryDays
-	pipes, err := e.cat.ListAll(ctx, catalog.KindPipe)
+	days := e.Cfg.LoadHistoryDays
+	pipes, err := e.Cat.ListAll(ctx, catalog.KindPipe)
 	if err != nil {
 		return err
 	}
@@ -53,12 +53,12 @@ func (e *Engine) Maintain(ctx context.Context) error {
 // expire deletes matching rows of a system table when there are any (a
 // mutation rewrites parts, so it is not issued for nothing).
 func (e *Engine) expire(ctx context.Context, table, cond string) error {
-	n, err := e.st.Strings(ctx, "SELECT count() FROM lakepipe."+chsql.QuoteIdent(table)+" WHERE "+cond)
+	n, err := e.St.Strings(ctx, "SELECT count() FROM lakepipe."+chsql.QuoteIdent(table)+" WHERE "+cond)
 	if err != nil {
 		return fmt.Errorf("expire %s: %w", table, err)
 	}
 	if len(n) == 1 && n[0] != "0" {
-		if err := e.st.Exec(ctx, "ALTER TABLE lakepipe."+chsql.QuoteIdent(table)+" DELETE WHERE "+cond); err != nil {
+		if err := e.St.Exec(ctx, "ALTER TABLE lakepipe."+chsql.QuoteIdent(table)+" DELETE WHERE "+cond); err != nil {
 			return fmt.Errorf("expire %s: %w", table, err)
 		}
 	}

@@ -2,12 +2,13 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
@@ -17,33 +18,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// Orchestrator runs pipe workflows; package orchestrator implements it on
-// Temporal. The engine only needs these few verbs.
-type Orchestrator interface {
-	// Signal sends a signal to any lakepipe workflow.
-	Signal(ctx context.Context, id, signal string, arg any) error
-	// PipeStatus answers the workflow's status query; state is the
-	// workflow's execution status (RUNNING, FAILED, TERMINATED, …) and
-	// reason its failure, if any.
-	PipeStatus(ctx context.Context, id string) (st *jobs.PipeStatus, state, reason string, err error)
-	// Stop asks a workflow to end after its current step (drop signal).
-	Stop(ctx context.Context, id string) error
-	// Start starts a workflow by its registered name; a leftover run under
-	// the same id is terminated first.
-	Start(ctx context.Context, id, workflow string, input any) error
-	// Query runs a workflow's query; state is its execution status.
-	Query(ctx context.Context, id, query string, out any) (state string, err error)
-	// Run runs a workflow under an id one run holds at a time and waits
-	// for its result (see orchestrator.Temporal.Run).
-	Run(ctx context.Context, id, workflow string, input, out any) error
-	// Wait waits for a workflow's latest run to end, for its result.
-	Wait(ctx context.Context, id string, out any) error
-}
-
 // WithOrchestrator returns a copy of the engine that runs pipes through o.
-func (e *Engine) WithOrchestrator(o Orchestrator) *Engine {
+func (e *Engine) WithOrchestrator(o core.Orchestrator) *Engine {
 	cp := *e
-	cp.orch = o
+	cp.Orch = o
 	return &cp
 }
 
@@ -51,37 +29,13 @@ func (e *Engine) WithOrchestrator(o Orchestrator) *Engine {
 // schema (activities run for pipes of any schema).
 func (e *Engine) WithSchema(schema string) *Engine {
 	cp := *e
-	cp.cfg.Schema = schema
+	cp.Cfg.Schema = schema
 	return &cp
-}
-
-func (e *Engine) orchestrator() (Orchestrator, error) {
-	if e.orch == nil {
-		return nil, errors.New("pipes need Temporal: no Temporal connection is configured (set --temporal / LAKEPIPE_TEMPORAL_ADDR)")
-	}
-	return e.orch, nil
-}
-
-// PipeWorkflowID is the pipe's workflow id, the query_tag of the ClickZetta Lakehouse documentation.
-func (e *Engine) PipeWorkflowID(name string) string {
-	return "pipe." + e.cfg.Workspace + "." + e.cfg.Schema + "." + name
-}
-
-func (e *Engine) pipeSpec(ctx context.Context, name string) (catalog.PipeSpec, error) {
-	var spec catalog.PipeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, name, &spec)
-	if err != nil {
-		return spec, err
-	}
-	if !ok {
-		return spec, fmt.Errorf("pipe %s does not exist (SHOW PIPES lists them)", name)
-	}
-	return spec, nil
 }
 
 // pipeParams derives the workflow parameters from a pipe's spec.
 func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) jobs.PipeParams {
-	p := jobs.PipeParams{Workspace: e.cfg.Workspace, Schema: e.cfg.Schema, Name: name, Kind: spec.Kind,
+	p := jobs.PipeParams{Workspace: e.Cfg.Workspace, Schema: e.Cfg.Schema, Name: name, Kind: spec.Kind,
 		IngestMode: spec.Properties["ingest_mode"], PollSeconds: 30}
 	if spec.Kind == jobs.KindKafka {
 		p.PollSeconds = 60
@@ -108,32 +62,32 @@ func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) jobs.PipeParams 
 // runs with (ErrPipeGone when there is no such pipe).
 func (e *Engine) PipeParams(ctx context.Context, name string) (jobs.PipeParams, error) {
 	var spec catalog.PipeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindPipe, e.Cfg.Schema, name, &spec)
 	if err != nil {
 		return jobs.PipeParams{}, err
 	}
 	if !ok {
-		return jobs.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.cfg.Schema, name, ErrPipeGone)
+		return jobs.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.Cfg.Schema, name, core.ErrPipeGone)
 	}
 	return e.pipeParams(name, spec), nil
 }
 
-func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Result, error) {
-	if err := Check(e.cfg.Schema, s); err != nil {
+func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.Result, error) {
+	if err := Check(e.Cfg.Schema, s); err != nil {
 		return nil, err
 	}
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
 	var existing catalog.PipeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, &existing)
+	ok, err := e.Cat.Get(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name, &existing)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		if s.IfNotExists {
-			return message("pipe %s already exists", s.Name), nil
+			return core.Message("pipe %s already exists", s.Name), nil
 		}
 		return nil, fmt.Errorf("pipe %s already exists (use IF NOT EXISTS, or DROP PIPE first)", s.Name)
 	}
@@ -141,14 +95,14 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	if cp.Volume == nil {
 		return e.createKafkaPipe(ctx, s, orch)
 	}
-	schema, table, _, err := e.table(ctx, cp.Table)
+	schema, table, _, err := e.Table(ctx, cp.Table)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 	}
 	if cp.Overwrite {
 		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
 	}
-	_, vspec, err := e.volume(ctx, cp.Volume.Volume)
+	_, vspec, err := e.Volume(ctx, cp.Volume.Volume)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 	}
@@ -159,7 +113,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	if loc.IsBucketRoot() {
 		return nil, fmt.Errorf("pipe %s: volume %s points at the bucket root (%s); a pipe's volume must point at a sub-directory, e.g. %sincoming/ (create a volume on a sub-directory and use that)", s.Name, cp.Volume.Volume, loc, loc)
 	}
-	pipes, err := e.cat.List(ctx, catalog.KindPipe, e.cfg.Schema)
+	pipes, err := e.Cat.List(ctx, catalog.KindPipe, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +123,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 			return nil, fmt.Errorf("pipe %s: volume %s is already used by pipe %s; each pipe needs a volume of its own", s.Name, cp.Volume.Volume, o.Name)
 		}
 	}
-	pr := props(s.Props)
+	pr := core.Props(s.Props)
 	if pr["ingest_mode"] == "" {
 		pr["ingest_mode"] = "LIST_PURGE"
 	}
@@ -182,34 +136,34 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*Resul
 	}
 	spec := catalog.PipeSpec{
 		Kind: jobs.KindVolume, Properties: pr, CopyStatement: cp.Text, Input: cp.Volume.Volume,
-		Output: e.cfg.Workspace + "." + schema + "." + table, CreatedAt: time.Now().UTC(),
+		Output: e.Cfg.Workspace + "." + schema + "." + table, CreatedAt: time.Now().UTC(),
 	}
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
-	if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name, spec, ""); err != nil {
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
 	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
-		_ = e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
-	return message("pipe %s created; it runs as Temporal workflow %s", s.Name, id), nil
+	return core.Message("pipe %s created; it runs as Temporal workflow %s", s.Name, id), nil
 }
 
-func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result, error) {
+func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*core.Result, error) {
 	if s.Action == "SET_COPY" {
 		return nil, fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE %s and CREATE PIPE again", s.Name, s.Name)
 	}
-	if err := Check(e.cfg.Schema, s); err != nil {
+	if err := Check(e.Cfg.Schema, s); err != nil {
 		return nil, err
 	}
-	spec, err := e.pipeSpec(ctx, s.Name)
+	spec, err := e.PipeSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
@@ -219,13 +173,13 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 		if err := orch.Signal(ctx, id, jobs.SignalRefresh, nil); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
-		return message("pipe %s: a turn starts now", s.Name), nil
+		return core.Message("pipe %s: a turn starts now", s.Name), nil
 	case "SET":
 		changed := false
 		for _, p := range s.Props {
 			switch k := strings.ToLower(p.Key); k {
 			case "pipe_execution_paused":
-				paused, err := parseBool("PIPE_EXECUTION_PAUSED", p.Value)
+				paused, err := core.ParseBool("PIPE_EXECUTION_PAUSED", p.Value)
 				if err != nil {
 					return nil, err
 				}
@@ -243,37 +197,37 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*Result,
 		if changed {
 			// A Kafka pipe's secrets (its SASL password) are stored with the
 			// pipe: the new version keeps them.
-			secret, err := e.cat.Secret(ctx, catalog.KindPipe, e.cfg.Schema, s.Name)
+			secret, err := e.Cat.Secret(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 			if err != nil {
 				return nil, err
 			}
-			if err := e.cat.Put(ctx, catalog.KindPipe, e.cfg.Schema, s.Name, spec, secret); err != nil {
+			if err := e.Cat.Put(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name, spec, secret); err != nil {
 				return nil, err
 			}
 		}
-		return message("pipe %s altered", s.Name), nil
+		return core.Message("pipe %s altered", s.Name), nil
 	}
-	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, ErrNotSupportedYet)
+	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, core.ErrNotSupportedYet)
 }
 
-func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*Result, error) {
-	if _, err := e.pipeSpec(ctx, s.Name); err != nil {
+func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*core.Result, error) {
+	if _, err := e.PipeSpec(ctx, s.Name); err != nil {
 		if s.IfExists {
-			return message("pipe %s does not exist", s.Name), nil
+			return core.Message("pipe %s does not exist", s.Name), nil
 		}
 		return nil, err
 	}
-	orch, err := e.orchestrator()
+	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
 	}
-	if err := e.cat.Delete(ctx, catalog.KindPipe, e.cfg.Schema, s.Name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name); err != nil {
 		return nil, err
 	}
 	if err := orch.Stop(ctx, e.PipeWorkflowID(s.Name)); err != nil {
 		return nil, fmt.Errorf("pipe %s dropped, but its workflow did not stop: %w", s.Name, err)
 	}
-	return message("pipe %s dropped (the data it loaded stays in its table)", s.Name), nil
+	return core.Message("pipe %s dropped (the data it loaded stays in its table)", s.Name), nil
 }
 
 // pipeView is a pipe's catalog entry joined with its workflow's status.
@@ -287,11 +241,11 @@ type pipeView struct {
 
 func (e *Engine) viewPipe(ctx context.Context, name string, spec catalog.PipeSpec) pipeView {
 	v := pipeView{name: name, spec: spec, status: "RUNNING"}
-	if e.orch == nil {
+	if e.Orch == nil {
 		v.status, v.invalid = "UNKNOWN", "no Temporal connection"
 		return v
 	}
-	st, state, reason, err := e.orch.PipeStatus(ctx, e.PipeWorkflowID(name))
+	st, state, reason, err := e.Orch.PipeStatus(ctx, e.PipeWorkflowID(name))
 	switch {
 	case err != nil && state == "RUNNING":
 		// Running, but no worker answered the query in time: say so, the
@@ -332,19 +286,19 @@ func (v pipeView) properties() string {
 	return strings.Join(parts, ", ")
 }
 
-func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result, error) {
-	objs, err := e.cat.List(ctx, catalog.KindPipe, e.cfg.Schema)
+func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*core.Result, error) {
+	objs, err := e.Cat.List(ctx, catalog.KindPipe, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"name", "status", "pipe_kind", "vcluster", "ingest_mode", "input_name", "output_name",
+	res := &core.Result{Columns: []string{"name", "status", "pipe_kind", "vcluster", "ingest_mode", "input_name", "output_name",
 		"files_loaded", "rows_loaded", "last_load_time", "comment", "copy_statement", "created_time",
 		// Beyond the ClickZetta Lakehouse documentation: what waits, so that SQL users need no dashboard
 		// (the worker's metrics lakepipe_pipe_backlog_files and
 		// lakepipe_pipe_kafka_lag_records carry the same figures).
 		"backlog_files", "kafka_lag", "last_turn_time"}}
 	for _, o := range objs {
-		if !likeMatch(s.Like, o.Name) {
+		if !core.LikeMatch(s.Like, o.Name) {
 			continue
 		}
 		var spec catalog.PipeSpec
@@ -384,14 +338,14 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*Result,
 	return res, nil
 }
 
-func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, error) {
-	spec, err := e.pipeSpec(ctx, s.Name)
+func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*core.Result, error) {
+	spec, err := e.PipeSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
 	v := e.viewPipe(ctx, s.Name, spec)
 	kv := [][2]any{
-		{"name", s.Name}, {"schema", e.cfg.Schema}, {"pipe_status", v.status}, {"pipe_kind", spec.Kind},
+		{"name", s.Name}, {"schema", e.Cfg.Schema}, {"pipe_status", v.status}, {"pipe_kind", spec.Kind},
 		{"properties", v.properties()}, {"ingest_mode", spec.Properties["ingest_mode"]}, {"virtual_cluster", spec.Properties["virtual_cluster"]},
 		{"input_name", spec.Input}, {"output_name", spec.Output}, {"copy_statement", spec.CopyStatement},
 		{"invalid_reason", v.invalid}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},
@@ -431,7 +385,7 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*Result, e
 			}
 		}
 	}
-	return propertyRows(kv), nil
+	return core.PropertyRows(kv), nil
 }
 
 // listingText says how a volume pipe's turns list its volume.

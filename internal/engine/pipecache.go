@@ -67,7 +67,7 @@ func (e *Engine) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 		}
 		c = cachedRun{run: run}
 	}
-	vs, err := e.cat.Versions(ctx, c.run.refs)
+	vs, err := e.Cat.Versions(ctx, c.run.refs)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -23,10 +25,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
-
-// ErrPipeGone is returned to a pipe's activities once the pipe has been
-// dropped: retrying cannot help, and the workflow ends.
-var ErrPipeGone = errors.New("pipe no longer exists")
 
 // PipeRun is what a pipe's activities need, loaded from the catalog.
 type PipeRun struct {
@@ -54,15 +52,15 @@ type PipeRun struct {
 // ErrPipeGone.
 func (e *Engine) activePipe(ctx context.Context, p jobs.PipeParams) (catalog.PipeSpec, error) {
 	var spec catalog.PipeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
 	if err != nil {
 		return spec, err
 	}
 	if !ok {
-		return spec, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, ErrPipeGone)
+		return spec, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, core.ErrPipeGone)
 	}
 	if p.Generation != 0 && spec.CreatedAt.UnixNano() != p.Generation {
-		return spec, fmt.Errorf("pipe %s.%s was dropped and created again since this workflow started: %w", p.Schema, p.Name, ErrPipeGone)
+		return spec, fmt.Errorf("pipe %s.%s was dropped and created again since this workflow started: %w", p.Schema, p.Name, core.ErrPipeGone)
 	}
 	return spec, nil
 }
@@ -76,46 +74,46 @@ func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	}
 	stmt, err := sqlparse.Parse(spec.CopyStatement)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err))
+		return nil, core.Permanent(fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err))
 	}
 	cp, ok := stmt.(*sqlparse.CopyIntoTable)
 	if !ok || cp.Volume == nil {
-		return nil, permanent(fmt.Errorf("pipe %s: not a volume pipe", p.Name))
+		return nil, core.Permanent(fmt.Errorf("pipe %s: not a volume pipe", p.Name))
 	}
 	run := &PipeRun{e: e, Name: p.Name, Spec: spec, copy: cp, purge: spec.Properties["ingest_mode"] == "LIST_PURGE"}
 	if v := spec.Properties["ignore_tmp_file"]; v != "" {
-		ignore, err := parseBool("IGNORE_TMP_FILE", v)
+		ignore, err := core.ParseBool("IGNORE_TMP_FILE", v)
 		if err != nil {
-			return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+			return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 		}
 		run.keepTmp = !ignore
 	}
-	schema, table, tspec, err := e.table(ctx, cp.Table)
+	schema, table, tspec, err := e.Table(ctx, cp.Table)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
 	}
-	cols, err := targetColumns(display(schema, table), tspec, cp.Columns)
+	cols, err := core.TargetColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = tableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
 	var vspec catalog.VolumeSpec
-	if run.vol, vspec, err = e.volume(ctx, cp.Volume.Volume); err != nil {
+	if run.vol, vspec, err = e.Volume(ctx, cp.Volume.Volume); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
 	}
 	run.refs = []catalog.Ref{
 		{Kind: catalog.KindPipe, Schema: p.Schema, Name: p.Name},
 		{Kind: catalog.KindTable, Schema: schema, Name: table},
 		{Kind: catalog.KindVolume, Schema: p.Schema, Name: cp.Volume.Volume},
-		{Kind: catalog.KindConnection, Schema: globalSchema, Name: vspec.Connection},
+		{Kind: catalog.KindConnection, Schema: core.GlobalSchema, Name: vspec.Connection},
 	}
 	if run.opts, err = e.fileOptions(cp.Volume); err != nil {
-		return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	if re := cp.Volume.Regexp; re != nil {
 		if run.re, err = regexp.Compile(*re); err != nil {
-			return nil, permanent(fmt.Errorf("pipe %s: REGEXP %q: %v", p.Name, *re, err))
+			return nil, core.Permanent(fmt.Errorf("pipe %s: REGEXP %q: %v", p.Name, *re, err))
 		}
 	}
 	// A pipe's default is to skip a file with a bad row (Snowpipe's
@@ -124,7 +122,7 @@ func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	for _, o := range cp.Options {
 		if strings.EqualFold(o.Key, "on_error") {
 			if run.onError, err = copyOnError(cp.Options); err != nil {
-				return nil, permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
+				return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 			}
 			if run.onError == onErrorAbort {
 				run.onError = onErrorSkipFile
@@ -163,7 +161,7 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 		q += " AND file_path IN (" + strings.Join(quoted, ", ") + ")"
 	}
 	q += " GROUP BY file_path"
-	res, err := r.e.st.Query(ctx, q)
+	res, err := r.e.St.Query(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: read load history: %w", r.Name, err)
 	}
@@ -361,7 +359,7 @@ const listingLag = 256
 // cursor with the order known lists from the start, stopping at a batch:
 // a volume with few handled keys, or none.)
 func (r *PipeRun) FullListingDue(state jobs.ListState) bool {
-	return !state.Ordered || time.Since(state.FullAt) >= r.e.cfg.FullListingInterval
+	return !state.Ordered || time.Since(state.FullAt) >= r.e.Cfg.FullListingInterval
 }
 
 // hinted returns the hinted paths that exist and are not handled yet, at
@@ -485,12 +483,12 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 
 // commitID names one file version's load in a pipe; it tags the rows.
 func (r *PipeRun) commitID(f jobs.FileRef) uint64 {
-	return fileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
+	return core.FileCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, f)
 }
 
 // legacyCommitID is commitID before 2026-12-04 (see commitid.go).
 func (r *PipeRun) legacyCommitID(f jobs.FileRef) uint64 {
-	return legacyFileCommit(r.e.cfg.Workspace, r.e.cfg.Schema, r.Name, f)
+	return core.LegacyFileCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, f)
 }
 
 // LoadFile loads one file exactly once:
@@ -753,7 +751,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		}
 		results[i].Status, results[i].Rows, results[i].Rejected, results[i].FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
 	}
-	if err := r.e.st.InsertStaged(ctx, write); err != nil {
+	if err := r.e.St.InsertStaged(ctx, write); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	if len(record) > 0 {

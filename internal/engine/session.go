@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -139,9 +141,9 @@ type cachedKey struct {
 // the statement check its version.
 func (s *session) cachedGet(kind catalog.Kind, schema, name string, out any) (bool, error) {
 	if !s.cached {
-		return s.e.cat.Get(s.ctx, kind, schema, name, out)
+		return s.e.Cat.Get(s.ctx, kind, schema, name, out)
 	}
-	v, ok, err := s.e.cat.GetCached(s.ctx, kind, schema, name, out)
+	v, ok, err := s.e.Cat.GetCached(s.ctx, kind, schema, name, out)
 	if err != nil || !ok {
 		return ok, err
 	}
@@ -161,7 +163,7 @@ func (s *session) staleCache(err error) bool {
 		return false
 	}
 	for _, k := range s.cachedKeys {
-		s.e.cat.Forget(k.kind, k.schema, k.name)
+		s.e.Cat.Forget(k.kind, k.schema, k.name)
 	}
 	return true
 }
@@ -181,7 +183,7 @@ func (s *session) stream(n sqlparse.ObjectName) (streamLookup, error) {
 	}
 	var l streamLookup
 	var err error
-	if l.schema, l.name, err = s.e.qualify(n); err != nil {
+	if l.schema, l.name, err = s.e.Qualify(n); err != nil {
 		return l, err
 	}
 	if l.ok, err = s.cachedGet(catalog.KindStream, l.schema, l.name, &l.spec); err != nil {
@@ -208,7 +210,7 @@ func (e *Engine) session(ctx context.Context) *session {
 			} else if l.ok {
 				return s.streamSource(l.schema, l.name, l.spec)
 			}
-			return e.tableRef(ctx, n)
+			return e.TableRef(ctx, n)
 		},
 		Source: s.source,
 		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
@@ -220,7 +222,7 @@ func (e *Engine) session(ctx context.Context) *session {
 					return nil, false
 				}
 				extra = streamColumns
-			} else if _, _, spec, err = e.table(ctx, n); err != nil {
+			} else if _, _, spec, err = e.Table(ctx, n); err != nil {
 				return nil, false
 			}
 			cols := make([]string, len(spec.Columns))
@@ -239,7 +241,7 @@ func (s *session) translate(q *sqlparse.Query) (string, error) { return s.tr.Que
 // statement still cleans up.
 func (s *session) close() {
 	for _, t := range s.temp {
-		_ = s.e.st.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schemas.TempDB, t))
+		_ = s.e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schemas.TempDB, t))
 	}
 }
 
@@ -254,7 +256,7 @@ func (s *session) source(ref sqlparse.TableRef) (string, error) {
 		case "load_history":
 			return s.e.loadHistorySource(s.ctx, r.Func)
 		case "read_kafka":
-			return "", fmt.Errorf("READ_KAFKA reads a topic inside CREATE PIPE … AS COPY INTO … FROM (SELECT … FROM READ_KAFKA(…)): %w", ErrNotSupportedYet)
+			return "", fmt.Errorf("READ_KAFKA reads a topic inside CREATE PIPE … AS COPY INTO … FROM (SELECT … FROM READ_KAFKA(…)): %w", core.ErrNotSupportedYet)
 		}
 		return "", fmt.Errorf("unknown table function %s (known: load_history, READ_KAFKA)", r.Func.Name)
 	}
@@ -273,7 +275,7 @@ func tempName() string {
 // (Parquet, JSON), else f0, f1, ….
 func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	e := s.e
-	vol, _, err := e.volume(s.ctx, src.Volume)
+	vol, _, err := e.Volume(s.ctx, src.Volume)
 	if err != nil {
 		return "", err
 	}
@@ -305,10 +307,10 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	for i, c := range cols {
 		defs[i] = chsql.QuoteIdent(c.Name) + " " + c.Type
 	}
-	if err := e.st.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
+	if err := e.St.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
 		return "", err
 	}
-	if err := e.st.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ("+strings.Join(defs, ", ")+") ENGINE = Memory"); err != nil {
+	if err := e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ("+strings.Join(defs, ", ")+") ENGINE = Memory"); err != nil {
 		return "", fmt.Errorf("read volume %s: %w", src.Volume, err)
 	}
 	s.temp = append(s.temp, name)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
@@ -23,29 +25,29 @@ const (
 var streamColumns = []string{"__change_type", "__commit_version", "__commit_timestamp"}
 
 func (e *Engine) streamSpec(ctx context.Context, n sqlparse.ObjectName) (schema, name string, spec catalog.StreamSpec, ok bool, err error) {
-	if schema, name, err = e.qualify(n); err != nil {
+	if schema, name, err = e.Qualify(n); err != nil {
 		return
 	}
-	ok, err = e.cat.Get(ctx, catalog.KindStream, schema, name, &spec)
+	ok, err = e.Cat.Get(ctx, catalog.KindStream, schema, name, &spec)
 	return
 }
 
-func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableStream) (*Result, error) {
+func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableStream) (*core.Result, error) {
 	schema, name, _, exists, err := e.streamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
 	if exists && !s.OrReplace {
 		if s.IfNotExists {
-			return message("table stream %s already exists", display(schema, name)), nil
+			return core.Message("table stream %s already exists", core.Display(schema, name)), nil
 		}
-		return nil, fmt.Errorf("table stream %s already exists (use IF NOT EXISTS or CREATE OR REPLACE)", display(schema, name))
+		return nil, fmt.Errorf("table stream %s already exists (use IF NOT EXISTS or CREATE OR REPLACE)", core.Display(schema, name))
 	}
-	tschema, tname, tspec, err := e.table(ctx, s.Table)
+	tschema, tname, tspec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, fmt.Errorf("table stream %s: %w", name, err)
 	}
-	spec := catalog.StreamSpec{Table: display(tschema, tname), Mode: streamStandard, CreatedAt: time.Now().UTC(), TableCreatedAt: tspec.CreatedAt}
+	spec := catalog.StreamSpec{Table: core.Display(tschema, tname), Mode: streamStandard, CreatedAt: time.Now().UTC(), TableCreatedAt: tspec.CreatedAt}
 	for _, p := range s.Props {
 		v := strings.ToUpper(strings.TrimSpace(p.Value))
 		switch strings.ToUpper(p.Key) {
@@ -55,7 +57,7 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 			}
 			spec.Mode = v
 		case "SHOW_INITIAL_ROWS":
-			b, err := parseBool("SHOW_INITIAL_ROWS", v)
+			b, err := core.ParseBool("SHOW_INITIAL_ROWS", v)
 			if err != nil {
 				return nil, fmt.Errorf("table stream %s: %w", name, err)
 			}
@@ -77,7 +79,7 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 			tspec.Properties = map[string]string{}
 		}
 		tspec.Properties["change_tracking"] = "true"
-		if err := e.cat.Put(ctx, catalog.KindTable, tschema, tname, tspec, ""); err != nil {
+		if err := e.Cat.Put(ctx, catalog.KindTable, tschema, tname, tspec, ""); err != nil {
 			return nil, err
 		}
 		note = fmt.Sprintf(" (change tracking is now on for %s)", spec.Table)
@@ -87,34 +89,34 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 	if spec.ShowInitialRows {
 		spec.Offset = 0
 	}
-	if err := e.cat.Put(ctx, catalog.KindStream, schema, name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindStream, schema, name, spec, ""); err != nil {
 		return nil, err
 	}
-	return message("table stream %s created on %s%s", display(schema, name), spec.Table, note), nil
+	return core.Message("table stream %s created on %s%s", core.Display(schema, name), spec.Table, note), nil
 }
 
-func (e *Engine) dropTableStream(ctx context.Context, s *sqlparse.DropTableStream) (*Result, error) {
+func (e *Engine) dropTableStream(ctx context.Context, s *sqlparse.DropTableStream) (*core.Result, error) {
 	schema, name, _, ok, err := e.streamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if s.IfExists {
-			return message("table stream %s does not exist", display(schema, name)), nil
+			return core.Message("table stream %s does not exist", core.Display(schema, name)), nil
 		}
-		return nil, fmt.Errorf("table stream %s does not exist (SHOW TABLE STREAMS lists them)", display(schema, name))
+		return nil, fmt.Errorf("table stream %s does not exist (SHOW TABLE STREAMS lists them)", core.Display(schema, name))
 	}
-	if err := e.cat.Delete(ctx, catalog.KindStream, schema, name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindStream, schema, name); err != nil {
 		return nil, err
 	}
-	return message("table stream %s dropped", display(schema, name)), nil
+	return core.Message("table stream %s dropped", core.Display(schema, name)), nil
 }
 
 // streamState says whether a stream can be read: its table exists and its
 // offset is within the table's change log.
 func (e *Engine) streamState(ctx context.Context, name string, spec catalog.StreamSpec) (tschema, tname string, tspec catalog.TableSpec, stale string, err error) {
 	return e.streamStateWith(name, spec, func(schema, table string, out *catalog.TableSpec) (bool, error) {
-		return e.cat.Get(ctx, catalog.KindTable, schema, table, out)
+		return e.Cat.Get(ctx, catalog.KindTable, schema, table, out)
 	})
 }
 
@@ -148,14 +150,14 @@ func versionTime(v uint64) string {
 	return time.Unix(0, int64(v)).UTC().Format("2006-01-02 15:04:05.000")
 }
 
-func (e *Engine) showTableStreams(ctx context.Context, s *sqlparse.ShowTableStreams) (*Result, error) {
-	objs, err := e.cat.List(ctx, catalog.KindStream, e.cfg.Schema)
+func (e *Engine) showTableStreams(ctx context.Context, s *sqlparse.ShowTableStreams) (*core.Result, error) {
+	objs, err := e.Cat.List(ctx, catalog.KindStream, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"name", "schema", "table_name", "mode", "show_initial_rows", "stale", "offset_version", "offset_time", "comment", "created_time"}}
+	res := &core.Result{Columns: []string{"name", "schema", "table_name", "mode", "show_initial_rows", "stale", "offset_version", "offset_time", "comment", "created_time"}}
 	for _, o := range objs {
-		if !likeMatch(s.Like, o.Name) {
+		if !core.LikeMatch(s.Like, o.Name) {
 			continue
 		}
 		var spec catalog.StreamSpec
@@ -170,13 +172,13 @@ func (e *Engine) showTableStreams(ctx context.Context, s *sqlparse.ShowTableStre
 	return res, nil
 }
 
-func (e *Engine) descTableStream(ctx context.Context, s *sqlparse.DescTableStream) (*Result, error) {
+func (e *Engine) descTableStream(ctx context.Context, s *sqlparse.DescTableStream) (*core.Result, error) {
 	schema, name, spec, ok, err := e.streamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("table stream %s does not exist (SHOW TABLE STREAMS lists them)", display(schema, name))
+		return nil, fmt.Errorf("table stream %s does not exist (SHOW TABLE STREAMS lists them)", core.Display(schema, name))
 	}
 	_, _, _, stale, serr := e.streamState(ctx, name, spec)
 	if serr != nil {
@@ -186,7 +188,7 @@ func (e *Engine) descTableStream(ctx context.Context, s *sqlparse.DescTableStrea
 	if !spec.ConsumedAt.IsZero() {
 		consumed = spec.ConsumedAt
 	}
-	return propertyRows([][2]any{
+	return core.PropertyRows([][2]any{
 		{"name", name}, {"schema", schema}, {"table_name", spec.Table}, {"mode", spec.Mode},
 		{"show_initial_rows", spec.ShowInitialRows}, {"offset_version", spec.Offset}, {"offset_time", versionTime(spec.Offset)},
 		{"last_consumed_time", consumed}, {"stale", stale != ""}, {"stale_reason", stale},
@@ -264,7 +266,7 @@ func (s *session) consumeStreams() error {
 	for _, k := range keys {
 		r := s.streams[k]
 		var spec catalog.StreamSpec
-		ok, err := s.e.cat.Get(s.ctx, catalog.KindStream, r.schema, r.name, &spec)
+		ok, err := s.e.Cat.Get(s.ctx, catalog.KindStream, r.schema, r.name, &spec)
 		if err != nil {
 			return fmt.Errorf("table stream %s: its offset did not move: %w", r.name, err)
 		}
@@ -275,7 +277,7 @@ func (s *session) consumeStreams() error {
 		// From here on the stream starts from a version, not from its
 		// table's initial rows.
 		spec.ShowInitialRows = false
-		if err := s.e.cat.Put(s.ctx, catalog.KindStream, r.schema, r.name, spec, ""); err != nil {
+		if err := s.e.Cat.Put(s.ctx, catalog.KindStream, r.schema, r.name, spec, ""); err != nil {
 			return fmt.Errorf("table stream %s: its offset did not move: %w", r.name, err)
 		}
 	}

@@ -6,13 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/lakepipe/lakepipe/tunnel"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/tunnel"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -97,7 +99,7 @@ func (e *Engine) TouchStreamSession(ctx context.Context, s StreamSession) (Strea
 		return s, nil
 	}
 	s.LastUsed = time.Now().UTC()
-	if err := e.cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -106,11 +108,11 @@ func (e *Engine) TouchStreamSession(ctx context.Context, s StreamSession) (Strea
 // expireStreamSessions forgets the sessions unused for
 // StreamSessionIdleDays.
 func (e *Engine) expireStreamSessions(ctx context.Context) error {
-	objs, err := e.cat.List(ctx, catalog.KindStreamSession, "")
+	objs, err := e.Cat.List(ctx, catalog.KindStreamSession, "")
 	if err != nil {
 		return err
 	}
-	cutoff := time.Now().Add(-time.Duration(e.cfg.StreamSessionIdleDays) * 24 * time.Hour)
+	cutoff := time.Now().Add(-time.Duration(e.Cfg.StreamSessionIdleDays) * 24 * time.Hour)
 	for _, o := range objs {
 		var s StreamSession
 		if o.Decode(&s) != nil || s.usedAt().After(cutoff) {
@@ -127,7 +129,7 @@ func (e *Engine) expireStreamSessions(ctx context.Context) error {
 // session.
 func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest) (StreamSession, error) {
 	if req.Schema == "" {
-		req.Schema = e.cfg.Schema
+		req.Schema = e.Cfg.Schema
 	}
 	if req.Table == "" {
 		return StreamSession{}, streamErr(tunnel.CodeBadRequest, "a stream upload session needs a table")
@@ -152,10 +154,10 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 			return StreamSession{}, streamErr(tunnel.CodeBadRequest, "schema version %q: expected a number (the table's is %d)", req.SchemaVersion, spec.SchemaVersion)
 		}
 		return StreamSession{}, streamErr(tunnel.CodeSchemaMismatch, "table %s is at schema version %d, not %s: open the session without a schema version to write with the current schema",
-			display(req.Schema, req.Table), spec.SchemaVersion, req.SchemaVersion)
+			core.Display(req.Schema, req.Table), spec.SchemaVersion, req.SchemaVersion)
 	}
 	if req.PartitionSpec != "" {
-		if s.Partition, err = parsePartitionSpec(req.PartitionSpec, spec, display(req.Schema, req.Table)); err != nil {
+		if s.Partition, err = parsePartitionSpec(req.PartitionSpec, spec, core.Display(req.Schema, req.Table)); err != nil {
 			return StreamSession{}, err
 		}
 		if !req.CreatePartition {
@@ -165,12 +167,12 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 			}
 			if len(missing) > 0 {
 				return StreamSession{}, streamErr(tunnel.CodeNoSuchPartition, "table %s has no partition %s: open the session with create partition set to create it",
-					display(req.Schema, req.Table), req.PartitionSpec)
+					core.Display(req.Schema, req.Table), req.PartitionSpec)
 			}
 		}
 	}
 	// Sessions are global objects (schema ""): a flush names only the id.
-	if err := e.cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindStreamSession, "", s.ID, s, ""); err != nil {
 		return StreamSession{}, err
 	}
 	return s, nil
@@ -179,7 +181,7 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 // StreamSessionByID loads an open session.
 func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSession, error) {
 	var s StreamSession
-	ok, err := e.cat.Get(ctx, catalog.KindStreamSession, "", id, &s)
+	ok, err := e.Cat.Get(ctx, catalog.KindStreamSession, "", id, &s)
 	if err != nil || ok {
 		return s, err
 	}
@@ -189,7 +191,7 @@ func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSessio
 // CloseStreamSession forgets a session; flushed rows stay.
 func (e *Engine) CloseStreamSession(ctx context.Context, s StreamSession) error {
 	knownPartitions.Delete(s.ID)
-	return e.cat.Delete(ctx, catalog.KindStreamSession, "", s.ID)
+	return e.Cat.Delete(ctx, catalog.KindStreamSession, "", s.ID)
 }
 
 func newSessionID() string {
@@ -200,12 +202,12 @@ func newSessionID() string {
 
 func (e *Engine) streamTable(ctx context.Context, schema, name string) (catalog.TableSpec, error) {
 	var spec catalog.TableSpec
-	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
 	if err != nil {
 		return spec, err
 	}
 	if !ok {
-		return spec, streamErr(tunnel.CodeNoSuchTable, "table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name))
+		return spec, streamErr(tunnel.CodeNoSuchTable, "table %s does not exist (SHOW TABLES lists the tables of a schema)", core.Display(schema, name))
 	}
 	return spec, nil
 }
@@ -324,9 +326,9 @@ func (e *Engine) missingPartitions(ctx context.Context, s *StreamSession, keys [
 	if len(exprs) == 1 {
 		q = "SELECT DISTINCT " + exprs[0] + " FROM " + chsql.Table(s.Schema, s.Table) + " WHERE " + exprs[0] + " IN (" + strings.Join(tuples, ", ") + ")"
 	}
-	res, err := e.st.Query(ctx, q)
+	res, err := e.St.Query(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("table %s: look up partitions: %w", display(s.Schema, s.Table), err)
+		return nil, fmt.Errorf("table %s: look up partitions: %w", core.Display(s.Schema, s.Table), err)
 	}
 	for _, r := range res.Rows {
 		parts := make([]string, len(r))
@@ -363,7 +365,7 @@ type StreamFlush struct {
 // It returns the rows written. A flush whose ID already committed returns
 // its row count again without writing.
 func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush) (int64, error) {
-	table := display(s.Schema, s.Table)
+	table := core.Display(s.Schema, s.Table)
 	spec, err := e.streamTable(ctx, s.Schema, s.Table)
 	if err != nil {
 		return 0, err
@@ -407,7 +409,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		defer mu.Unlock()
 		// An earlier attempt's rows carry this id, or the id releases
 		// before 2026-12-04 gave (a flush retried across an upgrade).
-		for _, commit := range []uint64{target.commit, legacyFlushCommit(s.ID, f.ID)} {
+		for _, commit := range []uint64{target.commit, core.LegacyFlushCommit(s.ID, f.ID)} {
 			n, err := e.commitRows(ctx, s.Schema, s.Table, commit)
 			if err != nil {
 				return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
@@ -436,7 +438,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	in, err := e.st.NewInserter(ctx, target.db, target.table, target.cols, CommitColumn, target.commit)
+	in, err := e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, target.commit)
 	if err != nil {
 		return 0, err
 	}
@@ -505,9 +507,9 @@ var ErrStoreUnavailable = errors.New("ClickHouse did not answer")
 // flushCommit derives a flush's commit id from its session and flush id.
 func flushCommit(session, flush string) uint64 {
 	if flush == "" {
-		return randomCommit()
+		return core.RandomCommit()
 	}
-	return flushIDCommit(session, flush)
+	return core.FlushIDCommit(session, flush)
 }
 
 // checkSessionSchema refuses a flush when the table changed since the
@@ -517,7 +519,7 @@ func checkSessionSchema(s StreamSession, spec catalog.TableSpec) error {
 	if spec.SchemaVersion == s.Version {
 		return nil
 	}
-	table := display(s.Schema, s.Table)
+	table := core.Display(s.Schema, s.Table)
 	why := fmt.Sprintf("table %s changed from schema version %d to %d since the session opened", table, s.Version, spec.SchemaVersion)
 	if !s.AllowMismatch {
 		return streamErr(tunnel.CodeSchemaMismatch, "%s: open a new session to write with the new schema", why)
@@ -588,7 +590,7 @@ func partitionSources(s StreamSession, spec catalog.TableSpec, target loadTarget
 			}
 		}
 		if i < 0 {
-			return nil, fmt.Errorf("table %s: partition column %s is not a column", display(s.Schema, s.Table), name)
+			return nil, fmt.Errorf("table %s: partition column %s is not a column", core.Display(s.Schema, s.Table), name)
 		}
 		p.cols = append(p.cols, i)
 		p.types = append(p.types, target.cols[i].Type)

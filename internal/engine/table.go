@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -17,53 +19,29 @@ import (
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// table loads a table's spec.
-func (e *Engine) table(ctx context.Context, n sqlparse.ObjectName) (schema, name string, spec catalog.TableSpec, err error) {
-	schema, name, err = e.qualify(n)
-	if err != nil {
-		return
-	}
-	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &spec)
-	if err != nil {
-		return
-	}
-	if !ok {
-		err = permanent(fmt.Errorf("table %s does not exist (SHOW TABLES lists the tables of a schema)", display(schema, name)))
-	}
-	return
-}
-
-func columnDDL(c catalog.ColumnSpec) string {
-	s := chsql.QuoteIdent(c.Name) + " " + c.CHType
-	if c.Comment != "" {
-		s += " COMMENT " + chsql.QuoteString(c.Comment)
-	}
-	return s
-}
-
-func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*Result, error) {
-	schema, name, err := e.qualify(s.Name)
+func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*core.Result, error) {
+	schema, name, err := e.Qualify(s.Name)
 	if err != nil {
 		return nil, err
 	}
 	var existing catalog.TableSpec
-	ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &existing)
+	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &existing)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		if s.IfNotExists {
-			return message("table %s already exists", display(schema, name)), nil
+			return core.Message("table %s already exists", core.Display(schema, name)), nil
 		}
-		return nil, fmt.Errorf("table %s already exists (use IF NOT EXISTS, or DROP TABLE first)", display(schema, name))
+		return nil, fmt.Errorf("table %s already exists (use IF NOT EXISTS, or DROP TABLE first)", core.Display(schema, name))
 	}
 	if s.AsQuery != nil {
-		return nil, fmt.Errorf("CREATE TABLE … AS SELECT: %w (create the table, then INSERT INTO … SELECT)", ErrNotSupportedYet)
+		return nil, fmt.Errorf("CREATE TABLE … AS SELECT: %w (create the table, then INSERT INTO … SELECT)", core.ErrNotSupportedYet)
 	}
 	if len(s.Columns) == 0 {
-		return nil, fmt.Errorf("table %s: at least one column is needed", display(schema, name))
+		return nil, fmt.Errorf("table %s: at least one column is needed", core.Display(schema, name))
 	}
-	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, Properties: props(s.Props), CreatedAt: time.Now().UTC()}
+	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, Properties: core.Props(s.Props), CreatedAt: time.Now().UTC()}
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
@@ -74,13 +52,13 @@ func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*Res
 	seen := map[string]bool{}
 	for _, c := range s.Columns {
 		if seen[strings.ToLower(c.Name)] {
-			return nil, fmt.Errorf("table %s: column %s is declared twice", display(schema, name), c.Name)
+			return nil, fmt.Errorf("table %s: column %s is declared twice", core.Display(schema, name), c.Name)
 		}
 		seen[strings.ToLower(c.Name)] = true
 		// Partition keys cannot be Nullable in ClickHouse.
 		ch, err := schemas.ClickHouseType(c.Type, c.NotNull || partition[c.Name])
 		if err != nil {
-			return nil, fmt.Errorf("table %s column %s: %w", display(schema, name), c.Name, err)
+			return nil, fmt.Errorf("table %s column %s: %w", core.Display(schema, name), c.Name, err)
 		}
 		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlparse.FormatType(c.Type), CHType: ch}
 		if c.Comment != nil {
@@ -90,26 +68,26 @@ func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*Res
 	}
 	for _, p := range s.PartitionBy {
 		if !seen[strings.ToLower(p)] {
-			return nil, fmt.Errorf("table %s: PARTITIONED BY names %s, which is not a column", display(schema, name), p)
+			return nil, fmt.Errorf("table %s: PARTITIONED BY names %s, which is not a column", core.Display(schema, name), p)
 		}
 	}
 	if err := e.createClickHouseTable(ctx, schema, name, spec); err != nil {
 		return nil, err
 	}
-	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
 		return nil, err
 	}
-	return message("table %s created", display(schema, name)), nil
+	return core.Message("table %s created", core.Display(schema, name)), nil
 }
 
 func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
-		cols[i] = columnDDL(c)
+		cols[i] = core.ColumnDDL(c)
 	}
 	// _lp_commit tags the rows of each load, which is what makes loads
 	// exactly-once (see docs/exactly-once.md); queries never show it.
-	cols = append(cols, chsql.QuoteIdent(CommitColumn)+" UInt64 DEFAULT 0")
+	cols = append(cols, chsql.QuoteIdent(core.CommitColumn)+" UInt64 DEFAULT 0")
 	clauses := ""
 	if len(spec.PartitionBy) > 0 {
 		parts := make([]string, len(spec.PartitionBy))
@@ -120,44 +98,44 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 	}
 	// Ordered by commit id: the rows of one load (or one write of a
 	// change-tracked table) sit together, so a table stream reads only them.
-	clauses += " ORDER BY " + chsql.QuoteIdent(CommitColumn)
-	if err := e.createStoredTable(ctx, schema, name, strings.Join(cols, ", "), clauses); err != nil {
-		return fmt.Errorf("create table %s: %w", display(schema, name), err)
+	clauses += " ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
+	if err := e.CreateStoredTable(ctx, schema, name, strings.Join(cols, ", "), clauses); err != nil {
+		return fmt.Errorf("create table %s: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
 
-func (e *Engine) dropTable(ctx context.Context, s *sqlparse.DropTable) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Name)
+func (e *Engine) dropTable(ctx context.Context, s *sqlparse.DropTable) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		if s.IfExists && schema != "" {
-			return message("table %s does not exist", display(schema, name)), nil
+			return core.Message("table %s does not exist", core.Display(schema, name)), nil
 		}
 		return nil, err
 	}
 	now := time.Now().UTC()
 	trash := fmt.Sprintf("%s__%s__%d", schema, name, now.UnixNano())
-	if err := e.renameStoredTable(ctx, schema, name, schemas.TrashDB, trash); err != nil {
-		return nil, fmt.Errorf("drop table %s: %w", display(schema, name), err)
+	if err := e.RenameStoredTable(ctx, schema, name, schemas.TrashDB, trash); err != nil {
+		return nil, fmt.Errorf("drop table %s: %w", core.Display(schema, name), err)
 	}
-	if err := e.cat.Put(ctx, catalog.KindDroppedTable, schemas.TrashDB, trash, catalog.DroppedTableSpec{Table: spec, Schema: schema, Name: name, DroppedAt: now}, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindDroppedTable, schemas.TrashDB, trash, catalog.DroppedTableSpec{Table: spec, Schema: schema, Name: name, DroppedAt: now}, ""); err != nil {
 		return nil, err
 	}
-	if err := e.cat.Delete(ctx, catalog.KindTable, schema, name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindTable, schema, name); err != nil {
 		return nil, err
 	}
 	e.purgeTrash(ctx)
-	return message("table %s dropped (UNDROP TABLE %s restores it within %d days)", display(schema, name), name, e.cfg.TrashRetentionDays), nil
+	return core.Message("table %s dropped (UNDROP TABLE %s restores it within %d days)", core.Display(schema, name), name, e.Cfg.TrashRetentionDays), nil
 }
 
 // purgeTrash removes dropped tables past their retention. Failures are
 // left for the next drop to retry.
 func (e *Engine) purgeTrash(ctx context.Context) {
-	objs, err := e.cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
+	objs, err := e.Cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
 	if err != nil {
 		return
 	}
-	cutoff := time.Now().Add(-time.Duration(e.cfg.TrashRetentionDays) * 24 * time.Hour)
+	cutoff := time.Now().Add(-time.Duration(e.Cfg.TrashRetentionDays) * 24 * time.Hour)
 	// A change log is named after its table: it goes once no table of
 	// that name is left in the trash (nor live, see dropChangeLog).
 	type tableName struct{ schema, name string }
@@ -169,7 +147,7 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 			continue
 		}
 		n := tableName{d.Schema, d.Name}
-		if d.DroppedAt.After(cutoff) || e.dropStoredTable(ctx, schemas.TrashDB, o.Name) != nil || e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name) != nil {
+		if d.DroppedAt.After(cutoff) || e.DropStoredTable(ctx, schemas.TrashDB, o.Name) != nil || e.Cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, o.Name) != nil {
 			kept[n] = true
 		} else if d.DroppedAt.After(purged[n]) {
 			purged[n] = d.DroppedAt
@@ -182,24 +160,24 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 	}
 }
 
-func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*Result, error) {
-	schema, name, err := e.qualify(s.Name)
+func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*core.Result, error) {
+	schema, name, err := e.Qualify(s.Name)
 	if err != nil {
 		return nil, err
 	}
 	var live catalog.TableSpec
-	if ok, err := e.cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil {
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil {
 		return nil, err
 	} else if ok {
-		return nil, fmt.Errorf("table %s exists: drop or rename it before UNDROP", display(schema, name))
+		return nil, fmt.Errorf("table %s exists: drop or rename it before UNDROP", core.Display(schema, name))
 	}
-	objs, err := e.cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
+	objs, err := e.Cat.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
 	if err != nil {
 		return nil, err
 	}
 	var best *catalog.DroppedTableSpec
 	var bestName string
-	cutoff := time.Now().Add(-time.Duration(e.cfg.TrashRetentionDays) * 24 * time.Hour)
+	cutoff := time.Now().Add(-time.Duration(e.Cfg.TrashRetentionDays) * 24 * time.Hour)
 	for _, o := range objs {
 		var d catalog.DroppedTableSpec
 		if o.Decode(&d) != nil || d.Schema != schema || d.Name != name || d.DroppedAt.Before(cutoff) {
@@ -211,25 +189,25 @@ func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*Res
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("no dropped table %s within the last %d days", display(schema, name), e.cfg.TrashRetentionDays)
+		return nil, fmt.Errorf("no dropped table %s within the last %d days", core.Display(schema, name), e.Cfg.TrashRetentionDays)
 	}
-	if err := e.renameStoredTable(ctx, schemas.TrashDB, bestName, schema, name); err != nil {
-		return nil, fmt.Errorf("undrop table %s: %w", display(schema, name), err)
+	if err := e.RenameStoredTable(ctx, schemas.TrashDB, bestName, schema, name); err != nil {
+		return nil, fmt.Errorf("undrop table %s: %w", core.Display(schema, name), err)
 	}
-	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, best.Table, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindTable, schema, name, best.Table, ""); err != nil {
 		return nil, err
 	}
-	if err := e.cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, bestName); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindDroppedTable, schemas.TrashDB, bestName); err != nil {
 		return nil, err
 	}
-	return message("table %s restored", display(schema, name)), nil
+	return core.Message("table %s restored", core.Display(schema, name)), nil
 }
 
 // tableProperties are the properties ALTER TABLE … SET PROPERTIES knows.
 var tableProperties = map[string]bool{"change_tracking": true, "data_retention_days": true, "data_lifecycle": true, "comment": true}
 
-func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Name)
+func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -238,12 +216,12 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		if spec.Properties == nil {
 			spec.Properties = map[string]string{}
 		}
-		for k, v := range props(s.Props) {
+		for k, v := range core.Props(s.Props) {
 			if !tableProperties[k] {
-				return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", display(schema, name), k)
+				return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", core.Display(schema, name), k)
 			}
 			if k == "change_tracking" {
-				b, err := parseBool(k, v)
+				b, err := core.ParseBool(k, v)
 				if err != nil {
 					return nil, err
 				}
@@ -264,7 +242,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		c := s.Column
 		for _, old := range spec.Columns {
 			if strings.EqualFold(old.Name, c.Name) {
-				return nil, fmt.Errorf("table %s already has a column %s", display(schema, name), c.Name)
+				return nil, fmt.Errorf("table %s already has a column %s", core.Display(schema, name), c.Name)
 			}
 		}
 		ch, err := schemas.ClickHouseType(c.Type, c.NotNull)
@@ -275,20 +253,20 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 		if c.Comment != nil {
 			cs.Comment = *c.Comment
 		}
-		if err := e.alterColumns(ctx, schema, name, "ADD COLUMN "+columnDDL(cs)); err != nil {
-			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
+		if err := e.AlterColumns(ctx, schema, name, "ADD COLUMN "+core.ColumnDDL(cs)); err != nil {
+			return nil, fmt.Errorf("alter table %s: %w", core.Display(schema, name), err)
 		}
 		if tracked(spec) {
 			// Its change log gets the column too (18.16 has no ADD COLUMN
 			// IF NOT EXISTS: a column already there is left).
-			n, err := e.st.Strings(ctx, "SELECT count() FROM system.columns WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+
+			n, err := e.St.Strings(ctx, "SELECT count() FROM system.columns WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+
 				" AND table = "+chsql.QuoteString(changesTable(schema, name))+" AND name = "+chsql.QuoteString(cs.Name))
 			if err != nil {
 				return nil, err
 			}
 			if len(n) == 1 && n[0] == "0" {
-				if err := e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN "+columnDDL(cs)); err != nil {
-					return nil, fmt.Errorf("alter table %s: its change log: %w", display(schema, name), err)
+				if err := e.St.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN "+core.ColumnDDL(cs)); err != nil {
+					return nil, fmt.Errorf("alter table %s: its change log: %w", core.Display(schema, name), err)
 				}
 			}
 		}
@@ -302,31 +280,31 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*Resul
 			}
 		}
 		if idx < 0 {
-			return nil, fmt.Errorf("table %s has no column %s", display(schema, name), s.ColumnName)
+			return nil, fmt.Errorf("table %s has no column %s", core.Display(schema, name), s.ColumnName)
 		}
-		if err := e.alterColumns(ctx, schema, name, "DROP COLUMN "+chsql.QuoteIdent(spec.Columns[idx].Name)); err != nil {
-			return nil, fmt.Errorf("alter table %s: %w", display(schema, name), err)
+		if err := e.AlterColumns(ctx, schema, name, "DROP COLUMN "+chsql.QuoteIdent(spec.Columns[idx].Name)); err != nil {
+			return nil, fmt.Errorf("alter table %s: %w", core.Display(schema, name), err)
 		}
 		spec.Columns = append(spec.Columns[:idx], spec.Columns[idx+1:]...)
 		spec.SchemaVersion++
 	default:
-		return nil, fmt.Errorf("ALTER TABLE … %s: %w", s.Action, ErrNotSupportedYet)
+		return nil, fmt.Errorf("ALTER TABLE … %s: %w", s.Action, core.ErrNotSupportedYet)
 	}
-	if err := e.cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
 		return nil, err
 	}
-	return message("table %s altered", display(schema, name)), nil
+	return core.Message("table %s altered", core.Display(schema, name)), nil
 }
 
-func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*Result, error) {
-	res := &Result{Columns: []string{"schema_name", "table_name", "is_view", "is_materialized_view", "is_external", "is_dynamic"}}
+func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*core.Result, error) {
+	res := &core.Result{Columns: []string{"schema_name", "table_name", "is_view", "is_materialized_view", "is_external", "is_dynamic"}}
 	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable} {
-		objs, err := e.cat.List(ctx, k, e.cfg.Schema)
+		objs, err := e.Cat.List(ctx, k, e.Cfg.Schema)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range objs {
-			if likeMatch(s.Like, o.Name) {
+			if core.LikeMatch(s.Like, o.Name) {
 				res.Rows = append(res.Rows, []any{o.Schema, o.Name, false, false, false, k == catalog.KindDynamicTable})
 			}
 		}
@@ -335,19 +313,19 @@ func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*Resul
 	return res, nil
 }
 
-func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Name)
+func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"column_name", "data_type", "comment"}}
+	res := &core.Result{Columns: []string{"column_name", "data_type", "comment"}}
 	for _, c := range spec.Columns {
 		res.Rows = append(res.Rows, []any{c.Name, c.Type, c.Comment})
 	}
 	if !s.Extended {
 		return res, nil
 	}
-	n, err := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	n, err := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
 	if err != nil {
 		return nil, err
 	}
@@ -368,42 +346,12 @@ func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*Result,
 	return res, nil
 }
 
-// targetColumns picks the columns an INSERT or COPY names (all when none).
-func targetColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
-	if len(names) == 0 {
-		return spec.Columns, nil
-	}
-	var out []catalog.ColumnSpec
-	for _, n := range names {
-		found := false
-		for _, c := range spec.Columns {
-			if strings.EqualFold(c.Name, n) {
-				out = append(out, c)
-				found = true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("table %s has no column %s", table, n)
-		}
-	}
-	return out, nil
-}
-
-func columnList(cols []catalog.ColumnSpec) string {
-	q := make([]string, len(cols))
-	for i, c := range cols {
-		q[i] = chsql.QuoteIdent(c.Name)
-	}
-	return strings.Join(q, ", ")
-}
-
-func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Table)
+func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
 	}
-	cols, err := targetColumns(display(schema, name), spec, s.Columns)
+	cols, err := core.TargetColumns(core.Display(schema, name), spec, s.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +370,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 		parts := make([]string, len(s.Values))
 		for i, row := range s.Values {
 			if len(row) != len(cols) {
-				return nil, fmt.Errorf("INSERT INTO %s: row %d has %d values for %d columns", display(schema, name), i+1, len(row), len(cols))
+				return nil, fmt.Errorf("INSERT INTO %s: row %d has %d values for %d columns", core.Display(schema, name), i+1, len(row), len(cols))
 			}
 			vals := make([]string, len(row))
 			for j, v := range row {
@@ -443,18 +391,18 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 		body = strings.Join(parts, " UNION ALL ")
 	}
 	if s.Overwrite {
-		if err := e.truncateStoredTable(ctx, schema, name); err != nil {
-			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", display(schema, name), err)
+		if err := e.TruncateStoredTable(ctx, schema, name); err != nil {
+			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", core.Display(schema, name), err)
 		}
 	}
 	// Every INSERT tags its rows with a commit id of its own: a
 	// change-tracked table's change log finds them by it.
-	commit := randomCommit()
-	before, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
-	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(cols)+", "+chsql.QuoteIdent(CommitColumn)+") SELECT *, toUInt64("+strconv.FormatUint(commit, 10)+") FROM ("+body+")"); err != nil {
-		return nil, fmt.Errorf("INSERT INTO %s: %w", display(schema, name), err)
+	commit := core.RandomCommit()
+	before, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(cols)+", "+chsql.QuoteIdent(core.CommitColumn)+") SELECT *, toUInt64("+strconv.FormatUint(commit, 10)+") FROM ("+body+")"); err != nil {
+		return nil, fmt.Errorf("INSERT INTO %s: %w", core.Display(schema, name), err)
 	}
-	after, _ := e.st.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	after, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
 	var n int64 = -1
 	if len(before) == 1 && len(after) == 1 {
 		var b, a int64
@@ -470,16 +418,16 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*Result, error
 	// The streams this statement read are consumed: their offsets move to
 	// what it read, now that its write is done.
 	if err := sess.consumeStreams(); err != nil {
-		return nil, fmt.Errorf("INSERT INTO %s: rows inserted, but %w", display(schema, name), err)
+		return nil, fmt.Errorf("INSERT INTO %s: rows inserted, but %w", core.Display(schema, name), err)
 	}
 	if n >= 0 {
-		return message("%d rows inserted into %s", n, display(schema, name)), nil
+		return core.Message("%d rows inserted into %s", n, core.Display(schema, name)), nil
 	}
-	return message("rows inserted into %s", display(schema, name)), nil
+	return core.Message("rows inserted into %s", core.Display(schema, name)), nil
 }
 
-func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Table)
+func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -499,14 +447,14 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 	}
 	// The rows go to the change log first; the commit is registered last,
 	// so a statement that fails midway leaves no change behind.
-	commit := randomCommit()
+	commit := core.RandomCommit()
 	if err := e.saveRemoved(ctx, schema, name, spec, commitDelete, commit, cond); err != nil {
 		return nil, err
 	}
 	if cond, err = e.savedCommits(ctx, schema, name, commit, cond); err != nil {
 		return nil, err
 	}
-	res := message("DELETE on %s done", display(schema, name))
+	res := core.Message("DELETE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
 		if res, err = e.mutate(ctx, schema, name, "DELETE WHERE "+cond); err != nil {
 			return nil, err
@@ -522,8 +470,8 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*Result, error
 	return res, nil
 }
 
-func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error) {
-	schema, name, spec, err := e.table(ctx, s.Table)
+func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, error) {
+	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +480,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 	sets := make([]string, len(s.Set))
 	setOf := map[string]string{} // column → new value, for change-tracked tables
 	for i, a := range s.Set {
-		cols, err := targetColumns(display(schema, name), spec, []string{a.Column})
+		cols, err := core.TargetColumns(core.Display(schema, name), spec, []string{a.Column})
 		if err != nil {
 			return nil, err
 		}
@@ -565,7 +513,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 	// On a change-tracked table an UPDATE writes the new rows under a
 	// commit of its own and removes the old ones (kept in the change log as
 	// UPDATE_BEFORE): the change log sees both sides.
-	commit := randomCommit()
+	commit := core.RandomCommit()
 	if err := e.saveRemoved(ctx, schema, name, spec, "UPDATE_BEFORE", commit, cond); err != nil {
 		return nil, err
 	}
@@ -580,12 +528,12 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*Result, error
 			exprs[i] = chsql.QuoteIdent(c.Name)
 		}
 	}
-	commitCol := chsql.QuoteIdent(CommitColumn)
-	if err := e.st.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+columnList(spec.Columns)+", "+commitCol+") SELECT "+
+	commitCol := chsql.QuoteIdent(core.CommitColumn)
+	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(spec.Columns)+", "+commitCol+") SELECT "+
 		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
-		return nil, fmt.Errorf("UPDATE %s: %w", display(schema, name), err)
+		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)
 	}
-	res := message("UPDATE on %s done", display(schema, name))
+	res := core.Message("UPDATE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
 		if _, err = e.mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit)); err != nil {
 			return nil, err
@@ -614,8 +562,8 @@ func (e *Engine) dryRun(ctx context.Context, schema, name, cond string, values [
 	if len(values) > 0 {
 		q += " AND NOT ignore(" + strings.Join(values, ", ") + ")"
 	}
-	if _, err := e.st.Strings(ctx, q); err != nil {
-		return fmt.Errorf("%s: the statement cannot run on its rows: %w", display(schema, name), queryError(err))
+	if _, err := e.St.Strings(ctx, q); err != nil {
+		return fmt.Errorf("%s: the statement cannot run on its rows: %w", core.Display(schema, name), core.QueryError(err))
 	}
 	return nil
 }
@@ -623,25 +571,25 @@ func (e *Engine) dryRun(ctx context.Context, schema, name, cond string, values [
 // mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations
 // are asynchronous in ClickHouse, and a DML statement should be done when
 // it returns.
-func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result, error) {
+func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*core.Result, error) {
 	verb := strings.Fields(what)[0]
 	table := name
-	if e.sharded(schema) {
-		table = name + shardSuffix
+	if e.Sharded(schema) {
+		table = name + core.ShardSuffix
 	}
 	// ddl runs it on every node of a cluster; lakepipe's own tables are on
 	// this server only.
-	run := e.ddl
-	if !e.sharded(schema) {
-		run = func(ctx context.Context, head, tail string) error { return e.st.Exec(ctx, head+tail) }
+	run := e.DDL
+	if !e.Sharded(schema) {
+		run = func(ctx context.Context, head, tail string) error { return e.St.Exec(ctx, head+tail) }
 	}
 	if err := run(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", verb, display(schema, name), err)
+		return nil, fmt.Errorf("%s %s: %w", verb, core.Display(schema, name), err)
 	}
-	if err := e.waitMutations(ctx, schema, table, verb, display(schema, name)); err != nil {
+	if err := e.WaitMutations(ctx, schema, table, verb, core.Display(schema, name)); err != nil {
 		return nil, err
 	}
-	return message("%s on %s done", verb, display(schema, name)), nil
+	return core.Message("%s on %s done", verb, core.Display(schema, name)), nil
 }
 
 // A query reading a table stream is translated from what this process
@@ -652,7 +600,7 @@ func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*Result
 // the entries' version checks. The result counts only if the check held.
 // So a stream read costs one round trip (and a cheap one alongside) when
 // nothing changed, and three when something did.
-func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*Result, error) {
+func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*core.Result, error) {
 	mode := querySpeculative
 	for {
 		res, again, err := e.queryOnce(ctx, q, mode)
@@ -674,7 +622,7 @@ const (
 
 // queryOnce runs a query; again, when not zero, says a cache turned out
 // outdated and how to run it again.
-func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMode) (_ *Result, again queryMode, _ error) {
+func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMode) (_ *core.Result, again queryMode, _ error) {
 	sess := e.session(ctx)
 	sess.cached = mode >= queryCached
 	sess.speculate = mode == querySpeculative
@@ -698,16 +646,16 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 		ctx = chstore.WithSettings(ctx, clickhouse.Settings{"use_uncompressed_cache": 1})
 	}
 	if len(sess.unchecked) == 0 {
-		r, err := e.st.Query(ctx, text)
+		r, err := e.St.Query(ctx, text)
 		if err != nil {
-			return nil, stale(err), queryError(err)
+			return nil, stale(err), core.QueryError(err)
 		}
 		// Every value used was checked after sess.token was read (no
 		// commits came from the cache unchecked).
 		if sess.token != "" {
 			e.fresh.record(sess.token, sess.checked)
 		}
-		return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
+		return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 	}
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -716,7 +664,7 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r, qerr = e.st.Query(qctx, text)
+		r, qerr = e.St.Query(qctx, text)
 	}()
 	// The parts token is read before the full check, so that the values
 	// the check finds current are current at that token (see freshness).
@@ -743,18 +691,9 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	}
 	<-done
 	if qerr != nil {
-		return nil, 0, queryError(qerr)
+		return nil, 0, core.QueryError(qerr)
 	}
-	return &Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
-}
-
-// queryError turns ClickHouse's complaints into lakepipe's words where it
-// can; it never adds the server's stack trace.
-func queryError(err error) error {
-	if chstore.IsCode(err, chstore.CodeUnknownTable) {
-		return fmt.Errorf("%w (SHOW TABLES lists the tables)", err)
-	}
-	return err
+	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 }
 
 // uniqueOutputNames renames the SELECT items of an INSERT's query whose

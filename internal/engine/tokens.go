@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 )
 
@@ -87,7 +89,7 @@ func (e *Engine) CreateWriteToken(ctx context.Context, name string, scope TokenS
 		return "", fmt.Errorf("token name %q: use 1 to 64 letters, digits, '_' and '-'", name)
 	}
 	var old catalog.WriteTokenSpec
-	ok, err := e.cat.Get(ctx, catalog.KindWriteToken, globalSchema, name, &old)
+	ok, err := e.Cat.Get(ctx, catalog.KindWriteToken, core.GlobalSchema, name, &old)
 	if err != nil {
 		return "", err
 	}
@@ -101,7 +103,7 @@ func (e *Engine) CreateWriteToken(ctx context.Context, name string, scope TokenS
 	secret := base64.RawURLEncoding.EncodeToString(raw[:])
 	sum := sha256.Sum256([]byte(secret))
 	spec := catalog.WriteTokenSpec{Scope: scope.String(), Hash: hex.EncodeToString(sum[:]), CreatedAt: time.Now().UTC()}
-	if err := e.cat.Put(ctx, catalog.KindWriteToken, globalSchema, name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindWriteToken, core.GlobalSchema, name, spec, ""); err != nil {
 		return "", err
 	}
 	return writeTokenPrefix + name + "." + secret, nil
@@ -109,7 +111,7 @@ func (e *Engine) CreateWriteToken(ctx context.Context, name string, scope TokenS
 
 // WriteTokens lists the write-service tokens, by name.
 func (e *Engine) WriteTokens(ctx context.Context) ([]WriteToken, error) {
-	objs, err := e.cat.List(ctx, catalog.KindWriteToken, globalSchema)
+	objs, err := e.Cat.List(ctx, catalog.KindWriteToken, core.GlobalSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -129,14 +131,14 @@ func (e *Engine) WriteTokens(ctx context.Context) ([]WriteToken, error) {
 // then on (within the write service's token cache time).
 func (e *Engine) RevokeWriteToken(ctx context.Context, name string) error {
 	var spec catalog.WriteTokenSpec
-	ok, err := e.cat.Get(ctx, catalog.KindWriteToken, globalSchema, name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindWriteToken, core.GlobalSchema, name, &spec)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return fmt.Errorf("write token %s does not exist (lakepipe tokens list shows them)", name)
 	}
-	return e.cat.Delete(ctx, catalog.KindWriteToken, globalSchema, name)
+	return e.Cat.Delete(ctx, catalog.KindWriteToken, core.GlobalSchema, name)
 }
 
 // ErrNotWriteToken is returned for a token that is not of the lpw. form.
@@ -152,7 +154,7 @@ func (e *Engine) CheckWriteToken(ctx context.Context, token string) (scope Token
 		return TokenScope{}, false, ErrNotWriteToken
 	}
 	var spec catalog.WriteTokenSpec
-	got, err := e.cat.Get(ctx, catalog.KindWriteToken, globalSchema, name, &spec)
+	got, err := e.Cat.Get(ctx, catalog.KindWriteToken, core.GlobalSchema, name, &spec)
 	if err != nil || !got {
 		return TokenScope{}, false, err
 	}
@@ -169,4 +171,4 @@ func (e *Engine) CheckWriteToken(ctx context.Context, token string) (scope Token
 }
 
 // DefaultSchema is the schema of names given without one.
-func (e *Engine) DefaultSchema() string { return e.cfg.Schema }
+func (e *Engine) DefaultSchema() string { return e.Cfg.Schema }

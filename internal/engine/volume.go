@@ -6,24 +6,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// Connections are workspace-wide: they live under the empty schema.
-const globalSchema = ""
-
-func (e *Engine) createConnection(ctx context.Context, s *sqlparse.CreateConnection) (*Result, error) {
+func (e *Engine) createConnection(ctx context.Context, s *sqlparse.CreateConnection) (*core.Result, error) {
 	var existing catalog.ConnectionSpec
-	ok, err := e.cat.Get(ctx, catalog.KindConnection, globalSchema, s.Name, &existing)
+	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &existing)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		if s.IfNotExists {
-			return message("storage connection %s already exists", s.Name), nil
+			return core.Message("storage connection %s already exists", s.Name), nil
 		}
 		return nil, fmt.Errorf("storage connection %s already exists (use IF NOT EXISTS, or DROP STORAGE CONNECTION first)", s.Name)
 	}
@@ -59,38 +58,38 @@ func (e *Engine) createConnection(ctx context.Context, s *sqlparse.CreateConnect
 	if spec.AccessID == "" || secret == "" {
 		return nil, fmt.Errorf("storage connection %s: ACCESS_ID = '…' and ACCESS_KEY = '…' are required", s.Name)
 	}
-	if err := e.cat.Put(ctx, catalog.KindConnection, globalSchema, s.Name, spec, secret); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, spec, secret); err != nil {
 		return nil, err
 	}
-	return message("storage connection %s created", s.Name), nil
+	return core.Message("storage connection %s created", s.Name), nil
 }
 
-func (e *Engine) dropConnection(ctx context.Context, s *sqlparse.DropConnection) (*Result, error) {
+func (e *Engine) dropConnection(ctx context.Context, s *sqlparse.DropConnection) (*core.Result, error) {
 	var spec catalog.ConnectionSpec
-	ok, err := e.cat.Get(ctx, catalog.KindConnection, globalSchema, s.Name, &spec)
+	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &spec)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if s.IfExists {
-			return message("storage connection %s does not exist", s.Name), nil
+			return core.Message("storage connection %s does not exist", s.Name), nil
 		}
 		return nil, fmt.Errorf("storage connection %s does not exist", s.Name)
 	}
-	vols, err := e.cat.ListAll(ctx, catalog.KindVolume)
+	vols, err := e.Cat.ListAll(ctx, catalog.KindVolume)
 	if err != nil {
 		return nil, err
 	}
 	for _, v := range vols {
 		var vs catalog.VolumeSpec
 		if v.Decode(&vs) == nil && vs.Connection == s.Name {
-			return nil, fmt.Errorf("storage connection %s is used by volume %s: drop the volume first", s.Name, display(v.Schema, v.Name))
+			return nil, fmt.Errorf("storage connection %s is used by volume %s: drop the volume first", s.Name, core.Display(v.Schema, v.Name))
 		}
 	}
-	if err := e.cat.Delete(ctx, catalog.KindConnection, globalSchema, s.Name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindConnection, core.GlobalSchema, s.Name); err != nil {
 		return nil, err
 	}
-	return message("storage connection %s dropped", s.Name), nil
+	return core.Message("storage connection %s dropped", s.Name), nil
 }
 
 // maskID shows enough of an access id to recognise it.
@@ -101,14 +100,14 @@ func maskID(id string) string {
 	return id[:4] + strings.Repeat("*", 4)
 }
 
-func (e *Engine) showConnections(ctx context.Context, s *sqlparse.ShowConnections) (*Result, error) {
-	objs, err := e.cat.List(ctx, catalog.KindConnection, globalSchema)
+func (e *Engine) showConnections(ctx context.Context, s *sqlparse.ShowConnections) (*core.Result, error) {
+	objs, err := e.Cat.List(ctx, catalog.KindConnection, core.GlobalSchema)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"name", "type", "endpoint", "region", "access_id", "comment", "created_time"}}
+	res := &core.Result{Columns: []string{"name", "type", "endpoint", "region", "access_id", "comment", "created_time"}}
 	for _, o := range objs {
-		if !likeMatch(s.Like, o.Name) {
+		if !core.LikeMatch(s.Like, o.Name) {
 			continue
 		}
 		var c catalog.ConnectionSpec
@@ -120,39 +119,31 @@ func (e *Engine) showConnections(ctx context.Context, s *sqlparse.ShowConnection
 	return res, nil
 }
 
-func (e *Engine) descConnection(ctx context.Context, s *sqlparse.DescConnection) (*Result, error) {
+func (e *Engine) descConnection(ctx context.Context, s *sqlparse.DescConnection) (*core.Result, error) {
 	var c catalog.ConnectionSpec
-	ok, err := e.cat.Get(ctx, catalog.KindConnection, globalSchema, s.Name, &c)
+	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &c)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, fmt.Errorf("storage connection %s does not exist", s.Name)
 	}
-	return propertyRows([][2]any{
+	return core.PropertyRows([][2]any{
 		{"name", s.Name}, {"type", c.Type}, {"endpoint", c.Endpoint}, {"region", c.Region},
 		{"access_id", maskID(c.AccessID)}, {"access_key", "********"}, {"comment", c.Comment}, {"created_time", c.CreatedAt},
 	}), nil
 }
 
-func propertyRows(kv [][2]any) *Result {
-	res := &Result{Columns: []string{"property", "value"}}
-	for _, p := range kv {
-		res.Rows = append(res.Rows, []any{p[0], p[1]})
-	}
-	return res
-}
-
-func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*Result, error) {
-	schema := e.cfg.Schema
+func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*core.Result, error) {
+	schema := e.Cfg.Schema
 	var existing catalog.VolumeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindVolume, schema, s.Name, &existing)
+	ok, err := e.Cat.Get(ctx, catalog.KindVolume, schema, s.Name, &existing)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
 		if s.IfNotExists {
-			return message("volume %s already exists", s.Name), nil
+			return core.Message("volume %s already exists", s.Name), nil
 		}
 		return nil, fmt.Errorf("volume %s already exists (use IF NOT EXISTS, or DROP VOLUME first)", s.Name)
 	}
@@ -167,7 +158,7 @@ func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*R
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
-	vol, err := e.openVolume(ctx, s.Name, spec)
+	vol, err := e.OpenVolume(ctx, s.Name, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -182,47 +173,11 @@ func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*R
 		}
 		spec.RefreshedAt = time.Now().UTC()
 	}
-	if err := e.cat.Put(ctx, catalog.KindVolume, schema, s.Name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindVolume, schema, s.Name, spec, ""); err != nil {
 		return nil, err
 	}
-	return message("volume %s created", s.Name), nil
+	return core.Message("volume %s created", s.Name), nil
 }
-
-// volume loads a volume's spec and opens it.
-func (e *Engine) volume(ctx context.Context, name string) (*objstore.Volume, catalog.VolumeSpec, error) {
-	var spec catalog.VolumeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindVolume, e.cfg.Schema, name, &spec)
-	if err != nil {
-		return nil, spec, err
-	}
-	if !ok {
-		return nil, spec, permanent(fmt.Errorf("volume %s does not exist (SHOW VOLUMES lists them)", name))
-	}
-	v, err := e.openVolume(ctx, name, spec)
-	return v, spec, err
-}
-
-func (e *Engine) openVolume(ctx context.Context, name string, spec catalog.VolumeSpec) (*objstore.Volume, error) {
-	var c catalog.ConnectionSpec
-	ok, err := e.cat.Get(ctx, catalog.KindConnection, globalSchema, spec.Connection, &c)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, permanent(fmt.Errorf("volume %s: storage connection %s does not exist", name, spec.Connection))
-	}
-	secret, err := e.cat.Secret(ctx, catalog.KindConnection, globalSchema, spec.Connection)
-	if err != nil {
-		return nil, err
-	}
-	loc, err := objstore.ParseLocation(spec.Location)
-	if err != nil {
-		return nil, err
-	}
-	return objstore.Open(objstore.Conn{Name: spec.Connection, Kind: c.Type, Endpoint: c.Endpoint, Region: c.Region, AccessID: c.AccessID, AccessKey: secret}, loc, spec.Recursive)
-}
-
-func (e *Engine) volumeKey(schema, name string) string { return schema + "." + name }
 
 // refreshDirectory lists the volume and stores a new directory snapshot.
 func (e *Engine) refreshDirectory(ctx context.Context, schema, name string, vol *objstore.Volume) (uint64, error) {
@@ -233,16 +188,16 @@ func (e *Engine) refreshDirectory(ctx context.Context, schema, name string, vol 
 	id := uint64(time.Now().UnixNano())
 	rows := make([][]any, len(objs))
 	for i, o := range objs {
-		rows[i] = []any{e.volumeKey(schema, name), id, o.Path, uint64(o.Size), o.Modified, o.ETag}
+		rows[i] = []any{e.VolumeKey(schema, name), id, o.Path, uint64(o.Size), o.Modified, o.ETag}
 	}
-	if err := e.st.InsertRows(ctx, "lakepipe", "directory", []string{"volume", "refresh_id", "relative_path", "size", "last_modified_time", "etag"}, rows); err != nil {
+	if err := e.St.InsertRows(ctx, "lakepipe", "directory", []string{"volume", "refresh_id", "relative_path", "size", "last_modified_time", "etag"}, rows); err != nil {
 		return 0, fmt.Errorf("refresh volume %s: %w", name, err)
 	}
 	return id, nil
 }
 
-func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*Result, error) {
-	vol, spec, err := e.volume(ctx, s.Name)
+func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*core.Result, error) {
+	vol, spec, err := e.Volume(ctx, s.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -250,30 +205,30 @@ func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*Res
 		return nil, fmt.Errorf("volume %s has no directory to refresh: create it with DIRECTORY = (ENABLE = TRUE)", s.Name)
 	}
 	prev := spec.RefreshID
-	if spec.RefreshID, err = e.refreshDirectory(ctx, e.cfg.Schema, s.Name, vol); err != nil {
+	if spec.RefreshID, err = e.refreshDirectory(ctx, e.Cfg.Schema, s.Name, vol); err != nil {
 		return nil, err
 	}
 	spec.RefreshedAt = time.Now().UTC()
-	if err := e.cat.Put(ctx, catalog.KindVolume, e.cfg.Schema, s.Name, spec, ""); err != nil {
+	if err := e.Cat.Put(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name, spec, ""); err != nil {
 		return nil, err
 	}
 	if prev != 0 {
 		// Old snapshots are garbage; the mutation runs in the background.
-		_ = e.st.Exec(ctx, "ALTER TABLE lakepipe.directory DELETE WHERE volume = "+chsql.QuoteString(e.volumeKey(e.cfg.Schema, s.Name))+
+		_ = e.St.Exec(ctx, "ALTER TABLE lakepipe.directory DELETE WHERE volume = "+chsql.QuoteString(e.VolumeKey(e.Cfg.Schema, s.Name))+
 			fmt.Sprintf(" AND refresh_id < %d", spec.RefreshID))
 	}
-	n, err := e.st.Strings(ctx, "SELECT count() FROM lakepipe.directory WHERE volume = "+chsql.QuoteString(e.volumeKey(e.cfg.Schema, s.Name))+
+	n, err := e.St.Strings(ctx, "SELECT count() FROM lakepipe.directory WHERE volume = "+chsql.QuoteString(e.VolumeKey(e.Cfg.Schema, s.Name))+
 		fmt.Sprintf(" AND refresh_id = %d", spec.RefreshID))
 	if err != nil {
 		return nil, err
 	}
-	return message("volume %s refreshed: %s files", s.Name, n[0]), nil
+	return core.Message("volume %s refreshed: %s files", s.Name, n[0]), nil
 }
 
 // directorySource renders DIRECTORY(VOLUME v) as a subquery over the
 // newest snapshot, refreshing first when the volume refreshes by itself.
 func (e *Engine) directorySource(ctx context.Context, name string) (string, error) {
-	vol, spec, err := e.volume(ctx, name)
+	vol, spec, err := e.Volume(ctx, name)
 	if err != nil {
 		return "", err
 	}
@@ -281,26 +236,26 @@ func (e *Engine) directorySource(ctx context.Context, name string) (string, erro
 		return "", fmt.Errorf("volume %s has no directory: create it with DIRECTORY = (ENABLE = TRUE)", name)
 	}
 	if spec.AutoRefresh {
-		if spec.RefreshID, err = e.refreshDirectory(ctx, e.cfg.Schema, name, vol); err != nil {
+		if spec.RefreshID, err = e.refreshDirectory(ctx, e.Cfg.Schema, name, vol); err != nil {
 			return "", err
 		}
 		spec.RefreshedAt = time.Now().UTC()
-		if err := e.cat.Put(ctx, catalog.KindVolume, e.cfg.Schema, name, spec, ""); err != nil {
+		if err := e.Cat.Put(ctx, catalog.KindVolume, e.Cfg.Schema, name, spec, ""); err != nil {
 			return "", err
 		}
 	}
 	return "(SELECT relative_path, size, last_modified_time FROM lakepipe.directory WHERE volume = " +
-		chsql.QuoteString(e.volumeKey(e.cfg.Schema, name)) + fmt.Sprintf(" AND refresh_id = %d)", spec.RefreshID), nil
+		chsql.QuoteString(e.VolumeKey(e.Cfg.Schema, name)) + fmt.Sprintf(" AND refresh_id = %d)", spec.RefreshID), nil
 }
 
-func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*Result, error) {
-	objs, err := e.cat.List(ctx, catalog.KindVolume, e.cfg.Schema)
+func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*core.Result, error) {
+	objs, err := e.Cat.List(ctx, catalog.KindVolume, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Columns: []string{"name", "location", "connection", "directory_enabled", "auto_refresh", "recursive", "comment", "created_time"}}
+	res := &core.Result{Columns: []string{"name", "location", "connection", "directory_enabled", "auto_refresh", "recursive", "comment", "created_time"}}
 	for _, o := range objs {
-		if !likeMatch(s.Like, o.Name) {
+		if !core.LikeMatch(s.Like, o.Name) {
 			continue
 		}
 		var v catalog.VolumeSpec
@@ -312,9 +267,9 @@ func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*Res
 	return res, nil
 }
 
-func (e *Engine) descVolume(ctx context.Context, s *sqlparse.DescVolume) (*Result, error) {
+func (e *Engine) descVolume(ctx context.Context, s *sqlparse.DescVolume) (*core.Result, error) {
 	var v catalog.VolumeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindVolume, e.cfg.Schema, s.Name, &v)
+	ok, err := e.Cat.Get(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name, &v)
 	if err != nil {
 		return nil, err
 	}
@@ -322,30 +277,30 @@ func (e *Engine) descVolume(ctx context.Context, s *sqlparse.DescVolume) (*Resul
 		return nil, fmt.Errorf("volume %s does not exist", s.Name)
 	}
 	kv := [][2]any{
-		{"name", s.Name}, {"schema", e.cfg.Schema}, {"type", "EXTERNAL"}, {"location", v.Location}, {"connection", v.Connection},
+		{"name", s.Name}, {"schema", e.Cfg.Schema}, {"type", "EXTERNAL"}, {"location", v.Location}, {"connection", v.Connection},
 		{"directory_enabled", v.DirectoryEnable}, {"auto_refresh", v.AutoRefresh}, {"recursive", v.Recursive},
 		{"comment", v.Comment}, {"created_time", v.CreatedAt},
 	}
 	if !v.RefreshedAt.IsZero() {
 		kv = append(kv, [2]any{"last_refresh_time", v.RefreshedAt})
 	}
-	return propertyRows(kv), nil
+	return core.PropertyRows(kv), nil
 }
 
-func (e *Engine) dropVolume(ctx context.Context, s *sqlparse.DropVolume) (*Result, error) {
+func (e *Engine) dropVolume(ctx context.Context, s *sqlparse.DropVolume) (*core.Result, error) {
 	var v catalog.VolumeSpec
-	ok, err := e.cat.Get(ctx, catalog.KindVolume, e.cfg.Schema, s.Name, &v)
+	ok, err := e.Cat.Get(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name, &v)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if s.IfExists {
-			return message("volume %s does not exist", s.Name), nil
+			return core.Message("volume %s does not exist", s.Name), nil
 		}
 		return nil, fmt.Errorf("volume %s does not exist", s.Name)
 	}
-	if err := e.cat.Delete(ctx, catalog.KindVolume, e.cfg.Schema, s.Name); err != nil {
+	if err := e.Cat.Delete(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name); err != nil {
 		return nil, err
 	}
-	return message("volume %s dropped (its files are kept)", s.Name), nil
+	return core.Message("volume %s dropped (its files are kept)", s.Name), nil
 }

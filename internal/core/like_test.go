@@ -1,6 +1,8 @@
-package engine
+package core
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestLike(t *testing.T) {
 	tests := []struct {
@@ -18,7 +20,7 @@ func TestLike(t *testing.T) {
 		{"%", "", true},
 	}
 	for _, tt := range tests {
-		if got := likeMatch(&tt.p, tt.s); got != tt.want {
+		if got := LikeMatch(&tt.p, tt.s); got != tt.want {
 			t.Errorf("like(%q, %q) = %v", tt.p, tt.s, got)
 		}
 	}

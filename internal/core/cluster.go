@@ -1,14 +1,14 @@
-package engine
+package core
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/lakepipe/lakepipe/internal/errtext"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -25,21 +25,21 @@ import (
 // CLUSTER needs a Keeper. With one (chstore.Config.Replicated) they are
 // ReplicatedMergeTree — each shard's replicas hold the same rows — and DDL
 // and mutations go once, ON CLUSTER, for ClickHouse to run on every node.
-const shardSuffix = "__lp_shard"
+const ShardSuffix = "__lp_shard"
 
 // clustered reports whether tables are sharded over a cluster.
-func (e *Engine) clustered() bool { return e.st.Cluster() != "" }
+func (e *Core) clustered() bool { return e.St.Cluster() != "" }
 
 // errClusterTracking is returned for what replicated cluster mode cannot
 // do yet.
-func (e *Engine) errClusterTracking(what string) error {
-	return fmt.Errorf("%s: change tracking is not available on a replicated cluster yet (cluster %s, LAKEPIPE_CLICKHOUSE_REPLICATED): use it on a single server or a cluster without a Keeper", what, e.st.Cluster())
+func (e *Core) ErrClusterTracking(what string) error {
+	return fmt.Errorf("%s: change tracking is not available on a replicated cluster yet (cluster %s, LAKEPIPE_CLICKHOUSE_REPLICATED): use it on a single server or a cluster without a Keeper", what, e.St.Cluster())
 }
 
 // globalIn is the IN of a condition on a stored table whose subquery reads
 // lakepipe's own tables: in cluster mode those are on the entry server
 // only, so the subquery runs there and its result goes to the shards.
-func (e *Engine) globalIn() string {
+func (e *Core) GlobalIn() string {
 	if e.clustered() {
 		return " GLOBAL IN "
 	}
@@ -48,20 +48,20 @@ func (e *Engine) globalIn() string {
 
 // ddl runs a statement on every node: head is the statement up to where
 // ON CLUSTER goes, tail the rest. On a single server it just runs.
-func (e *Engine) ddl(ctx context.Context, head, tail string) error {
+func (e *Core) DDL(ctx context.Context, head, tail string) error {
 	switch {
 	case !e.clustered():
-		return e.st.Exec(ctx, head+tail)
-	case e.st.Replicated():
-		return e.st.Exec(ctx, head+" ON CLUSTER "+chsql.QuoteIdent(e.st.Cluster())+tail)
+		return e.St.Exec(ctx, head+tail)
+	case e.St.Replicated():
+		return e.St.Exec(ctx, head+" ON CLUSTER "+chsql.QuoteIdent(e.St.Cluster())+tail)
 	default:
-		return e.st.ExecEverywhere(ctx, head+tail)
+		return e.St.ExecEverywhere(ctx, head+tail)
 	}
 }
 
 // shardEngine is the engine clause of a shard table.
-func (e *Engine) shardEngine(db, table string) string {
-	if !e.st.Replicated() {
+func (e *Core) shardEngine(db, table string) string {
+	if !e.St.Replicated() {
 		return "MergeTree"
 	}
 	// A path of its own for each table created: a dropped table's
@@ -74,70 +74,70 @@ func (e *Engine) shardEngine(db, table string) string {
 
 // createStoredTable creates table db.name with the given column list and
 // MergeTree clauses (PARTITION BY, ORDER BY), sharded in cluster mode.
-func (e *Engine) createStoredTable(ctx context.Context, db, name, columns, clauses string) error {
-	if err := e.ddl(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db), ""); err != nil {
+func (e *Core) CreateStoredTable(ctx context.Context, db, name, columns, clauses string) error {
+	if err := e.DDL(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db), ""); err != nil {
 		return fmt.Errorf("create schema %s: %w", db, err)
 	}
 	if !e.clustered() {
-		return e.st.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = MergeTree"+clauses)
+		return e.St.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = MergeTree"+clauses)
 	}
-	shard := name + shardSuffix
-	if err := e.ddl(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard), " ("+columns+") ENGINE = "+e.shardEngine(db, shard)+clauses); err != nil {
+	shard := name + ShardSuffix
+	if err := e.DDL(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard), " ("+columns+") ENGINE = "+e.shardEngine(db, shard)+clauses); err != nil {
 		return err
 	}
-	return e.ddl(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name), " AS "+chsql.Table(db, shard)+
-		" ENGINE = Distributed("+chsql.QuoteString(e.st.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", rand())")
+	return e.DDL(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name), " AS "+chsql.Table(db, shard)+
+		" ENGINE = Distributed("+chsql.QuoteString(e.St.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", rand())")
 }
 
 // alterColumns runs ALTER TABLE … ADD/DROP COLUMN on a stored table (its
 // shards first, then the Distributed table over them).
-func (e *Engine) alterColumns(ctx context.Context, db, name, clause string) error {
+func (e *Core) AlterColumns(ctx context.Context, db, name, clause string) error {
 	if !e.clustered() {
-		return e.st.Exec(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
+		return e.St.Exec(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
 	}
-	if err := e.ddl(ctx, "ALTER TABLE "+chsql.Table(db, name+shardSuffix), " "+clause); err != nil {
+	if err := e.DDL(ctx, "ALTER TABLE "+chsql.Table(db, name+ShardSuffix), " "+clause); err != nil {
 		return err
 	}
 	// ClickHouse refuses ALTER … ON CLUSTER of a Distributed table over
 	// replicated shards: each node's is altered directly.
-	return e.st.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
+	return e.St.ExecEverywhere(ctx, "ALTER TABLE "+chsql.Table(db, name)+" "+clause)
 }
 
 // renameStoredTable moves a stored table (both its tables in cluster mode).
-func (e *Engine) renameStoredTable(ctx context.Context, fromDB, from, toDB, to string) error {
+func (e *Core) RenameStoredTable(ctx context.Context, fromDB, from, toDB, to string) error {
 	q := "RENAME TABLE " + chsql.Table(fromDB, from) + " TO " + chsql.Table(toDB, to)
 	if !e.clustered() {
-		return e.st.Exec(ctx, q)
+		return e.St.Exec(ctx, q)
 	}
 	// The catalog's databases (the trash) may exist on the entry node only.
-	if err := e.ddl(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(toDB), ""); err != nil {
+	if err := e.DDL(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(toDB), ""); err != nil {
 		return err
 	}
-	return e.ddl(ctx, q+", "+chsql.Table(fromDB, from+shardSuffix)+" TO "+chsql.Table(toDB, to+shardSuffix), "")
+	return e.DDL(ctx, q+", "+chsql.Table(fromDB, from+ShardSuffix)+" TO "+chsql.Table(toDB, to+ShardSuffix), "")
 }
 
 // dropStoredTable drops a stored table if it exists.
-func (e *Engine) dropStoredTable(ctx context.Context, db, name string) error {
-	if err := e.ddl(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name), ""); err != nil {
+func (e *Core) DropStoredTable(ctx context.Context, db, name string) error {
+	if err := e.DDL(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name), ""); err != nil {
 		return err
 	}
 	if !e.clustered() {
 		return nil
 	}
-	return e.ddl(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name+shardSuffix), "")
+	return e.DDL(ctx, "DROP TABLE IF EXISTS "+chsql.Table(db, name+ShardSuffix), "")
 }
 
 // truncateStoredTable removes every row of a stored table.
-func (e *Engine) truncateStoredTable(ctx context.Context, db, name string) error {
+func (e *Core) TruncateStoredTable(ctx context.Context, db, name string) error {
 	if !e.clustered() {
-		return e.st.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(db, name))
+		return e.St.Exec(ctx, "TRUNCATE TABLE "+chsql.Table(db, name))
 	}
-	return e.ddl(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+shardSuffix), "")
+	return e.DDL(ctx, "TRUNCATE TABLE "+chsql.Table(db, name+ShardSuffix), "")
 }
 
 // sharded reports whether db.name is a stored table sharded over the
 // cluster; lakepipe's own tables (change logs, histories) never are.
-func (e *Engine) sharded(db string) bool {
+func (e *Core) Sharded(db string) bool {
 	return e.clustered() && db != schemas.ChangesDB && db != schemas.SystemDB
 }
 
@@ -147,8 +147,8 @@ func (e *Engine) sharded(db string) bool {
 // instead of waited for forever.
 // oldestMutation describes the table's oldest unfinished mutation: the one
 // the others wait behind, as ClickHouse applies them in order.
-func (e *Engine) oldestMutation(ctx context.Context, db, table string) string {
-	m, err := e.st.Strings(ctx, "SELECT concat(mutation_id, ': ', command) FROM system.mutations WHERE database = "+chsql.QuoteString(db)+
+func (e *Core) oldestMutation(ctx context.Context, db, table string) string {
+	m, err := e.St.Strings(ctx, "SELECT concat(mutation_id, ': ', command) FROM system.mutations WHERE database = "+chsql.QuoteString(db)+
 		" AND table = "+chsql.QuoteString(table)+" AND is_done = 0 ORDER BY create_time LIMIT 1")
 	if err != nil || len(m) == 0 {
 		return ""
@@ -156,14 +156,14 @@ func (e *Engine) oldestMutation(ctx context.Context, db, table string) string {
 	return fmt.Sprintf("; the oldest unfinished mutation of the table is %s: ClickHouse applies a table's mutations in order, so a mutation that fails (see system.mutations; ClickHouse 19 and later show latest_fail_reason and can KILL MUTATION) holds back every later one, this one included", errtext.Cap(m[0], errtext.MaxValue))
 }
 
-func (e *Engine) waitMutations(ctx context.Context, db, table, what, display string) error {
+func (e *Core) WaitMutations(ctx context.Context, db, table, what, display string) error {
 	deadline := time.Now().Add(10 * time.Minute)
 	q := "SELECT count() FROM system.mutations WHERE database = " + chsql.QuoteString(db) + " AND table = " + chsql.QuoteString(table) + " AND is_done = 0"
 	for {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s %s: ClickHouse has not finished the mutation after 10 minutes%s", what, display, e.oldestMutation(ctx, db, table))
 		}
-		n, err := e.st.StringsEverywhere(ctx, q)
+		n, err := e.St.StringsEverywhere(ctx, q)
 		if err != nil {
 			return err
 		}

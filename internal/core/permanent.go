@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"errors"
@@ -17,12 +17,14 @@ var ErrPermanent = errors.New("permanent")
 
 type permanentError struct{ err error }
 
-func (p *permanentError) Error() string        { return p.err.Error() }
-func (p *permanentError) Unwrap() error        { return p.err }
+func (p *permanentError) Error() string { return p.err.Error() }
+
+func (p *permanentError) Unwrap() error { return p.err }
+
 func (p *permanentError) Is(target error) bool { return target == ErrPermanent }
 
 // permanent marks err as one retrying cannot fix (nil stays nil).
-func permanent(err error) error {
+func Permanent(err error) error {
 	if err == nil || errors.Is(err, ErrPermanent) {
 		return err
 	}

@@ -1,8 +1,10 @@
-package engine
+package core
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -10,9 +12,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
-// Commit ids tag the rows of one load (see changes.go). Those of pipes,
-// Kafka batches and flushes are derived from what identifies the load, so
-// that a retry finds, and removes, the rows of the attempt it replaces.
+// Commit ids tag the rows of one load (see package changes). Those of
+// pipes, Kafka batches and flushes are derived from what identifies the
+// load, so that a retry finds, and removes, the rows of the attempt it
+// replaces.
 //
 // An id is SHA-256 over a domain (the kind of load) and the load's fields,
 // each length-prefixed, truncated to 64 bits. Aiming at a given load's id
@@ -21,6 +24,10 @@ import (
 // (the ids before 2026-12-04) allowed. It is deliberately not keyed: every
 // worker and write service derives the same id with no key to share or
 // leak. Two loads meeting by chance is as unlikely as with any 64-bit id.
+//
+// The Legacy… functions give the ids releases before 2026-12-04 gave the
+// same loads: a load retried across an upgrade looks for the rows of its
+// earlier attempt under these too.
 
 // Domains of commit ids.
 const (
@@ -42,12 +49,12 @@ func commitHash(domain string, fields ...string) uint64 {
 }
 
 // fileCommit names one file version's load by a pipe.
-func fileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
+func FileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
 	return commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag)
 }
 
 // kafkaCommit names one batch of a Kafka pipe: the offsets it starts from.
-func kafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
+func KafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
 	fields := []string{workspace, schema, pipe, strconv.FormatInt(generation, 10)}
 	for _, o := range from {
 		fields = append(fields, fmt.Sprintf("%d:%d", o.Partition, o.Offset))
@@ -56,21 +63,17 @@ func kafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.P
 }
 
 // flushIDCommit names one flush of a streaming-write session.
-func flushIDCommit(session, flush string) uint64 {
+func FlushIDCommit(session, flush string) uint64 {
 	return commitHash(domainFlush, session, flush)
 }
 
-// The ids releases before 2026-12-04 gave the same loads. A load retried
-// across an upgrade looks for the rows of its earlier attempt under these
-// too.
-
-func legacyFileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
+func LegacyFileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", workspace, schema, pipe, f.Path, f.ETag)
 	return h.Sum64() | 1
 }
 
-func legacyKafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
+func LegacyKafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "kafka\x00%s\x00%s\x00%s\x00%d", workspace, schema, pipe, generation)
 	for _, o := range from {
@@ -79,10 +82,23 @@ func legacyKafkaCommit(workspace, schema, pipe string, generation int64, from []
 	return h.Sum64() | 1
 }
 
-func legacyFlushCommit(session, flush string) uint64 {
+func LegacyFlushCommit(session, flush string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(session))
 	h.Write([]byte{0})
 	h.Write([]byte(flush))
 	return h.Sum64() | 1
+}
+
+// randomCommit is a commit id for a one-shot load.
+func RandomCommit() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+func NewLoadID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
