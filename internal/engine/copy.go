@@ -19,7 +19,6 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
@@ -127,22 +126,6 @@ func (e *Engine) fileColumns(ctx context.Context, vol *objstore.Volume, obj objs
 	return append([]formats.Column(nil), r.Columns()...), nil
 }
 
-// loadTarget is the table a load writes.
-type loadTarget struct {
-	db, table string
-	display   string
-	cols      []formats.Column
-	commit    uint64 // written to CommitColumn; 0 for tables without it
-}
-
-func tableTarget(schema, name string, cols []catalog.ColumnSpec) loadTarget {
-	t := loadTarget{db: schema, table: name, display: core.Display(schema, name)}
-	for _, c := range cols {
-		t.cols = append(t.cols, formats.Column{Name: c.Name, Type: c.CHType})
-	}
-	return t
-}
-
 // ON_ERROR policies.
 const (
 	onErrorAbort    = "abort"     // the statement fails at the first bad row
@@ -170,8 +153,8 @@ type FileLoad struct {
 // mapColumns says, for each target column, which source column feeds it.
 // Sources with names (header, schema, Parquet, JSON) match by name when
 // every name is a target column; otherwise columns match by position.
-func mapColumns(file string, src []formats.Column, target loadTarget, named bool) ([]int, error) {
-	idx := make([]int, len(target.cols))
+func mapColumns(file string, src []formats.Column, target core.LoadTarget, named bool) ([]int, error) {
+	idx := make([]int, len(target.Cols))
 	for i := range idx {
 		idx[i] = -1
 	}
@@ -179,7 +162,7 @@ func mapColumns(file string, src []formats.Column, target loadTarget, named bool
 		all := true
 		for j, s := range src {
 			found := false
-			for i, t := range target.cols {
+			for i, t := range target.Cols {
 				if strings.EqualFold(s.Name, t.Name) {
 					idx[i] = j
 					found = true
@@ -195,8 +178,8 @@ func mapColumns(file string, src []formats.Column, target loadTarget, named bool
 			idx[i] = -1
 		}
 	}
-	if len(src) != len(target.cols) {
-		return nil, fmt.Errorf("file %s has %d columns and %s has %d: name the columns (a header with OPTIONS('header'='true'), or a schema after the volume name) or COPY INTO %s (col, …)", file, len(src), target.display, len(target.cols), target.display)
+	if len(src) != len(target.Cols) {
+		return nil, fmt.Errorf("file %s has %d columns and %s has %d: name the columns (a header with OPTIONS('header'='true'), or a schema after the volume name) or COPY INTO %s (col, …)", file, len(src), target.Display, len(target.Cols), target.Display)
 	}
 	for i := range idx {
 		idx[i] = i
@@ -206,14 +189,14 @@ func mapColumns(file string, src []formats.Column, target loadTarget, named bool
 
 // loadFile streams one file into the target. With onErrorAbort a bad row
 // fails the call; otherwise bad rows are counted in the result.
-func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string) (FileLoad, error) {
+func (e *Engine) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target core.LoadTarget, onError string) (FileLoad, error) {
 	return e.readFileInto(ctx, vol, obj, src, opts, target, onError, nil)
 }
 
 // readFileInto is loadFile; with staged set, the file's rows are not
 // written but kept in *staged (for chstore.InsertStaged with those of
 // other small files), and only when the file loads whole or in part.
-func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target loadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
+func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
 	var f objstore.File
@@ -241,7 +224,7 @@ func (e *Engine) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, contentError(obj.Path, err)
 	}
 	defer r.Close()
-	in, err := e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, target.commit)
+	in, err := e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, target.Commit)
 	if err != nil {
 		return res, err
 	}
@@ -396,15 +379,15 @@ func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (
 			return nil, err
 		}
 	}
-	target := tableTarget(schema, name, cols)
-	target.commit = core.RandomCommit()
+	target := core.TableTarget(schema, name, cols)
+	target.Commit = core.RandomCommit()
 	res := &core.Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := core.NewLoadID()
 	var loaded int64
 	defer func() {
 		// Registered even when a later file fails: the rows of the files
 		// before it stay in the table.
-		_ = e.trackLoad(context.Background(), schema, name, target.commit, loaded)
+		_ = e.TrackLoad(context.Background(), schema, name, target.Commit, loaded)
 	}()
 	for _, f := range files {
 		fl, err := e.safeLoadFile(ctx, vol, f, s.Volume, opts, target, onError)

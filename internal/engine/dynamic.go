@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -153,7 +155,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ job
 	if p == nil {
 		return jobs.RefreshResult{}, false, nil
 	}
-	hi := changeReadHorizon()
+	hi := changes.ChangeReadHorizon()
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
 	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
 		e.Cat.Forget(catalog.KindDynamicTable, schema, name)
@@ -194,7 +196,7 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		rows, deleted, mode, reason, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
 		if of := plan.stateOf(); err == nil && (spec.ChangeVersion == 0 || spec.StateOf != of) {
 			// The state is built: refreshes from now on can be incremental.
-			spec.ChangeVersion, spec.StateOf = changeReadHorizon(), of
+			spec.ChangeVersion, spec.StateOf = changes.ChangeReadHorizon(), of
 			err = e.Cat.Put(ctx, catalog.KindDynamicTable, schema, name, spec, "")
 		}
 	} else {
@@ -288,7 +290,7 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 	for _, src := range spec.Sources {
 		var t catalog.TableSpec
 		parts := strings.SplitN(src, ".", 2)
-		if ok, _ := e.Cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && !tracked(t) {
+		if ok, _ := e.Cat.Get(ctx, catalog.KindTable, parts[0], parts[1], &t); ok && !changes.Tracked(t) {
 			return nil, "source " + src + " does not track changes (ALTER TABLE " + parts[1] + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 	}

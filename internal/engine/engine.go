@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -18,18 +20,11 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// Engine runs statements; safe for concurrent use.
 type Engine struct {
-	core.Core
+	changes.Log
 	// flushLocks serialise flushes that share a commit id (a client retry
 	// that overlaps the attempt it retries); copies of the engine share it.
 	flushLocks *[64]sync.Mutex
-	// commits caches change-log reads of table streams (see
-	// session.readCommits); copies of the engine share it.
-	commits *commitCache
-	// fresh lets stream reads skip their full check when nothing was
-	// written since the last one (see freshness); shared by copies.
-	fresh *freshness
 	// plans caches incremental refresh plans (see refreshCached); copies
 	// of the engine share it.
 	plans *planCache
@@ -65,7 +60,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, flushLocks: new([64]sync.Mutex), commits: new(commitCache), fresh: new(freshness), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
+	return &Engine{Log: changes.Log{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, Commits: new(changes.CommitCache), Fresh: new(changes.Freshness)}, flushLocks: new([64]sync.Mutex), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
 }
 
 // Exec runs one statement. A statement that names lakepipe's own or

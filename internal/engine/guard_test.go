@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -12,7 +14,7 @@ import (
 )
 
 func TestGuardRefuses(t *testing.T) {
-	e := &Engine{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}
+	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}
 	tests := []struct {
 		sql  string
 		want string // in the message
@@ -128,7 +130,7 @@ func TestGuardRefuses(t *testing.T) {
 }
 
 func TestGuardAllows(t *testing.T) {
-	e := &Engine{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}
+	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}
 	for _, sql := range []string{
 		"SELECT * FROM t",
 		"SELECT * FROM public.t",
@@ -181,7 +183,7 @@ func TestGuardAllows(t *testing.T) {
 // A session whose schema is one of lakepipe's reaches it by unqualified
 // names too; a CTE of the same name is still the CTE.
 func TestGuardDefaultSchema(t *testing.T) {
-	e := &Engine{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "lakepipe"}}}
+	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "lakepipe"}}}}
 	for sql, refused := range map[string]bool{
 		"SELECT * FROM objects":                                 true,
 		"INSERT INTO load_history (table_name) VALUES ('x')":    true,

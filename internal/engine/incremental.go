@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -208,7 +210,7 @@ func (p *incPlan) newCommits(state string, hi uint64) func(incSource) string {
 	return func(src incSource) string {
 		return chsql.QuoteIdent(core.CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
 			"AND version > %s AND version <= %d) WHERE throwIf(kind != %s) = 0)",
-			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), p.stateVersion(state), hi, chsql.QuoteString(commitInsert))
+			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), p.stateVersion(state), hi, chsql.QuoteString(changes.CommitInsert))
 	}
 }
 
@@ -395,7 +397,7 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 // updated since, the state is rebuilt (FULL). mode and reason say which it
 // was; rowsExpr counts the rows written, as SQL.
 func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rowsExpr string, deleted int64, mode jobs.RefreshMode, reason string, err error) {
-	hi := changeReadHorizon()
+	hi := changes.ChangeReadHorizon()
 	switch {
 	case spec.ChangeVersion == 0:
 		reason = "first refresh: the state of the summary is built"

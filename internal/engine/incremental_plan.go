@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -126,7 +128,7 @@ func (e *Engine) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableR
 		if err != nil || !ok {
 			return "its source " + core.Display(schema, table) + " is not a table lakepipe keeps (a dynamic table or a stream)"
 		}
-		if !tracked(spec) {
+		if !changes.Tracked(spec) {
 			return "source " + core.Display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
 		read[i] = incSource{schema, table, v, spec.CreatedAt}

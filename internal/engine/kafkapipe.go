@@ -19,7 +19,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
-	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/kafka"
@@ -148,7 +147,7 @@ type KafkaPipeRun struct {
 	Spec   catalog.PipeSpec
 	rk     readKafka
 	prog   *recordeval.Program
-	target loadTarget
+	target core.LoadTarget
 	source []int  // target column ← program column
 	typed  []bool // program columns handed over as values, not text
 	// Warn reports trouble that does not fail a batch (nil: ignored).
@@ -177,15 +176,15 @@ func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.Cop
 	if err != nil {
 		return nil, err
 	}
-	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: tableTarget(schema, table, cols)}
+	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols)}
 	src := make([]formats.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
 		src[i] = formats.Column{Name: c}
 	}
-	if len(src) != len(run.target.cols) {
+	if len(src) != len(run.target.Cols) {
 		matched := 0
 		for _, c := range src {
-			for _, t := range run.target.cols {
+			for _, t := range run.target.Cols {
 				if strings.EqualFold(c.Name, t.Name) {
 					matched++
 					break
@@ -193,18 +192,18 @@ func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.Cop
 			}
 		}
 		if matched != len(src) {
-			names := make([]string, len(run.target.cols))
-			for i, t := range run.target.cols {
+			names := make([]string, len(run.target.Cols))
+			for i, t := range run.target.Cols {
 				names[i] = t.Name
 			}
 			return nil, fmt.Errorf("pipe %s: the SELECT yields %d columns (%s) and %s has %d (%s): name every SELECT column AS a column of the table, or select as many columns as it has, in its order",
-				name, len(src), strings.Join(prog.Columns, ", "), run.target.display, len(names), strings.Join(names, ", "))
+				name, len(src), strings.Join(prog.Columns, ", "), run.target.Display, len(names), strings.Join(names, ", "))
 		}
 	}
 	if run.source, err = mapColumns("the SELECT list", src, run.target, true); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	run.typed = typedColumns(prog, run.source, run.target.cols)
+	run.typed = typedColumns(prog, run.source, run.target.Cols)
 	return run, nil
 }
 
@@ -283,10 +282,10 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 	}
 	spec := catalog.PipeSpec{
 		Kind: jobs.KindKafka, Properties: pr, CopyStatement: shown,
-		Input: run.rk.src.Topic, Output: run.target.display, CreatedAt: time.Now().UTC(),
+		Input: run.rk.src.Topic, Output: run.target.Display, CreatedAt: time.Now().UTC(),
 		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
 	}
-	spec.Output = e.Cfg.Workspace + "." + run.target.display
+	spec.Output = e.Cfg.Workspace + "." + run.target.Display
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
@@ -442,12 +441,12 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 	commit := r.commitID(in.Offsets)
 	target := r.target
-	target.commit = commit
+	target.Commit = commit
 	if retried {
 		// The id of releases before 2026-12-04 too: a batch retried across
 		// an upgrade.
 		legacy := core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
-		if err := r.e.dropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
+		if err := r.e.DropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 	}
@@ -463,7 +462,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 
 	budget := r.rk.maxErrors - in.Rejected
-	ins, err := r.e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, commit)
+	ins, err := r.e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, commit)
 	if err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
@@ -593,7 +592,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	if over() {
 		ins.Abort()
 		// Blocks already sent are taken back: the batch is all or nothing.
-		if err := r.e.dropCommit(ctx, target, commit); err != nil {
+		if err := r.e.DropCommit(ctx, target, commit); err != nil {
 			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		// The group keeps the position before the batch, so that a pipe
@@ -609,7 +608,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rows = rows
-	if err := r.e.trackLoad(ctx, target.db, target.table, commit, rows); err != nil {
+	if err := r.e.TrackLoad(ctx, target.DB, target.Table, commit, rows); err != nil {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rejected = int64(len(bad))
@@ -666,47 +665,4 @@ func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []jobs.Parti
 		parts = append(parts, fmt.Sprintf("%d: offset %d, end %d, lag %d", p, at[p], end[p], lag))
 	}
 	return strings.Join(parts, "; "), total, nil
-}
-
-// dropCommit deletes the rows of an unrecorded attempt, if there are any.
-// dropCommits is dropCommit for the loads of one batch: one count of
-// their rows, and one removal of those that left any.
-func (e *Engine) dropCommits(ctx context.Context, t loadTarget, commits []uint64) error {
-	if len(commits) == 0 {
-		return nil
-	}
-	found, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
-		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.db, t.table), chsql.QuoteIdent(core.CommitColumn), idList(commits)))
-	if err != nil {
-		return err
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	ids := make([]uint64, 0, len(found))
-	for _, f := range found {
-		id, err := strconv.ParseUint(f, 10, 64)
-		if err != nil {
-			return fmt.Errorf("remove unfinished loads: commit id %q: %w", f, err)
-		}
-		ids = append(ids, id)
-	}
-	if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), idList(ids))); err != nil {
-		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
-	}
-	return nil
-}
-
-func (e *Engine) dropCommit(ctx context.Context, t loadTarget, commit uint64) error {
-	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
-		chsql.Table(t.db, t.table), chsql.QuoteIdent(core.CommitColumn), commit))
-	if err != nil {
-		return err
-	}
-	if len(n) == 1 && n[0] != "0" {
-		if _, err := e.mutate(ctx, t.db, t.table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(core.CommitColumn), commit)); err != nil {
-			return fmt.Errorf("remove an unfinished load: %w", err)
-		}
-	}
-	return nil
 }

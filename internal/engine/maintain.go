@@ -43,7 +43,7 @@ func (e *Engine) Maintain(ctx context.Context) error {
 	if err := e.expire(ctx, "refresh_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
 		return err
 	}
-	if err := e.trimChangeLogs(ctx); err != nil {
+	if err := e.TrimChangeLogs(ctx); err != nil {
 		return err
 	}
 	e.purgeTrash(ctx)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -33,7 +35,7 @@ type PipeRun struct {
 	Spec    catalog.PipeSpec
 	copy    *sqlparse.CopyIntoTable
 	vol     *objstore.Volume
-	target  loadTarget
+	target  core.LoadTarget
 	opts    formats.Options
 	onError string
 	purge   bool
@@ -96,7 +98,7 @@ func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	if err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
-	run.target = tableTarget(schema, table, cols)
+	run.target = core.TableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
 	var vspec catalog.VolumeSpec
 	if run.vol, vspec, err = e.Volume(ctx, cp.Volume.Volume); err != nil {
@@ -151,7 +153,7 @@ func (r *PipeRun) loadedCommit(h history, f jobs.FileRef) uint64 {
 
 func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]history, error) {
 	q := "SELECT file_path, argMax(status, version), argMax(etag, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = " +
-		chsql.QuoteString(r.target.display) + " AND pipe_name = " + chsql.QuoteString(r.Name) +
+		chsql.QuoteString(r.target.Display) + " AND pipe_name = " + chsql.QuoteString(r.Name) +
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", r.tableCreated.Unix())
 	if paths != nil {
 		quoted := make([]string, len(paths))
@@ -512,7 +514,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		if h.status.Loaded() && h.etag == f.ETag {
 			// A crash may have come between the load record and the change
 			// log: registering again is a no-op otherwise.
-			if err := r.e.trackLoad(ctx, r.target.db, r.target.table, r.loadedCommit(h, f), -1); err != nil {
+			if err := r.e.TrackLoad(ctx, r.target.DB, r.target.Table, r.loadedCommit(h, f), -1); err != nil {
 				return res, err
 			}
 		}
@@ -522,18 +524,18 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		if r.pending(h, true, f.ETag) {
 			fl := reloaded(f, h)
 			res.FirstError = fl.FirstError
-			return res, r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []FileLoad{fl})
+			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []FileLoad{fl})
 		}
 		return res, nil
 	}
 	commit := r.commitID(f)
 	// The id of releases before 2026-12-04 too: a load retried across an
 	// upgrade.
-	if err := r.e.dropCommits(ctx, r.target, []uint64{commit, r.legacyCommitID(f)}); err != nil {
+	if err := r.e.DropCommits(ctx, r.target, []uint64{commit, r.legacyCommitID(f)}); err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	target := r.target
-	target.commit = commit
+	target.Commit = commit
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 	fl, err := r.e.safeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
@@ -555,11 +557,11 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		}
 		fl.Rows = 0
 	}
-	if err := r.e.RecordLoads(ctx, r.target.display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
+	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
 		return res, err
 	}
 	if fl.Status != jobs.FileFailed {
-		if err := r.e.trackLoad(ctx, r.target.db, r.target.table, commit, fl.Rows); err != nil {
+		if err := r.e.TrackLoad(ctx, r.target.DB, r.target.Table, commit, fl.Rows); err != nil {
 			return res, err
 		}
 	}
@@ -574,7 +576,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 
 // dropCommit deletes the rows of an unrecorded attempt, if there are any.
 func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
-	if err := r.e.dropCommit(ctx, r.target, commit); err != nil {
+	if err := r.e.DropCommit(ctx, r.target, commit); err != nil {
 		return fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	return nil
@@ -638,7 +640,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 	var (
 		todo    []int
 		commits []uint64
-		track   []loadCommit
+		track   []changes.LoadCommit
 		purge   []string
 		skipped []FileLoad // new versions at loaded paths (LIST_PURGE)
 	)
@@ -648,7 +650,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			if h.status.Loaded() && h.etag == f.ETag {
 				// A crash may have come between the load record and the
 				// change log: registering again is a no-op otherwise.
-				track = append(track, loadCommit{id: r.loadedCommit(h, f), rows: -1})
+				track = append(track, changes.LoadCommit{ID: r.loadedCommit(h, f), Rows: -1})
 			}
 			switch {
 			case r.purgeable(h, f.ETag):
@@ -669,7 +671,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 	for _, i := range todo {
 		drop = append(drop, r.legacyCommitID(files[i]))
 	}
-	if err := r.e.dropCommits(ctx, r.target, drop); err != nil {
+	if err := r.e.DropCommits(ctx, r.target, drop); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 
@@ -692,7 +694,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			defer func() { <-sem }()
 			f := files[i]
 			target := r.target
-			target.commit = commits[k]
+			target.Commit = commits[k]
 			obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 			fl, err := r.e.safeStageFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError, &staged[i])
 			if err == nil && held.Add(staged[i].Bytes()) > StageBatchMemory {
@@ -744,7 +746,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		record = append(record, fl)
 		if fl.Status != jobs.FileFailed {
 			write = append(write, staged[i])
-			track = append(track, loadCommit{id: commits[k], rows: fl.Rows})
+			track = append(track, changes.LoadCommit{ID: commits[k], Rows: fl.Rows})
 			if r.purge && fl.Status == jobs.FileLoaded {
 				purge = append(purge, fl.Path)
 			}
@@ -755,15 +757,15 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	if len(record) > 0 {
-		if err := r.e.RecordLoads(ctx, r.target.display, r.Name, "", record); err != nil {
+		if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, "", record); err != nil {
 			return nil, err
 		}
 	}
-	if err := r.e.trackLoads(ctx, r.target.db, r.target.table, track); err != nil {
+	if err := r.e.TrackLoads(ctx, r.target.DB, r.target.Table, track); err != nil {
 		return nil, err
 	}
 	if len(skipped) > 0 {
-		if err := r.e.RecordLoads(ctx, r.target.display, r.Name, "", skipped); err != nil {
+		if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, "", skipped); err != nil {
 			return nil, err
 		}
 	}

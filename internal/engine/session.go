@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -65,25 +67,25 @@ func (s *session) use(key, print string) {
 	s.used[key] = print
 }
 
-func sameCommit(a, b commitRef) bool {
-	return a.version == b.version && a.id == b.id && a.kind == b.kind && a.at.Equal(b.at)
+func sameCommit(a, b changes.CommitRef) bool {
+	return a.Version == b.Version && a.ID == b.ID && a.Kind == b.Kind && a.At.Equal(b.At)
 }
 
 // commitRead is a read of a table's change log above a version.
 type commitRead struct {
 	schema, name string
 	from         uint64
-	commits      []commitRef
+	commits      []changes.CommitRef
 }
 
 // readCommits lists the commits of a table above a version: from the
 // commit cache when the statement speculates, else from the change log,
 // with the statement's version checks.
-func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, error) {
+func (s *session) readCommits(schema, name string, from uint64) ([]changes.CommitRef, error) {
 	if s.speculate {
-		if c, ok := s.e.commits.get(schema, name, from); ok {
+		if c, ok := s.e.Commits.Get(schema, name, from); ok {
 			s.unchecked = append(s.unchecked, commitRead{schema, name, from, c})
-			s.use(commitsUse(schema, name, from), commitsPrint(c))
+			s.use(commitsUse(schema, name, from), changes.CommitsPrint(c))
 			return c, nil
 		}
 	}
@@ -92,14 +94,14 @@ func (s *session) readCommits(schema, name string, from uint64) ([]commitRef, er
 		// current can be vouched for by this token in later reads (see
 		// freshness); on an error the statement just records nothing.
 		s.tokenRead = true
-		if !s.e.fresh.skipping() {
-			s.token, _ = s.e.partsToken(s.ctx)
+		if !s.e.Fresh.Skipping() {
+			s.token, _ = s.e.PartsToken(s.ctx)
 		}
 	}
-	c, err := s.e.commitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))
+	c, err := s.e.CommitsBetween(s.ctx, schema, name, from, ^uint64(0), strings.Join(s.checks, " AND "))
 	if err == nil {
-		s.e.commits.put(schema, name, from, c)
-		s.use(commitsUse(schema, name, from), commitsPrint(c))
+		s.e.Commits.Put(schema, name, from, c)
+		s.use(commitsUse(schema, name, from), changes.CommitsPrint(c))
 		// The read checked every cached catalog entry used so far.
 		s.checked = maps.Clone(s.used)
 	}
@@ -120,12 +122,12 @@ func (s *session) checkCommits(ctx context.Context) (bool, error) {
 		if i == 0 {
 			guard = strings.Join(s.checks, " AND ")
 		}
-		c, err := s.e.commitsBetween(ctx, r.schema, r.name, r.from, ^uint64(0), guard)
+		c, err := s.e.CommitsBetween(ctx, r.schema, r.name, r.from, ^uint64(0), guard)
 		if err != nil {
 			return false, err
 		}
 		if !slices.EqualFunc(c, r.commits, sameCommit) {
-			s.e.commits.put(r.schema, r.name, r.from, c)
+			s.e.Commits.Put(r.schema, r.name, r.from, c)
 			same = false
 		}
 	}
@@ -314,7 +316,7 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 		return "", fmt.Errorf("read volume %s: %w", src.Volume, err)
 	}
 	s.temp = append(s.temp, name)
-	target := loadTarget{db: schemas.TempDB, table: name, display: "VOLUME " + src.Volume, cols: cols}
+	target := core.LoadTarget{DB: schemas.TempDB, Table: name, Display: "VOLUME " + src.Volume, Cols: cols}
 	for _, f := range files {
 		res, err := e.safeLoadFile(s.ctx, vol, f, src, opts, target, onErrorAbort)
 		if err != nil {

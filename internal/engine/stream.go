@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -70,9 +72,9 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 		spec.Comment = *s.Comment
 	}
 	note := ""
-	if !tracked(tspec) {
+	if !changes.Tracked(tspec) {
 		// As Snowflake does: a stream turns change tracking on.
-		if err := e.enableTracking(ctx, tschema, tname, tspec); err != nil {
+		if err := e.EnableTracking(ctx, tschema, tname, tspec); err != nil {
 			return nil, err
 		}
 		if tspec.Properties == nil {
@@ -85,7 +87,7 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 		note = fmt.Sprintf(" (change tracking is now on for %s)", spec.Table)
 	}
 	// The stream starts now: commits until this moment are before it.
-	spec.Offset = nextCommitVersion()
+	spec.Offset = changes.NextCommitVersion()
 	if spec.ShowInitialRows {
 		spec.Offset = 0
 	}
@@ -138,7 +140,7 @@ func (e *Engine) streamStateWith(name string, spec catalog.StreamSpec, get func(
 			name, spec.Table, tspec.CreatedAt.Format("2006-01-02 15:04:05"), name, spec.Table)
 		return tschema, tname, tspec, stale, nil
 	}
-	if since, _ := strconv.ParseUint(tspec.Properties[changesRetainedSince], 10, 64); since > 0 && spec.Offset < since && !(spec.Offset == 0 && spec.ShowInitialRows) {
+	if since, _ := strconv.ParseUint(tspec.Properties[changes.ChangesRetainedSince], 10, 64); since > 0 && spec.Offset < since && !(spec.Offset == 0 && spec.ShowInitialRows) {
 		stale = fmt.Sprintf("table stream %s is stale: its offset (%s) is older than the change log %s keeps (changes since %s, data_retention_days); recreate it: CREATE OR REPLACE TABLE STREAM %s ON TABLE %s",
 			name, versionTime(spec.Offset), spec.Table, versionTime(since), name, spec.Table)
 	}
@@ -236,7 +238,7 @@ func (s *session) streamSource(schema, name string, spec catalog.StreamSpec) (st
 	key := schema + "." + name
 	r, ok := s.streams[key]
 	if !ok {
-		r = streamRead{schema: schema, name: name, hi: changeReadHorizon()}
+		r = streamRead{schema: schema, name: name, hi: changes.ChangeReadHorizon()}
 		if r.hi < spec.Offset {
 			r.hi = spec.Offset // a stream created in the last moments
 		}
@@ -245,8 +247,8 @@ func (s *session) streamSource(schema, name string, spec catalog.StreamSpec) (st
 		}
 		s.streams[key] = r
 	}
-	how := changeRead{appendOnly: spec.Mode == streamAppendOnly, initial: spec.ShowInitialRows, meta: !s.noMeta}
-	q, err := changeQuery(tschema, tname, tspec, spec.Offset, r.hi, how, func(from uint64) ([]commitRef, error) {
+	how := changes.ChangeRead{AppendOnly: spec.Mode == streamAppendOnly, Initial: spec.ShowInitialRows, Meta: !s.noMeta}
+	q, err := changes.ChangeQuery(tschema, tname, tspec, spec.Offset, r.hi, how, func(from uint64) ([]changes.CommitRef, error) {
 		return s.readCommits(tschema, tname, from)
 	})
 	if err != nil {

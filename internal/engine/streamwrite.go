@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/tunnel"
 
@@ -374,15 +376,15 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		return 0, err
 	}
 	src := f.Reader.Columns()
-	target := tableTarget(s.Schema, s.Table, spec.Columns)
-	target.commit = flushCommit(s.ID, f.ID)
-	mapping := make([]int, len(target.cols))
+	target := core.TableTarget(s.Schema, s.Table, spec.Columns)
+	target.Commit = flushCommit(s.ID, f.ID)
+	mapping := make([]int, len(target.Cols))
 	for i := range mapping {
 		mapping[i] = -1
 	}
 	for j, c := range src {
 		i := -1
-		for k, t := range target.cols {
+		for k, t := range target.Cols {
 			if strings.EqualFold(t.Name, c.Name) {
 				i = k
 				break
@@ -391,9 +393,9 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		if i < 0 {
 			return 0, streamErr(tunnel.CodeBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
 		}
-		if f.Typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.cols[i].Type) {
+		if f.Typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.Cols[i].Type) {
 			return 0, streamErr(tunnel.CodeSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
-				c.Name, table, target.cols[i].Type, c.Type)
+				c.Name, table, target.Cols[i].Type, c.Type)
 		}
 		mapping[i] = j
 	}
@@ -404,13 +406,13 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	// its rows. Write services behind one balancer should route a session
 	// to one replica (its id is in the path), which makes this lock enough.
 	if f.ID != "" {
-		mu := &e.flushLocks[target.commit%uint64(len(e.flushLocks))]
+		mu := &e.flushLocks[target.Commit%uint64(len(e.flushLocks))]
 		mu.Lock()
 		defer mu.Unlock()
 		// An earlier attempt's rows carry this id, or the id releases
 		// before 2026-12-04 gave (a flush retried across an upgrade).
-		for _, commit := range []uint64{target.commit, core.LegacyFlushCommit(s.ID, f.ID)} {
-			n, err := e.commitRows(ctx, s.Schema, s.Table, commit)
+		for _, commit := range []uint64{target.Commit, core.LegacyFlushCommit(s.ID, f.ID)} {
+			n, err := e.CommitRows(ctx, s.Schema, s.Table, commit)
 			if err != nil {
 				return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
 			}
@@ -418,10 +420,10 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 				continue
 			}
 			if n == f.Records {
-				if tracked(spec) {
+				if changes.Tracked(spec) {
 					// The earlier attempt may have stopped before its
 					// change-log entry; registering is idempotent.
-					if err := e.registerCommit(ctx, s.Schema, s.Table, commit, commitInsert, n); err != nil {
+					if err := e.RegisterCommit(ctx, s.Schema, s.Table, commit, changes.CommitInsert, n); err != nil {
 						return 0, err
 					}
 				}
@@ -429,7 +431,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			}
 			// Part of an earlier attempt (or an attempt of unknown size)
 			// is there: remove it and write the pack whole.
-			if err := e.dropCommit(ctx, target, commit); err != nil {
+			if err := e.DropCommit(ctx, target, commit); err != nil {
 				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 			}
 		}
@@ -438,7 +440,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	in, err := e.St.NewInserter(ctx, target.db, target.table, target.cols, core.CommitColumn, target.commit)
+	in, err := e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, target.Commit)
 	if err != nil {
 		return 0, err
 	}
@@ -450,7 +452,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			// flush leaves nothing. A fresh context, as ctx may be done.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if derr := e.dropCommit(cctx, target, target.commit); derr != nil {
+			if derr := e.DropCommit(cctx, target, target.Commit); derr != nil {
 				return 0, fmt.Errorf("%w (and removing its rows already written failed: %v)", err, derr)
 			}
 		}
@@ -491,8 +493,8 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return fail(err)
 	}
-	if tracked(spec) && n > 0 {
-		if err := e.registerCommit(ctx, s.Schema, s.Table, target.commit, commitInsert, n); err != nil {
+	if changes.Tracked(spec) && n > 0 {
+		if err := e.RegisterCommit(ctx, s.Schema, s.Table, target.Commit, changes.CommitInsert, n); err != nil {
 			return fail(err)
 		}
 	}
@@ -577,14 +579,14 @@ type partitionPlan struct {
 // partitionSources prepares partition routing, or returns nil for an
 // unpartitioned table. With a fixed partition, constant vectors appended
 // after the payload's columns feed the partition columns.
-func partitionSources(s StreamSession, spec catalog.TableSpec, target loadTarget, mapping []int, nsrc int) (*partitionPlan, error) {
+func partitionSources(s StreamSession, spec catalog.TableSpec, target core.LoadTarget, mapping []int, nsrc int) (*partitionPlan, error) {
 	if len(spec.PartitionBy) == 0 {
 		return nil, nil
 	}
 	p := &partitionPlan{fixed: s.Partition, extra: nsrc}
 	for k, name := range spec.PartitionBy {
 		i := -1
-		for j, t := range target.cols {
+		for j, t := range target.Cols {
 			if strings.EqualFold(t.Name, name) {
 				i = j
 			}
@@ -593,7 +595,7 @@ func partitionSources(s StreamSession, spec catalog.TableSpec, target loadTarget
 			return nil, fmt.Errorf("table %s: partition column %s is not a column", core.Display(s.Schema, s.Table), name)
 		}
 		p.cols = append(p.cols, i)
-		p.types = append(p.types, target.cols[i].Type)
+		p.types = append(p.types, target.Cols[i].Type)
 		p.payload = append(p.payload, mapping[i])
 		if p.fixed != nil {
 			mapping[i] = nsrc + k

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -155,7 +157,7 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 	}
 	for n, at := range purged {
 		if !kept[n] {
-			_ = e.dropChangeLog(ctx, n.schema, n.name, at)
+			_ = e.DropChangeLog(ctx, n.schema, n.name, at)
 		}
 	}
 }
@@ -226,8 +228,8 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.
 					return nil, err
 				}
 				v = fmt.Sprint(b)
-				if b && !tracked(spec) {
-					if err := e.enableTracking(ctx, schema, name, spec); err != nil {
+				if b && !changes.Tracked(spec) {
+					if err := e.EnableTracking(ctx, schema, name, spec); err != nil {
 						return nil, err
 					}
 				}
@@ -256,16 +258,16 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.
 		if err := e.AlterColumns(ctx, schema, name, "ADD COLUMN "+core.ColumnDDL(cs)); err != nil {
 			return nil, fmt.Errorf("alter table %s: %w", core.Display(schema, name), err)
 		}
-		if tracked(spec) {
+		if changes.Tracked(spec) {
 			// Its change log gets the column too (18.16 has no ADD COLUMN
 			// IF NOT EXISTS: a column already there is left).
 			n, err := e.St.Strings(ctx, "SELECT count() FROM system.columns WHERE database = "+chsql.QuoteString(schemas.ChangesDB)+
-				" AND table = "+chsql.QuoteString(changesTable(schema, name))+" AND name = "+chsql.QuoteString(cs.Name))
+				" AND table = "+chsql.QuoteString(changes.ChangesTable(schema, name))+" AND name = "+chsql.QuoteString(cs.Name))
 			if err != nil {
 				return nil, err
 			}
 			if len(n) == 1 && n[0] == "0" {
-				if err := e.St.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))+" ADD COLUMN "+core.ColumnDDL(cs)); err != nil {
+				if err := e.St.Exec(ctx, "ALTER TABLE "+chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name))+" ADD COLUMN "+core.ColumnDDL(cs)); err != nil {
 					return nil, fmt.Errorf("alter table %s: its change log: %w", core.Display(schema, name), err)
 				}
 			}
@@ -410,8 +412,8 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 		fmt.Sscan(after[0], &a)
 		n = a - b
 	}
-	if tracked(spec) {
-		if err := e.registerCommit(ctx, schema, name, commit, commitInsert, n); err != nil {
+	if changes.Tracked(spec) {
+		if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitInsert, n); err != nil {
 			return nil, err
 		}
 	}
@@ -439,32 +441,32 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*core.Result, 
 			return nil, err
 		}
 	}
-	if !tracked(spec) {
-		if err := e.dryRun(ctx, schema, name, cond, nil); err != nil {
+	if !changes.Tracked(spec) {
+		if err := e.DryRun(ctx, schema, name, cond, nil); err != nil {
 			return nil, err
 		}
-		return e.mutate(ctx, schema, name, "DELETE WHERE "+cond)
+		return e.Mutate(ctx, schema, name, "DELETE WHERE "+cond)
 	}
 	// The rows go to the change log first; the commit is registered last,
 	// so a statement that fails midway leaves no change behind.
 	commit := core.RandomCommit()
-	if err := e.saveRemoved(ctx, schema, name, spec, commitDelete, commit, cond); err != nil {
+	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, cond); err != nil {
 		return nil, err
 	}
-	if cond, err = e.savedCommits(ctx, schema, name, commit, cond); err != nil {
+	if cond, err = e.SavedCommits(ctx, schema, name, commit, cond); err != nil {
 		return nil, err
 	}
 	res := core.Message("DELETE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if res, err = e.mutate(ctx, schema, name, "DELETE WHERE "+cond); err != nil {
+		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+cond); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := e.commitRows(ctx, schemas.ChangesDB, changesTable(schema, name), commit)
+	rows, err := e.CommitRows(ctx, schemas.ChangesDB, changes.ChangesTable(schema, name), commit)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.registerCommit(ctx, schema, name, commit, commitDelete, rows); err != nil {
+	if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitDelete, rows); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -500,24 +502,24 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 			return nil, err
 		}
 	}
-	if !tracked(spec) {
+	if !changes.Tracked(spec) {
 		vals := make([]string, 0, len(setOf))
 		for _, v := range setOf {
 			vals = append(vals, v)
 		}
-		if err := e.dryRun(ctx, schema, name, cond, vals); err != nil {
+		if err := e.DryRun(ctx, schema, name, cond, vals); err != nil {
 			return nil, err
 		}
-		return e.mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
+		return e.Mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
 	}
 	// On a change-tracked table an UPDATE writes the new rows under a
 	// commit of its own and removes the old ones (kept in the change log as
 	// UPDATE_BEFORE): the change log sees both sides.
 	commit := core.RandomCommit()
-	if err := e.saveRemoved(ctx, schema, name, spec, "UPDATE_BEFORE", commit, cond); err != nil {
+	if err := e.SaveRemoved(ctx, schema, name, spec, "UPDATE_BEFORE", commit, cond); err != nil {
 		return nil, err
 	}
-	if cond, err = e.savedCommits(ctx, schema, name, commit, cond); err != nil {
+	if cond, err = e.SavedCommits(ctx, schema, name, commit, cond); err != nil {
 		return nil, err
 	}
 	exprs := make([]string, len(spec.Columns))
@@ -535,61 +537,18 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 	}
 	res := core.Message("UPDATE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if _, err = e.mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit)); err != nil {
+		if _, err = e.Mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit)); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := e.commitRows(ctx, schema, name, commit)
+	rows, err := e.CommitRows(ctx, schema, name, commit)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.registerCommit(ctx, schema, name, commit, commitUpdate, rows); err != nil {
+	if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitUpdate, rows); err != nil {
 		return nil, err
 	}
 	return res, nil
-}
-
-// dryRun evaluates a DELETE's or UPDATE's condition, and the new values
-// where it holds, as a query before the mutation is made: an expression
-// that fails on the table's rows fails the statement here. As a mutation
-// it would fail in the background for ever, and ClickHouse applies a
-// table's mutations in order, so every later one (a pipe's clean-up of a
-// dead load included) would wait behind it; 18.16 has no KILL MUTATION.
-// (A change-tracked table's DML copies the matching rows first, which
-// checks the same.)
-func (e *Engine) dryRun(ctx context.Context, schema, name, cond string, values []string) error {
-	q := "SELECT count() FROM " + chsql.Table(schema, name) + " WHERE (" + cond + ")"
-	if len(values) > 0 {
-		q += " AND NOT ignore(" + strings.Join(values, ", ") + ")"
-	}
-	if _, err := e.St.Strings(ctx, q); err != nil {
-		return fmt.Errorf("%s: the statement cannot run on its rows: %w", core.Display(schema, name), core.QueryError(err))
-	}
-	return nil
-}
-
-// mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations
-// are asynchronous in ClickHouse, and a DML statement should be done when
-// it returns.
-func (e *Engine) mutate(ctx context.Context, schema, name, what string) (*core.Result, error) {
-	verb := strings.Fields(what)[0]
-	table := name
-	if e.Sharded(schema) {
-		table = name + core.ShardSuffix
-	}
-	// ddl runs it on every node of a cluster; lakepipe's own tables are on
-	// this server only.
-	run := e.DDL
-	if !e.Sharded(schema) {
-		run = func(ctx context.Context, head, tail string) error { return e.St.Exec(ctx, head+tail) }
-	}
-	if err := run(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
-		return nil, fmt.Errorf("%s %s: %w", verb, core.Display(schema, name), err)
-	}
-	if err := e.WaitMutations(ctx, schema, table, verb, core.Display(schema, name)); err != nil {
-		return nil, err
-	}
-	return core.Message("%s on %s done", verb, core.Display(schema, name)), nil
 }
 
 // A query reading a table stream is translated from what this process
@@ -653,7 +612,7 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 		// Every value used was checked after sess.token was read (no
 		// commits came from the cache unchecked).
 		if sess.token != "" {
-			e.fresh.record(sess.token, sess.checked)
+			e.Fresh.Record(sess.token, sess.checked)
 		}
 		return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
 	}
@@ -668,11 +627,11 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 	}()
 	// The parts token is read before the full check, so that the values
 	// the check finds current are current at that token (see freshness).
-	token, terr := "", errTokenSkipped
-	if e.fresh.worthReading() {
-		token, terr = e.partsToken(ctx)
+	token, terr := "", changes.ErrTokenSkipped
+	if e.Fresh.WorthReading() {
+		token, terr = e.PartsToken(ctx)
 	}
-	if terr != nil || !e.fresh.holds(token, sess.used) {
+	if terr != nil || !e.Fresh.Holds(token, sess.used) {
 		same, err := sess.checkCommits(ctx)
 		if err != nil || !same {
 			cancel()
@@ -686,7 +645,7 @@ func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 		// commits the translation read itself (sess.tokenRead) were
 		// checked before the token was read, so nothing is recorded then.
 		if terr == nil && !sess.tokenRead {
-			e.fresh.record(token, sess.used)
+			e.Fresh.Record(token, sess.used)
 		}
 	}
 	<-done

@@ -1,4 +1,4 @@
-package engine
+package changes
 
 import (
 	"slices"
@@ -6,16 +6,16 @@ import (
 )
 
 func TestCommitCache(t *testing.T) {
-	var c commitCache
-	if _, ok := c.get("s", "t", 0); ok {
+	var c CommitCache
+	if _, ok := c.Get("s", "t", 0); ok {
 		t.Fatal("empty cache hit")
 	}
-	commits := []commitRef{{version: 10, id: 1}, {version: 20, id: 2}, {version: 30, id: 3}}
-	c.put("s", "t", 5, commits)
-	versions := func(cs []commitRef) []uint64 {
+	commits := []CommitRef{{Version: 10, ID: 1}, {Version: 20, ID: 2}, {Version: 30, ID: 3}}
+	c.Put("s", "t", 5, commits)
+	versions := func(cs []CommitRef) []uint64 {
 		var v []uint64
 		for _, c := range cs {
-			v = append(v, c.version)
+			v = append(v, c.Version)
 		}
 		return v
 	}
@@ -31,16 +31,16 @@ func TestCommitCache(t *testing.T) {
 		{30, true, nil},
 		{99, true, nil},
 	} {
-		got, ok := c.get("s", "t", tc.from)
+		got, ok := c.Get("s", "t", tc.from)
 		if ok != tc.ok || !slices.Equal(versions(got), tc.want) {
 			t.Errorf("get(from %d) = %v, %v; want %v, %v", tc.from, versions(got), ok, tc.want, tc.ok)
 		}
 	}
-	if _, ok := c.get("s", "other", 5); ok {
+	if _, ok := c.Get("s", "other", 5); ok {
 		t.Error("another table's entry hit")
 	}
-	c.put("s", "t", 0, make([]commitRef, maxCachedCommits+1))
-	if _, ok := c.get("s", "t", 5); ok {
+	c.Put("s", "t", 0, make([]CommitRef, MaxCachedCommits+1))
+	if _, ok := c.Get("s", "t", 5); ok {
 		t.Error("an oversized list stayed cached")
 	}
 }

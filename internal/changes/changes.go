@@ -1,4 +1,4 @@
-package engine
+package changes
 
 import (
 	"context"
@@ -8,44 +8,26 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/schemas"
 )
-
-// The change log of change-tracked tables ('change_tracking' = 'true').
-//
-// Every committed write of such a table is a row of lakepipe.table_commits:
-// a commit version (increasing), the write's commit id and its kind. The
-// rows a write added carry its commit id in the table's _lp_commit column
-// (tables are ordered by it, so finding one commit's rows reads only their
-// granules); the rows a DELETE or UPDATE removed are copied, before they go,
-// into lakepipe_changes.<schema>__<table> with the commit id of that write.
-// An UPDATE is an INSERT of the new rows under its commit id followed by the
-// removal of the old ones. So the changes between two versions are found
-// from the commits between them alone, whatever the size of the table.
-//
-// Commit versions are registration times in nanoseconds. A reader takes
-// only commits older than changeFence, so that a write registered a moment
-// later (or by a worker whose clock is a little behind) cannot slip in
-// below a version a reader has already passed.
 
 // Commit kinds. BASELINE commits are the rows a table had when change
 // tracking was turned on: not changes, but part of what incremental
 // refreshes start from.
 const (
 	commitBaseline = "BASELINE"
-	commitInsert   = "INSERT"
-	commitDelete   = "DELETE"
-	commitUpdate   = "UPDATE"
+	CommitInsert   = "INSERT"
+	CommitDelete   = "DELETE"
+	CommitUpdate   = "UPDATE"
 )
 
-// changesRetainedSince is the table property holding the oldest commit
+// ChangesRetainedSince is the table property holding the oldest commit
 // version its change log still has (set when maintenance trims it).
-const changesRetainedSince = "changes_retained_since"
+const ChangesRetainedSince = "changes_retained_since"
 
 // changeFence is how old a commit must be before readers take it.
 const changeFence = 2 * time.Second
@@ -56,16 +38,16 @@ const (
 	origCommitColumn = "_lp_orig_commit"
 )
 
-func tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
+func Tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
 
-// changesTable names the change table of schema.name in schemas.ChangesDB.
-func changesTable(schema, name string) string { return schema + "__" + name }
+// ChangesTable names the change table of schema.name in schemas.ChangesDB.
+func ChangesTable(schema, name string) string { return schema + "__" + name }
 
 var lastCommitVersion atomic.Uint64
 
-// nextCommitVersion is the current time in nanoseconds, strictly
+// NextCommitVersion is the current time in nanoseconds, strictly
 // increasing within the process.
-func nextCommitVersion() uint64 {
+func NextCommitVersion() uint64 {
 	for {
 		now := uint64(time.Now().UnixNano())
 		last := lastCommitVersion.Load()
@@ -78,8 +60,8 @@ func nextCommitVersion() uint64 {
 	}
 }
 
-// enableTracking creates the change table of a table (idempotent).
-func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
+// EnableTracking creates the change table of a table (idempotent).
+func (e *Log) EnableTracking(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
 	if e.St.Replicated() {
 		// The change log would live on one server while the catalog is on
 		// every node: not built yet.
@@ -91,7 +73,7 @@ func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec c
 	}
 	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(core.CommitColumn)+" UInt64",
 		chsql.QuoteIdent(origCommitColumn)+" UInt64")
-	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) +
+	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) +
 		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
 	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
 		return err
@@ -110,9 +92,9 @@ func (e *Engine) enableTracking(ctx context.Context, schema, name string, spec c
 	return nil
 }
 
-// registerCommit records a committed write of a change-tracked table. A
+// RegisterCommit records a committed write of a change-tracked table. A
 // commit id is registered once: a retried load registers nothing new.
-func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit uint64, kind string, rows int64) error {
+func (e *Log) RegisterCommit(ctx context.Context, schema, name string, commit uint64, kind string, rows int64) error {
 	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id = %d",
 		chsql.QuoteString(schema), chsql.QuoteString(name), commit))
 	if err != nil {
@@ -125,16 +107,16 @@ func (e *Engine) registerCommit(ctx context.Context, schema, name string, commit
 		rows = 0
 	}
 	err = e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"},
-		[][]any{{schema, name, nextCommitVersion(), commit, kind, uint64(rows), time.Now().UTC()}})
+		[][]any{{schema, name, NextCommitVersion(), commit, kind, uint64(rows), time.Now().UTC()}})
 	if err != nil {
 		return fmt.Errorf("table %s: record a commit in its change log: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
 
-// commitRows counts the rows of db.table tagged with a commit id (0 when
+// CommitRows counts the rows of db.table tagged with a commit id (0 when
 // the count fails: it only informs the change log).
-func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64) (int64, error) {
+func (e *Log) CommitRows(ctx context.Context, db, table string, commit uint64) (int64, error) {
 	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d", chsql.Table(db, table), chsql.QuoteIdent(core.CommitColumn), commit))
 	if err != nil {
 		// Never 0 for "unknown": a flush would take it for "not written"
@@ -147,30 +129,30 @@ func (e *Engine) commitRows(ctx context.Context, db, table string, commit uint64
 	return strconv.ParseInt(n[0], 10, 64)
 }
 
-// trackLoad registers the rows a load added, when the table tracks changes
+// TrackLoad registers the rows a load added, when the table tracks changes
 // (rows < 0: a load whose row count is not known here).
-func (e *Engine) trackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {
+func (e *Log) TrackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {
 	var spec catalog.TableSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
-	if err != nil || !ok || !tracked(spec) || rows == 0 {
+	if err != nil || !ok || !Tracked(spec) || rows == 0 {
 		return err
 	}
-	return e.registerCommit(ctx, schema, name, commit, commitInsert, rows)
+	return e.RegisterCommit(ctx, schema, name, commit, CommitInsert, rows)
 }
 
-// loadCommit is one load's commit: its id and the rows it added (< 0:
+// LoadCommit is one load's commit: its id and the rows it added (< 0:
 // not known here, for a load registered again after a crash).
-type loadCommit struct {
-	id   uint64
-	rows int64
+type LoadCommit struct {
+	ID   uint64
+	Rows int64
 }
 
-// trackLoads is trackLoad for the loads of one batch: one read of the
+// TrackLoads is trackLoad for the loads of one batch: one read of the
 // change log for all of them and one insert of those it lacks.
-func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []loadCommit) error {
-	var todo []loadCommit
+func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadCommit) error {
+	var todo []LoadCommit
 	for _, l := range loads {
-		if l.rows != 0 {
+		if l.Rows != 0 {
 			todo = append(todo, l)
 		}
 	}
@@ -179,12 +161,12 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 	}
 	var spec catalog.TableSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
-	if err != nil || !ok || !tracked(spec) {
+	if err != nil || !ok || !Tracked(spec) {
 		return err
 	}
 	ids := make([]uint64, len(todo))
 	for i, l := range todo {
-		ids[i] = l.id
+		ids[i] = l.ID
 	}
 	have, err := e.St.Strings(ctx, fmt.Sprintf("SELECT toString(commit_id) FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id IN (%s)",
 		chsql.QuoteString(schema), chsql.QuoteString(name), idList(ids)))
@@ -198,11 +180,11 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 	var rows [][]any
 	now := time.Now().UTC()
 	for _, l := range todo {
-		if known[strconv.FormatUint(l.id, 10)] {
+		if known[strconv.FormatUint(l.ID, 10)] {
 			continue
 		}
-		known[strconv.FormatUint(l.id, 10)] = true // a batch may name a commit twice
-		rows = append(rows, []any{schema, name, nextCommitVersion(), l.id, commitInsert, uint64(max(l.rows, 0)), now})
+		known[strconv.FormatUint(l.ID, 10)] = true // a batch may name a commit twice
+		rows = append(rows, []any{schema, name, NextCommitVersion(), l.ID, CommitInsert, uint64(max(l.Rows, 0)), now})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -213,16 +195,16 @@ func (e *Engine) trackLoads(ctx context.Context, schema, name string, loads []lo
 	return nil
 }
 
-// commitRef is one commit of the change log.
-type commitRef struct {
-	version uint64
-	id      uint64
-	kind    string
-	at      time.Time
+// CommitRef is one commit of the change log.
+type CommitRef struct {
+	Version uint64
+	ID      uint64
+	Kind    string
+	At      time.Time
 }
 
-// commitsBetween lists the commits of a table with lo < version <= hi.
-func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi uint64, guard string) ([]commitRef, error) {
+// CommitsBetween lists the commits of a table with lo < version <= hi.
+func (e *Log) CommitsBetween(ctx context.Context, schema, name string, lo, hi uint64, guard string) ([]CommitRef, error) {
 	if guard != "" {
 		guard += " AND "
 	}
@@ -234,15 +216,15 @@ func (e *Engine) commitsBetween(ctx context.Context, schema, name string, lo, hi
 		}
 		return nil, fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
-	out := make([]commitRef, 0, len(res.Rows))
+	out := make([]CommitRef, 0, len(res.Rows))
 	for _, r := range res.Rows {
-		out = append(out, commitRef{version: r[0].(uint64), id: r[1].(uint64), kind: r[2].(string), at: r[3].(time.Time)})
+		out = append(out, CommitRef{Version: r[0].(uint64), ID: r[1].(uint64), Kind: r[2].(string), At: r[3].(time.Time)})
 	}
 	return out, nil
 }
 
-// changeReadHorizon is the highest version a reader may take now.
-func changeReadHorizon() uint64 { return uint64(time.Now().Add(-changeFence).UnixNano()) }
+// ChangeReadHorizon is the highest version a reader may take now.
+func ChangeReadHorizon() uint64 { return uint64(time.Now().Add(-changeFence).UnixNano()) }
 
 func idList(ids []uint64) string {
 	parts := make([]string, len(ids))
@@ -259,21 +241,21 @@ func idList(ids []uint64) string {
 // remote shard ("non constant in source stream but must be constant").
 const noChange = "materialize('INSERT') AS __change_type, materialize(toUInt64(0)) AS __commit_version, materialize(toDateTime(0)) AS __commit_timestamp"
 
-// changeRead is how changeQuery reads a table's changes.
-type changeRead struct {
-	appendOnly bool // inserts only
-	initial    bool // from version 0, every row present at hi as an INSERT
+// ChangeRead is how changeQuery reads a table's changes.
+type ChangeRead struct {
+	AppendOnly bool // inserts only
+	Initial    bool // from version 0, every row present at hi as an INSERT
 	// meta adds the columns __change_type, __commit_version and
 	// __commit_timestamp; a statement that reads none of them is spared
 	// computing them (transform over the commit list, on every row).
-	meta bool
+	Meta bool
 }
 
-// changeQuery renders, as one ClickHouse query, the changes of a table
+// ChangeQuery renders, as one ClickHouse query, the changes of a table
 // between two versions: its columns, plus the metadata columns when
 // how.meta. read lists the commits of the table above a version (see
 // session.readCommits).
-func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how changeRead, read func(from uint64) ([]commitRef, error)) (string, error) {
+func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how ChangeRead, read func(from uint64) ([]CommitRef, error)) (string, error) {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = chsql.QuoteIdent(c.Name)
@@ -281,15 +263,15 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	colList := strings.Join(cols, ", ")
 	table := chsql.Table(schema, name)
 	commitCol := chsql.QuoteIdent(core.CommitColumn)
-	appendOnly := how.appendOnly
+	appendOnly := how.AppendOnly
 	// withMeta appends the metadata columns, when the statement reads them.
 	withMeta := func(m string) string {
-		if !how.meta {
+		if !how.Meta {
 			return ""
 		}
 		return ", " + m
 	}
-	if how.initial && lo == 0 {
+	if how.Initial && lo == 0 {
 		// Every row present, less what was written after hi.
 		later, err := read(hi)
 		if err != nil {
@@ -298,13 +280,13 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 		q := "SELECT " + colList + withMeta(noChange) + " FROM " + table
 		var ids []uint64
 		for _, c := range later {
-			if c.kind != commitDelete {
-				ids = append(ids, c.id)
+			if c.Kind != CommitDelete {
+				ids = append(ids, c.ID)
 			}
 		}
 		if len(ids) > 0 {
 			log := commitLog{schema: schema, name: name, listed: len(later) <= maxListedCommits}
-			q += " WHERE " + commitCol + " NOT IN " + log.set(ids, fmt.Sprintf("version > %d", hi), commitBaseline, commitInsert, commitUpdate)
+			q += " WHERE " + commitCol + " NOT IN " + log.set(ids, fmt.Sprintf("version > %d", hi), commitBaseline, CommitInsert, CommitUpdate)
 		}
 		return q, nil
 	}
@@ -313,25 +295,25 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	if err != nil {
 		return "", err
 	}
-	var later []commitRef
+	var later []CommitRef
 	for i, c := range commits {
-		if c.version > hi {
+		if c.Version > hi {
 			commits, later = commits[:i], commits[i:]
 			break
 		}
 	}
 	var all, ins, upd, del, versions, stamps []uint64
 	for _, c := range commits {
-		all = append(all, c.id)
-		versions = append(versions, c.version)
-		stamps = append(stamps, uint64(c.at.Unix()))
-		switch c.kind {
-		case commitInsert:
-			ins = append(ins, c.id)
-		case commitUpdate:
-			upd = append(upd, c.id)
-		case commitDelete:
-			del = append(del, c.id)
+		all = append(all, c.ID)
+		versions = append(versions, c.Version)
+		stamps = append(stamps, uint64(c.At.Unix()))
+		switch c.Kind {
+		case CommitInsert:
+			ins = append(ins, c.ID)
+		case CommitUpdate:
+			upd = append(upd, c.ID)
+		case CommitDelete:
+			del = append(del, c.ID)
 		}
 	}
 	log := commitLog{schema: schema, name: name, listed: len(commits)+len(later) <= maxListedCommits}
@@ -345,7 +327,7 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	// read of a 10 M-row table; ClickHouse does not move conditions on
 	// key columns to PREWHERE by itself).
 	part := func(kind, commitCol, from, where string) string {
-		if !how.meta {
+		if !how.Meta {
 			return "SELECT " + colList + " FROM " + from + " PREWHERE " + where
 		}
 		if log.listed {
@@ -359,11 +341,11 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			commitCol + " AS _lp_c FROM " + from + " PREWHERE " + where + ") ANY LEFT JOIN (SELECT commit_id AS _lp_c, version AS __commit_version, committed_at AS __commit_timestamp " +
 			"FROM lakepipe.table_commits WHERE " + log.where(inRange) + ") USING _lp_c"
 	}
-	changes := chsql.Table(schemas.ChangesDB, changesTable(schema, name))
+	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
 	origCol := chsql.QuoteIdent(origCommitColumn)
 	var parts []string
 	if len(ins) > 0 {
-		parts = append(parts, part("materialize('INSERT')", commitCol, table, commitCol+" IN "+log.set(ins, inRange, commitInsert)))
+		parts = append(parts, part("materialize('INSERT')", commitCol, table, commitCol+" IN "+log.set(ins, inRange, CommitInsert)))
 		// Rows added up to hi but removed since (by a commit after hi) were
 		// there at hi: they are read from the change log, as inserts, so
 		// that a later read's DELETE has its INSERT. An APPEND_ONLY stream
@@ -376,24 +358,24 @@ func changeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			removedCond = fmt.Sprintf("version > %d", lo)
 		}
 		for _, c := range later {
-			if c.kind != commitInsert {
-				removed = append(removed, c.id)
+			if c.Kind != CommitInsert {
+				removed = append(removed, c.ID)
 			}
 		}
 		if len(removed) > 0 {
 			parts = append(parts, part("materialize('INSERT')", origCol, changes,
-				commitCol+" IN "+log.set(removed, removedCond, commitDelete, commitUpdate)+" AND "+origCol+" IN "+log.set(ins, inRange, commitInsert)))
+				commitCol+" IN "+log.set(removed, removedCond, CommitDelete, CommitUpdate)+" AND "+origCol+" IN "+log.set(ins, inRange, CommitInsert)))
 		}
 	}
 	if !appendOnly {
 		if len(upd) > 0 {
-			parts = append(parts, part("materialize('UPDATE_AFTER')", commitCol, table, commitCol+" IN "+log.set(upd, inRange, commitUpdate)))
+			parts = append(parts, part("materialize('UPDATE_AFTER')", commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
 		}
 		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
 			// A row both added and removed since lo is no change at all.
-			where := commitCol + " IN " + log.set(gone, inRange, commitDelete, commitUpdate)
+			where := commitCol + " IN " + log.set(gone, inRange, CommitDelete, CommitUpdate)
 			if added := append(append([]uint64(nil), ins...), upd...); len(added) > 0 {
-				where += " AND " + origCol + " NOT IN " + log.set(added, inRange, commitInsert, commitUpdate)
+				where += " AND " + origCol + " NOT IN " + log.set(added, inRange, CommitInsert, CommitUpdate)
 			}
 			parts = append(parts, part(chsql.QuoteIdent(changeTypeColumn), commitCol, changes, where))
 		}
@@ -441,15 +423,15 @@ func (l commitLog) where(cond string) string {
 // a query's 256 KiB); past it, the commits are read by a subquery.
 const maxSavedCommits = 10000
 
-// savedCommits narrows the condition of a DELETE or UPDATE whose removed
+// SavedCommits narrows the condition of a DELETE or UPDATE whose removed
 // rows saveRemoved has kept: to the rows of the commits those rows came
 // from. Rows that a load adds while the statement runs match its WHERE
 // too, but were not kept; without this the mutation would remove them
 // with no trace in the change log, and a stream that had shown them as
 // inserts would never show them go. It returns "0" when nothing was kept.
-func (e *Engine) savedCommits(ctx context.Context, schema, name string, commit uint64, cond string) (string, error) {
+func (e *Log) SavedCommits(ctx context.Context, schema, name string, commit uint64, cond string) (string, error) {
 	ids, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s = %d LIMIT %d",
-		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, changesTable(schema, name)), chsql.QuoteIdent(core.CommitColumn), commit, maxSavedCommits+1))
+		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)), chsql.QuoteIdent(core.CommitColumn), commit, maxSavedCommits+1))
 	if err != nil {
 		return "", fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
@@ -462,20 +444,20 @@ func (e *Engine) savedCommits(ctx context.Context, schema, name string, commit u
 		return cond, nil
 	case len(ids) > maxSavedCommits:
 		return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(origCommitColumn) + " FROM " +
-			chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
+			chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
 	}
 	return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
 }
 
-// saveRemoved copies the rows a DELETE or UPDATE is about to remove into the
+// SaveRemoved copies the rows a DELETE or UPDATE is about to remove into the
 // change table, tagged with the statement's commit id.
-func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {
+func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {
 	cols := make([]string, len(spec.Columns))
 	for i, c := range spec.Columns {
 		cols[i] = chsql.QuoteIdent(c.Name)
 	}
 	colList := strings.Join(cols, ", ")
-	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changesTable(schema, name)) + " (" + colList + ", " +
+	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " (" + colList + ", " +
 		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(origCommitColumn) + ") SELECT " +
 		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(core.CommitColumn) +
 		" FROM " + chsql.Table(schema, name) + " WHERE " + cond
@@ -492,9 +474,9 @@ func (e *Engine) saveRemoved(ctx context.Context, schema, name string, spec cata
 // are committed, which a FULL refresh of an incremental dynamic table
 // needs for every row, however old. Maintenance calls it with each tracked
 // table's data_retention_days (default 7).
-func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before time.Time) error {
+func (e *Log) TrimChangeLog(ctx context.Context, schema, name string, before time.Time) error {
 	cut := uint64(before.UnixNano())
-	old, err := e.commitsBetween(ctx, schema, name, 0, cut-1, "")
+	old, err := e.CommitsBetween(ctx, schema, name, 0, cut-1, "")
 	if err != nil {
 		return err
 	}
@@ -504,40 +486,40 @@ func (e *Engine) TrimChangeLog(ctx context.Context, schema, name string, before 
 	}
 	var ids []uint64
 	for _, c := range old {
-		if c.kind == commitDelete || c.kind == commitUpdate {
-			ids = append(ids, c.id)
+		if c.Kind == CommitDelete || c.Kind == CommitUpdate {
+			ids = append(ids, c.ID)
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := e.mutate(ctx, schemas.ChangesDB, changesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
+		if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
 			return err
 		}
 		if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
-			chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(commitDelete), chsql.QuoteString(commitUpdate))); err != nil {
+			chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(CommitDelete), chsql.QuoteString(CommitUpdate))); err != nil {
 			return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
 		}
 	}
-	if prev, _ := strconv.ParseUint(spec.Properties[changesRetainedSince], 10, 64); prev >= cut {
+	if prev, _ := strconv.ParseUint(spec.Properties[ChangesRetainedSince], 10, 64); prev >= cut {
 		return nil
 	}
 	if spec.Properties == nil {
 		spec.Properties = map[string]string{}
 	}
-	spec.Properties[changesRetainedSince] = strconv.FormatUint(cut, 10)
+	spec.Properties[ChangesRetainedSince] = strconv.FormatUint(cut, 10)
 	return e.Cat.Put(ctx, catalog.KindTable, schema, name, spec, "")
 }
 
-// dropChangeLog removes the change log of a table purged from the trash,
+// DropChangeLog removes the change log of a table purged from the trash,
 // none of whose name is left there (purgeTrash sees to that): its change
 // table and its commits up to the moment it was dropped. The log is named
 // after the table, so while a live table has the name, it stays; commits
 // after the drop belong to a table created since and are kept in any case.
-func (e *Engine) dropChangeLog(ctx context.Context, schema, name string, droppedAt time.Time) error {
+func (e *Log) DropChangeLog(ctx context.Context, schema, name string, droppedAt time.Time) error {
 	var live catalog.TableSpec
 	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &live); err != nil || ok {
 		return err
 	}
-	if err := e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, changesTable(schema, name))); err != nil {
+	if err := e.St.Exec(ctx, "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))); err != nil {
 		return fmt.Errorf("table %s: drop its change log: %w", core.Display(schema, name), err)
 	}
 	where := fmt.Sprintf("db = %s AND table = %s AND version <= %d", chsql.QuoteString(schema), chsql.QuoteString(name), droppedAt.UnixNano())
@@ -545,21 +527,21 @@ func (e *Engine) dropChangeLog(ctx context.Context, schema, name string, dropped
 	if err != nil || len(n) != 1 || n[0] == "0" {
 		return err
 	}
-	if _, err := e.mutate(ctx, schemas.SystemDB, "table_commits", "DELETE WHERE "+where); err != nil {
+	if _, err := e.Mutate(ctx, schemas.SystemDB, "table_commits", "DELETE WHERE "+where); err != nil {
 		return fmt.Errorf("table %s: forget its commits: %w", core.Display(schema, name), err)
 	}
 	return nil
 }
 
-// trimChangeLogs applies every tracked table's retention.
-func (e *Engine) trimChangeLogs(ctx context.Context) error {
+// TrimChangeLogs applies every tracked table's retention.
+func (e *Log) TrimChangeLogs(ctx context.Context) error {
 	tables, err := e.Cat.ListAll(ctx, catalog.KindTable)
 	if err != nil {
 		return err
 	}
 	for _, o := range tables {
 		var spec catalog.TableSpec
-		if o.Decode(&spec) != nil || !tracked(spec) {
+		if o.Decode(&spec) != nil || !Tracked(spec) {
 			continue
 		}
 		days := 7
@@ -568,6 +550,62 @@ func (e *Engine) trimChangeLogs(ctx context.Context) error {
 		}
 		if err := e.TrimChangeLog(ctx, o.Schema, o.Name, time.Now().Add(-time.Duration(days)*24*time.Hour)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// Engine runs statements; safe for concurrent use.
+// Log is the change log of tracked tables and the reading of table
+// streams, with their caches.
+type Log struct {
+	core.Core
+	// commits caches change-log reads of table streams (see
+	// session.readCommits); copies of the engine share it.
+	Commits *CommitCache
+	// fresh lets stream reads skip their full check when nothing was
+	// written since the last one (see freshness); shared by copies.
+	Fresh *Freshness
+}
+
+// dropCommit deletes the rows of an unrecorded attempt, if there are any.
+// dropCommits is dropCommit for the loads of one batch: one count of
+// their rows, and one removal of those that left any.
+func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint64) error {
+	if len(commits) == 0 {
+		return nil
+	}
+	found, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
+		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), idList(commits)))
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	ids := make([]uint64, 0, len(found))
+	for _, f := range found {
+		id, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("remove unfinished loads: commit id %q: %w", f, err)
+		}
+		ids = append(ids, id)
+	}
+	if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), idList(ids))); err != nil {
+		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
+	}
+	return nil
+}
+
+func (e *Log) DropCommit(ctx context.Context, t core.LoadTarget, commit uint64) error {
+	n, err := e.St.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE %s = %d",
+		chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), commit))
+	if err != nil {
+		return err
+	}
+	if len(n) == 1 && n[0] != "0" {
+		if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s = %d", chsql.QuoteIdent(core.CommitColumn), commit)); err != nil {
+			return fmt.Errorf("remove an unfinished load: %w", err)
 		}
 	}
 	return nil

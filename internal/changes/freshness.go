@@ -1,4 +1,4 @@
-package engine
+package changes
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 var partsTokenQuery = "SELECT arrayStringConcat(arraySort(groupArray(concat(table, '/', name))), ' ') FROM system.parts " +
 	"WHERE database = " + chsql.QuoteString(schemas.SystemDB) + " AND table IN ('objects', 'table_commits') AND active"
 
-// freshness remembers what the last full check of a stream read found
+// Freshness remembers what the last full check of a stream read found
 // current (the catalog entries' versions, the cached commit lists), and
 // the parts token read before that check. A later read that used the same
 // cached values and reads the same token needs no full check: nothing was
@@ -29,7 +29,7 @@ var partsTokenQuery = "SELECT arrayStringConcat(arraySort(groupArray(concat(tabl
 // system.parts read instead of three MergeTree reads (the version checks
 // and the change log), about 1.5 ms instead of 5 on ClickHouse 18.16.
 // Copies of the engine share it.
-type freshness struct {
+type Freshness struct {
 	mu    sync.Mutex
 	token string
 	// current maps a cached value's key to its fingerprint as found
@@ -46,12 +46,12 @@ type freshness struct {
 // the next tokenSkips reads run the full check at once, alongside their
 // query, as reads did before the token; then the token is tried again.
 const (
-	tokenMisses = 3
-	tokenSkips  = 16
+	TokenMisses = 3
+	TokenSkips  = 16
 )
 
-// worthReading reports whether a read should read the parts token.
-func (f *freshness) worthReading() bool {
+// WorthReading reports whether a read should read the parts token.
+func (f *Freshness) WorthReading() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.skip > 0 {
@@ -61,21 +61,21 @@ func (f *freshness) worthReading() bool {
 	return true
 }
 
-// skipping reports whether reads go without the token for now, without
+// Skipping reports whether reads go without the token for now, without
 // counting a read (for the reads of a statement's translation).
-func (f *freshness) skipping() bool {
+func (f *Freshness) Skipping() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.skip > 0
 }
 
-// holds reports whether every value in used was found current at token.
-func (f *freshness) holds(token string, used map[string]string) bool {
+// Holds reports whether every value in used was found current at token.
+func (f *Freshness) Holds(token string, used map[string]string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if token != f.token {
-		if f.changed++; f.changed >= tokenMisses {
-			f.changed, f.skip = 0, tokenSkips
+		if f.changed++; f.changed >= TokenMisses {
+			f.changed, f.skip = 0, TokenSkips
 		}
 		return false
 	}
@@ -91,10 +91,10 @@ func (f *freshness) holds(token string, used map[string]string) bool {
 	return true
 }
 
-// record notes that the values in used were found current by a check
+// Record notes that the values in used were found current by a check
 // that started after the parts token was read as token. Values found at
 // an older token are forgotten.
-func (f *freshness) record(token string, used map[string]string) {
+func (f *Freshness) Record(token string, used map[string]string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if token != f.token || f.current == nil || len(f.current) >= maxCached {
@@ -107,11 +107,11 @@ func (f *freshness) record(token string, used map[string]string) {
 // maxCached bounds what freshness remembers at one token.
 const maxCached = 4096
 
-// errTokenSkipped stands for a parts token not read (see worthReading).
-var errTokenSkipped = errors.New("parts token not read")
+// ErrTokenSkipped stands for a parts token not read (see worthReading).
+var ErrTokenSkipped = errors.New("parts token not read")
 
-// partsToken reads the parts token (see partsTokenQuery).
-func (e *Engine) partsToken(ctx context.Context) (string, error) {
+// PartsToken reads the parts token (see partsTokenQuery).
+func (e *Log) PartsToken(ctx context.Context) (string, error) {
 	v, err := e.St.Strings(ctx, partsTokenQuery)
 	if err != nil || len(v) != 1 {
 		return "", err
@@ -119,8 +119,8 @@ func (e *Engine) partsToken(ctx context.Context) (string, error) {
 	return v[0], nil
 }
 
-// commitsPrint fingerprints a cached commit list.
-func commitsPrint(commits []commitRef) string {
+// CommitsPrint fingerprints a cached commit list.
+func CommitsPrint(commits []CommitRef) string {
 	h := fnv.New64a()
 	var b [8]byte
 	put := func(v uint64) {
@@ -128,11 +128,11 @@ func commitsPrint(commits []commitRef) string {
 		h.Write(b[:])
 	}
 	for _, c := range commits {
-		put(c.version)
-		put(c.id)
-		put(uint64(c.at.UnixNano()))
-		put(uint64(len(c.kind)))
-		h.Write([]byte(c.kind))
+		put(c.Version)
+		put(c.ID)
+		put(uint64(c.At.UnixNano()))
+		put(uint64(len(c.Kind)))
+		h.Write([]byte(c.Kind))
 	}
 	return strconv.FormatUint(h.Sum64(), 16) + "/" + strconv.Itoa(len(commits))
 }

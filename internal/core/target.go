@@ -1,0 +1,70 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/formats"
+)
+
+// loadTarget is the table a load writes.
+type LoadTarget struct {
+	DB, Table string
+	Display   string
+	Cols      []formats.Column
+	Commit    uint64 // written to CommitColumn; 0 for tables without it
+}
+
+func TableTarget(schema, name string, cols []catalog.ColumnSpec) LoadTarget {
+	t := LoadTarget{DB: schema, Table: name, Display: Display(schema, name)}
+	for _, c := range cols {
+		t.Cols = append(t.Cols, formats.Column{Name: c.Name, Type: c.CHType})
+	}
+	return t
+}
+
+// dryRun evaluates a DELETE's or UPDATE's condition, and the new values
+// where it holds, as a query before the mutation is made: an expression
+// that fails on the table's rows fails the statement here. As a mutation
+// it would fail in the background for ever, and ClickHouse applies a
+// table's mutations in order, so every later one (a pipe's clean-up of a
+// dead load included) would wait behind it; 18.16 has no KILL MUTATION.
+// (A change-tracked table's DML copies the matching rows first, which
+// checks the same.)
+func (e *Core) DryRun(ctx context.Context, schema, name, cond string, values []string) error {
+	q := "SELECT count() FROM " + chsql.Table(schema, name) + " WHERE (" + cond + ")"
+	if len(values) > 0 {
+		q += " AND NOT ignore(" + strings.Join(values, ", ") + ")"
+	}
+	if _, err := e.St.Strings(ctx, q); err != nil {
+		return fmt.Errorf("%s: the statement cannot run on its rows: %w", Display(schema, name), QueryError(err))
+	}
+	return nil
+}
+
+// mutate runs an ALTER TABLE … DELETE/UPDATE and waits for it: mutations
+// are asynchronous in ClickHouse, and a DML statement should be done when
+// it returns.
+func (e *Core) Mutate(ctx context.Context, schema, name, what string) (*Result, error) {
+	verb := strings.Fields(what)[0]
+	table := name
+	if e.Sharded(schema) {
+		table = name + ShardSuffix
+	}
+	// ddl runs it on every node of a cluster; lakepipe's own tables are on
+	// this server only.
+	run := e.DDL
+	if !e.Sharded(schema) {
+		run = func(ctx context.Context, head, tail string) error { return e.St.Exec(ctx, head+tail) }
+	}
+	if err := run(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", verb, Display(schema, name), err)
+	}
+	if err := e.WaitMutations(ctx, schema, table, verb, Display(schema, name)); err != nil {
+		return nil, err
+	}
+	return Message("%s on %s done", verb, Display(schema, name)), nil
+}
