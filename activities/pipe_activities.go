@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -198,11 +200,11 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 			results[i] = r
 			continue
 		}
-		if f.Size > engine.StageFileBytes {
+		if f.Size > fileread.StageFileBytes {
 			large = append(large, i)
 			continue
 		}
-		if len(batch) == engine.StageBatchFiles || batchBytes+f.Size > engine.StageBatchBytes {
+		if len(batch) == fileread.StageBatchFiles || batchBytes+f.Size > fileread.StageBatchBytes {
 			if err := flush(); err != nil {
 				close(stop)
 				return jobs.CopyResult{}, classify(err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -89,7 +91,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 }
 
 func checkCopy(s *sqlparse.CopyIntoTable) error {
-	if _, err := copyOnError(s.Options); err != nil {
+	if _, err := fileread.CopyOnError(s.Options); err != nil {
 		return err
 	}
 	if s.Volume == nil {
@@ -119,7 +121,7 @@ func checkCopy(s *sqlparse.CopyIntoTable) error {
 			return fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(*s.Volume.Subdirectory), err)
 		}
 	}
-	_, err := readOptions(s.Volume)
+	_, err := fileread.ReadOptions(s.Volume)
 	return err
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -21,7 +23,7 @@ import (
 )
 
 type Engine struct {
-	changes.Log
+	fileread.Reader
 	// flushLocks serialise flushes that share a commit id (a client retry
 	// that overlaps the attempt it retries); copies of the engine share it.
 	flushLocks *[64]sync.Mutex
@@ -60,7 +62,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{Log: changes.Log{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, Commits: new(changes.CommitCache), Fresh: new(changes.Freshness)}, flushLocks: new([64]sync.Mutex), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
+	return &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, Commits: new(changes.CommitCache), Fresh: new(changes.Freshness)}}, flushLocks: new([64]sync.Mutex), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
 }
 
 // Exec runs one statement. A statement that names lakepipe's own or

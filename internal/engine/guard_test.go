@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -14,7 +16,7 @@ import (
 )
 
 func TestGuardRefuses(t *testing.T) {
-	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}
+	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}}
 	tests := []struct {
 		sql  string
 		want string // in the message
@@ -130,7 +132,7 @@ func TestGuardRefuses(t *testing.T) {
 }
 
 func TestGuardAllows(t *testing.T) {
-	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}
+	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}}
 	for _, sql := range []string{
 		"SELECT * FROM t",
 		"SELECT * FROM public.t",
@@ -183,7 +185,7 @@ func TestGuardAllows(t *testing.T) {
 // A session whose schema is one of lakepipe's reaches it by unqualified
 // names too; a CTE of the same name is still the CTE.
 func TestGuardDefaultSchema(t *testing.T) {
-	e := &Engine{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "lakepipe"}}}}
+	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "lakepipe"}}}}}
 	for sql, refused := range map[string]bool{
 		"SELECT * FROM objects":                                 true,
 		"INSERT INTO load_history (table_name) VALUES ('x')":    true,
@@ -198,4 +200,12 @@ func TestGuardDefaultSchema(t *testing.T) {
 			t.Errorf("%s: refused %v, want %v (%v)", sql, err != nil, refused, err)
 		}
 	}
+}
+
+// configured is an engine with a configuration and nothing else, for
+// tests that need no server.
+func configured(cfg core.Config) *Engine {
+	e := new(Engine)
+	e.Cfg = cfg
+	return e
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -200,7 +202,7 @@ func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.Cop
 				name, len(src), strings.Join(prog.Columns, ", "), run.target.Display, len(names), strings.Join(names, ", "))
 		}
 	}
-	if run.source, err = mapColumns("the SELECT list", src, run.target, true); err != nil {
+	if run.source, err = fileread.MapColumns("the SELECT list", src, run.target, true); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
 	run.typed = typedColumns(prog, run.source, run.target.Cols)

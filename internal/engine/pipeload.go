@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/fileread"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -110,7 +112,7 @@ func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 		{Kind: catalog.KindVolume, Schema: p.Schema, Name: cp.Volume.Volume},
 		{Kind: catalog.KindConnection, Schema: core.GlobalSchema, Name: vspec.Connection},
 	}
-	if run.opts, err = e.fileOptions(cp.Volume); err != nil {
+	if run.opts, err = e.FileOptions(cp.Volume); err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	if re := cp.Volume.Regexp; re != nil {
@@ -120,14 +122,14 @@ func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	}
 	// A pipe's default is to skip a file with a bad row (Snowpipe's
 	// SKIP_FILE): the file is recorded FAILED and the pipe goes on.
-	run.onError = onErrorSkipFile
+	run.onError = fileread.OnErrorSkipFile
 	for _, o := range cp.Options {
 		if strings.EqualFold(o.Key, "on_error") {
-			if run.onError, err = copyOnError(cp.Options); err != nil {
+			if run.onError, err = fileread.CopyOnError(cp.Options); err != nil {
 				return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 			}
-			if run.onError == onErrorAbort {
-				run.onError = onErrorSkipFile
+			if run.onError == fileread.OnErrorAbort {
+				run.onError = fileread.OnErrorSkipFile
 			}
 		}
 	}
@@ -204,8 +206,8 @@ func (r *PipeRun) pending(h history, recorded bool, etag string) bool {
 // reloaded is the load record of a new version at a path a LIST_PURGE
 // pipe loaded before: not loaded (a path loads once) and not removed
 // (removing it would destroy data the pipe never read), with the reason.
-func reloaded(f jobs.FileRef, h history) FileLoad {
-	return FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped,
+func reloaded(f jobs.FileRef, h history) fileread.FileLoad {
+	return fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped,
 		FirstError: fmt.Sprintf("the path was loaded before (ETag %s) and this is another version of it (ETag %s): a path loads once, and LIST_PURGE removes only the version it loaded, so this one stays in the volume", h.etag, f.ETag)}
 }
 
@@ -447,7 +449,7 @@ func TempFile(path string) bool {
 // listSelected is ListFiles for a pipe whose COPY names its files: the
 // set is bounded by the statement.
 func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]jobs.FileRef, int, error) {
-	objs, err := r.e.selectFiles(ctx, r.vol, r.copy.Volume)
+	objs, err := r.e.SelectFiles(ctx, r.vol, r.copy.Volume)
 	if err != nil {
 		return nil, 0, fmt.Errorf("pipe %s: list: %w", r.Name, err)
 	}
@@ -524,7 +526,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		if r.pending(h, true, f.ETag) {
 			fl := reloaded(f, h)
 			res.FirstError = fl.FirstError
-			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []FileLoad{fl})
+			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []fileread.FileLoad{fl})
 		}
 		return res, nil
 	}
@@ -537,13 +539,13 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	target := r.target
 	target.Commit = commit
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
-	fl, err := r.e.safeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
+	fl, err := r.e.SafeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
 		res.Status = jobs.FileSkipped // gone since the listing (another worker purged it)
 		return res, nil
 	}
 	if err != nil {
-		var fe *fileError
+		var fe *fileread.FileError
 		if !errors.As(err, &fe) {
 			return res, err // transient: the activity retries
 		}
@@ -557,7 +559,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		}
 		fl.Rows = 0
 	}
-	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []FileLoad{fl}); err != nil {
+	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []fileread.FileLoad{fl}); err != nil {
 		return res, err
 	}
 	if fl.Status != jobs.FileFailed {
@@ -585,28 +587,12 @@ func (r *PipeRun) dropCommit(ctx context.Context, commit uint64) error {
 // boundError caps a load's error: a hostile file's error may quote a whole
 // cell, and load_history, the heartbeat and the activity result carry a
 // bounded message.
-func boundError(fl *FileLoad) {
+func boundError(fl *fileread.FileLoad) {
 	fl.FirstError = errtext.Cap(fl.FirstError, errtext.MaxMessage)
 	if fl.Status == jobs.FileFailed && fl.FirstErrLine > 0 {
 		fl.FirstError += " (the file was not loaded; upload a fixed version and it loads)"
 	}
 }
-
-// Batching small files: a file of at most StageFileBytes is read whole
-// into memory and written with the other small files of its batch in one
-// INSERT; a batch holds at most StageBatchFiles files and StageBatchBytes
-// bytes of files. What they hold once read is bounded too, since a small
-// compressed file may hold much more: a file whose rows pass
-// StageFileMemory, or that would take its batch past StageBatchMemory, is
-// loaded alone afterwards, streamed as a large file is. At most
-// StageBatchMemory plus par × StageFileMemory is held at once.
-const (
-	StageFileBytes   = 4 << 20
-	StageBatchBytes  = 32 << 20
-	StageBatchFiles  = 1000
-	StageFileMemory  = 8 << 20
-	StageBatchMemory = 48 << 20
-)
 
 // LoadBatch loads small files (see StageFileBytes) together, each exactly
 // once, as LoadFile does one:
@@ -642,7 +628,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		commits []uint64
 		track   []changes.LoadCommit
 		purge   []string
-		skipped []FileLoad // new versions at loaded paths (LIST_PURGE)
+		skipped []fileread.FileLoad // new versions at loaded paths (LIST_PURGE)
 	)
 	for i, f := range files {
 		if h, ok := hist[f.Path]; ok && h.done(f.ETag) {
@@ -675,7 +661,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 
-	loads := make([]FileLoad, len(files))
+	loads := make([]fileread.FileLoad, len(files))
 	staged := make([]chstore.Staged, len(files))
 	gone := make([]bool, len(files))
 	alone := make([]bool, len(files)) // too large once read: loaded by LoadFile
@@ -696,8 +682,8 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			target := r.target
 			target.Commit = commits[k]
 			obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
-			fl, err := r.e.safeStageFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError, &staged[i])
-			if err == nil && held.Add(staged[i].Bytes()) > StageBatchMemory {
+			fl, err := r.e.SafeStageFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError, &staged[i])
+			if err == nil && held.Add(staged[i].Bytes()) > fileread.StageBatchMemory {
 				err = chstore.ErrStageFull
 			}
 			if errors.Is(err, chstore.ErrStageFull) || errors.Is(err, objstore.ErrTooLarge) {
@@ -710,7 +696,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 				return
 			}
 			if err != nil {
-				var fe *fileError
+				var fe *fileread.FileError
 				if !errors.As(err, &fe) {
 					mu.Lock()
 					firstErr = cmp.Or(firstErr, err) // transient: the activity retries
@@ -733,7 +719,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 	}
 
 	var write []chstore.Staged
-	var record []FileLoad
+	var record []fileread.FileLoad
 	for k, i := range todo {
 		if gone[i] {
 			results[i].Status = jobs.FileSkipped

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/fileread"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 
@@ -256,7 +257,7 @@ func (s *session) source(ref sqlparse.TableRef) (string, error) {
 	case *sqlparse.FuncRef:
 		switch strings.ToLower(r.Func.Name) {
 		case "load_history":
-			return s.e.loadHistorySource(s.ctx, r.Func)
+			return s.e.LoadHistorySource(s.ctx, r.Func)
 		case "read_kafka":
 			return "", fmt.Errorf("READ_KAFKA reads a topic inside CREATE PIPE … AS COPY INTO … FROM (SELECT … FROM READ_KAFKA(…)): %w", core.ErrNotSupportedYet)
 		}
@@ -281,11 +282,11 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := e.selectFiles(s.ctx, vol, src)
+	files, err := e.SelectFiles(s.ctx, vol, src)
 	if err != nil {
 		return "", err
 	}
-	opts, err := e.fileOptions(src)
+	opts, err := e.FileOptions(src)
 	if err != nil {
 		return "", err
 	}
@@ -293,7 +294,7 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	if len(opts.Schema) > 0 {
 		cols = opts.Schema
 	} else if len(files) > 0 {
-		if cols, err = e.fileColumns(s.ctx, vol, files[0], src.Format, opts); err != nil {
+		if cols, err = e.FileColumns(s.ctx, vol, files[0], src.Format, opts); err != nil {
 			return "", err
 		}
 	} else {
@@ -318,7 +319,7 @@ func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	s.temp = append(s.temp, name)
 	target := core.LoadTarget{DB: schemas.TempDB, Table: name, Display: "VOLUME " + src.Volume, Cols: cols}
 	for _, f := range files {
-		res, err := e.safeLoadFile(s.ctx, vol, f, src, opts, target, onErrorAbort)
+		res, err := e.SafeLoadFile(s.ctx, vol, f, src, opts, target, fileread.OnErrorAbort)
 		if err != nil {
 			return "", err
 		}
