@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/query"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/engine"
 )
 
 // TestGuardCatalogClosed checks that statements through lakepipe cannot
@@ -39,7 +40,7 @@ func TestGuardCatalogClosed(t *testing.T) {
 		`INSERT INTO t SELECT 1, secret FROM lakepipe.objects`,
 	} {
 		err := s.mustFail(q, "lakepipe.objects", catalogMsg, "SHOW CONNECTIONS")
-		var ge *engine.GuardError
+		var ge *query.GuardError
 		if !errors.As(err, &ge) {
 			t.Errorf("%s: error %T, want *engine.GuardError", q, err)
 		}

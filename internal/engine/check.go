@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/query"
+
 	"github.com/lakepipe/lakepipe/internal/fileread"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -24,7 +26,7 @@ import (
 // reach outside the user's tables, are refused as execution refuses them
 // (unqualified names are taken to be in schema).
 func Check(schema string, stmt sqlparse.Statement) error {
-	if err := guard(schema, stmt); err != nil {
+	if err := query.Guard(schema, stmt); err != nil {
 		return err
 	}
 	switch s := stmt.(type) {

@@ -115,18 +115,18 @@ func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume)
 		return nil, fmt.Errorf("SUBDIRECTORY %q: %w", s.Subdirectory, err)
 	}
 	relDir := strings.TrimPrefix(dir, vol.Location().Prefix)
-	sess := e.session(ctx)
-	defer sess.close()
+	sess := e.Session(ctx)
+	defer sess.Close()
 	var query string
 	if s.FromTable != nil {
 		q := &sqlparse.Query{Body: &sqlparse.Select{
 			Items: []sqlparse.SelectItem{{Star: true}},
 			From:  []sqlparse.TableRef{&sqlparse.TableName{Name: *s.FromTable}},
 		}}
-		if query, err = sess.translate(q); err != nil {
+		if query, err = sess.Translate(q); err != nil {
 			return nil, err
 		}
-	} else if query, err = sess.translate(s.FromQuery); err != nil {
+	} else if query, err = sess.Translate(s.FromQuery); err != nil {
 		return nil, err
 	}
 	kv := map[string]string{}

@@ -86,9 +86,9 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 	if s.IntervalN <= 0 || !ok {
 		return nil, fmt.Errorf("dynamic table %s: REFRESH INTERVAL n SECOND|MINUTE|HOUR|DAY is required", core.Display(schema, name))
 	}
-	sess := e.session(ctx)
-	defer sess.close()
-	if _, err := sess.translate(s.Query); err != nil {
+	sess := e.Session(ctx)
+	defer sess.Close()
+	if _, err := sess.Translate(s.Query); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
 	spec := catalog.DynamicTableSpec{
@@ -318,9 +318,9 @@ func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec cata
 	if err != nil {
 		return 0, 0, err
 	}
-	sess := e.WithSchema(schema).session(ctx)
-	defer sess.close()
-	text, err := sess.translate(q)
+	sess := e.WithSchema(schema).Session(ctx)
+	defer sess.Close()
+	text, err := sess.Translate(q)
 	if err != nil {
 		return 0, 0, err
 	}

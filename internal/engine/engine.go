@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
 	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/query"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 
@@ -23,7 +22,7 @@ import (
 )
 
 type Engine struct {
-	fileread.Reader
+	query.Runner
 	// flushLocks serialise flushes that share a commit id (a client retry
 	// that overlaps the attempt it retries); copies of the engine share it.
 	flushLocks *[64]sync.Mutex
@@ -62,7 +61,15 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	if cfg.StreamSessionIdleDays == 0 {
 		cfg.StreamSessionIdleDays = 30
 	}
-	return &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}, Commits: new(changes.CommitCache), Fresh: new(changes.Freshness)}}, flushLocks: new([64]sync.Mutex), plans: new(planCache), kafka: kafka.NewPool(kafkaClientIdle), runs: new(runCache)}
+	e := new(Engine)
+	e.Core = core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}
+	e.Commits = new(changes.CommitCache)
+	e.Fresh = new(changes.Freshness)
+	e.flushLocks = new([64]sync.Mutex)
+	e.plans = new(planCache)
+	e.kafka = kafka.NewPool(kafkaClientIdle)
+	e.runs = new(runCache)
+	return e
 }
 
 // Exec runs one statement. A statement that names lakepipe's own or
@@ -70,7 +77,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 // user's tables, is refused before anything runs: with a *GuardError, or a
 // *chsql.RefusedFunction for a scalar function.
 func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Result, error) {
-	if err := e.guard(stmt); err != nil {
+	if err := e.Guard(stmt); err != nil {
 		return nil, err
 	}
 	switch s := stmt.(type) {
@@ -111,7 +118,7 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Resul
 	case *sqlparse.Update:
 		return e.update(ctx, s)
 	case *sqlparse.QueryStmt:
-		return e.query(ctx, s.Query)
+		return e.Query(ctx, s.Query)
 	case *sqlparse.CopyIntoTable:
 		return e.copyIntoTable(ctx, s)
 	case *sqlparse.CopyIntoVolume:

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/query"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -148,9 +150,9 @@ func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.tab
 
 // deltaTables makes sess translate each changing table of p as the rows
 // of it that deltaToken picks, for render to fill in.
-func (e *Engine) deltaTables(sess *session, p *incPlan) {
-	tableRef := sess.tr.Table
-	sess.tr.Table = func(n sqlparse.ObjectName) (string, error) {
+func (e *Engine) deltaTables(sess *query.Session, p *incPlan) {
+	tableRef := sess.Tr.Table
+	sess.Tr.Table = func(n sqlparse.ObjectName) (string, error) {
 		if schema, table, err := e.Qualify(n); err == nil {
 			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
 				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
@@ -177,8 +179,8 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 	if sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
 		return nil, "only GROUP BY summaries (no HAVING or DISTINCT, no aggregate without GROUP BY) are refreshed incrementally in this release"
 	}
-	sess := e.session(ctx)
-	defer sess.close()
+	sess := e.Session(ctx)
+	defer sess.Close()
 	p := &incPlan{in: e.GlobalIn()}
 	if why := e.incFrom(ctx, p, sel.From); why != "" {
 		return nil, why
@@ -188,7 +190,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 		// A plain table is read with PREWHERE directly (stateSelect); a
 		// join reads the changing table's rows through a subquery.
 		e.deltaTables(sess, p)
-		if p.from, err = sess.tr.From(sel.From); err != nil {
+		if p.from, err = sess.Tr.From(sel.From); err != nil {
 			return nil, err.Error()
 		}
 	}
@@ -196,7 +198,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 		if containsQuery(sel.Where) {
 			return nil, "its WHERE has a subquery"
 		}
-		if p.where, err = sess.tr.Expr(sel.Where); err != nil {
+		if p.where, err = sess.Tr.Expr(sel.Where); err != nil {
 			return nil, err.Error()
 		}
 	}
@@ -205,7 +207,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 		if !ok {
 			return nil, "it groups by an expression (GROUP BY plain columns is refreshed incrementally)"
 		}
-		k, err := sess.tr.Expr(c)
+		k, err := sess.Tr.Expr(c)
 		if err != nil {
 			return nil, err.Error()
 		}
@@ -217,7 +219,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 			return nil, "it selects *"
 		}
 		if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
-			k, _ := sess.tr.Expr(c)
+			k, _ := sess.Tr.Expr(c)
 			idx := -1
 			for i, key := range p.keys {
 				if key == k {
@@ -254,7 +256,7 @@ func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incP
 			return nil, "aggregate " + strings.ToUpper(f.Name) + " is not maintained incrementally (COUNT, SUM, MIN, MAX, AVG and COUNT(DISTINCT) are)"
 		}
 		if !f.Star {
-			if a.arg, err = sess.tr.Expr(f.Args[0]); err != nil {
+			if a.arg, err = sess.Tr.Expr(f.Args[0]); err != nil {
 				return nil, err.Error()
 			}
 		}
@@ -427,8 +429,8 @@ func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, s
 	if why := walk(q.Body); why != "" {
 		return nil, why
 	}
-	sess := e.session(ctx)
-	defer sess.close()
+	sess := e.Session(ctx)
+	defer sess.Close()
 	p := &incPlan{appendRows: true, in: e.GlobalIn()}
 	for _, sel := range selects {
 		if why := perRow(sel); why != "" {
@@ -442,7 +444,7 @@ func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, s
 		return nil, why
 	}
 	e.deltaTables(sess, p)
-	body, err := sess.tr.Query(q)
+	body, err := sess.Tr.Query(q)
 	if err != nil {
 		return nil, err.Error()
 	}

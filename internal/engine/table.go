@@ -8,15 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/query"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -357,12 +356,12 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 	if err != nil {
 		return nil, err
 	}
-	sess := e.session(ctx)
-	defer sess.close()
+	sess := e.Session(ctx)
+	defer sess.Close()
 	var body string
 	if s.Query != nil {
-		uniqueOutputNames(s.Query)
-		if body, err = sess.translate(s.Query); err != nil {
+		query.UniqueOutputNames(s.Query)
+		if body, err = sess.Translate(s.Query); err != nil {
 			return nil, err
 		}
 	} else {
@@ -376,7 +375,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 			}
 			vals := make([]string, len(row))
 			for j, v := range row {
-				x, err := sess.tr.Expr(v)
+				x, err := sess.Tr.Expr(v)
 				if err != nil {
 					return nil, err
 				}
@@ -419,7 +418,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 	}
 	// The streams this statement read are consumed: their offsets move to
 	// what it read, now that its write is done.
-	if err := sess.consumeStreams(); err != nil {
+	if err := sess.ConsumeStreams(); err != nil {
 		return nil, fmt.Errorf("INSERT INTO %s: rows inserted, but %w", core.Display(schema, name), err)
 	}
 	if n >= 0 {
@@ -435,9 +434,9 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*core.Result, 
 	}
 	cond := "1"
 	if s.Where != nil {
-		sess := e.session(ctx)
-		defer sess.close()
-		if cond, err = sess.tr.Expr(s.Where); err != nil {
+		sess := e.Session(ctx)
+		defer sess.Close()
+		if cond, err = sess.Tr.Expr(s.Where); err != nil {
 			return nil, err
 		}
 	}
@@ -477,8 +476,8 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 	if err != nil {
 		return nil, err
 	}
-	sess := e.session(ctx)
-	defer sess.close()
+	sess := e.Session(ctx)
+	defer sess.Close()
 	sets := make([]string, len(s.Set))
 	setOf := map[string]string{} // column → new value, for change-tracked tables
 	for i, a := range s.Set {
@@ -486,7 +485,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 		if err != nil {
 			return nil, err
 		}
-		v, err := sess.tr.Expr(a.Value)
+		v, err := sess.Tr.Expr(a.Value)
 		if err != nil {
 			return nil, err
 		}
@@ -498,7 +497,7 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 	}
 	cond := "1"
 	if s.Where != nil {
-		if cond, err = sess.tr.Expr(s.Where); err != nil {
+		if cond, err = sess.Tr.Expr(s.Where); err != nil {
 			return nil, err
 		}
 	}
@@ -549,149 +548,4 @@ func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, 
 		return nil, err
 	}
 	return res, nil
-}
-
-// A query reading a table stream is translated from what this process
-// cached: the stream's and its table's catalog entries and the table's
-// commits. It then runs while they are checked: by the parts token alone
-// when an earlier check found these same values current and nothing was
-// written since (see freshness), else by reading the commits again with
-// the entries' version checks. The result counts only if the check held.
-// So a stream read costs one round trip (and a cheap one alongside) when
-// nothing changed, and three when something did.
-func (e *Engine) query(ctx context.Context, q *sqlparse.Query) (*core.Result, error) {
-	mode := querySpeculative
-	for {
-		res, again, err := e.queryOnce(ctx, q, mode)
-		if again == 0 || again >= mode {
-			return res, err
-		}
-		mode = again
-	}
-}
-
-// queryMode is how much of a query's translation may come from caches.
-type queryMode int
-
-const (
-	queryFresh       queryMode = iota + 1 // catalog and change log read afresh
-	queryCached                           // catalog entries cached, commits read
-	querySpeculative                      // commits cached too, checked alongside
-)
-
-// queryOnce runs a query; again, when not zero, says a cache turned out
-// outdated and how to run it again.
-func (e *Engine) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMode) (_ *core.Result, again queryMode, _ error) {
-	sess := e.session(ctx)
-	sess.cached = mode >= queryCached
-	sess.speculate = mode == querySpeculative
-	sess.noMeta = !readsChangeColumns(q)
-	defer sess.close()
-	stale := func(err error) queryMode {
-		if sess.staleCache(err) {
-			return queryFresh
-		}
-		return 0
-	}
-	text, err := sess.translate(q)
-	if err != nil {
-		return nil, stale(err), err
-	}
-	if len(sess.streams) > 0 {
-		// Changes are read through the primary index, a few granules per
-		// commit: small reads, which ClickHouse serves faster from its
-		// cache of decompressed blocks (a read of more than
-		// merge_tree_max_rows_to_use_cache rows bypasses it).
-		ctx = chstore.WithSettings(ctx, clickhouse.Settings{"use_uncompressed_cache": 1})
-	}
-	if len(sess.unchecked) == 0 {
-		r, err := e.St.Query(ctx, text)
-		if err != nil {
-			return nil, stale(err), core.QueryError(err)
-		}
-		// Every value used was checked after sess.token was read (no
-		// commits came from the cache unchecked).
-		if sess.token != "" {
-			e.Fresh.Record(sess.token, sess.checked)
-		}
-		return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
-	}
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var r *chstore.Result
-	var qerr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r, qerr = e.St.Query(qctx, text)
-	}()
-	// The parts token is read before the full check, so that the values
-	// the check finds current are current at that token (see freshness).
-	token, terr := "", changes.ErrTokenSkipped
-	if e.Fresh.WorthReading() {
-		token, terr = e.PartsToken(ctx)
-	}
-	if terr != nil || !e.Fresh.Holds(token, sess.used) {
-		same, err := sess.checkCommits(ctx)
-		if err != nil || !same {
-			cancel()
-			<-done
-			if err != nil {
-				return nil, stale(err), err
-			}
-			return nil, queryCached, nil // new commits: translate again
-		}
-		// The check covered the catalog entries and the cached commits;
-		// commits the translation read itself (sess.tokenRead) were
-		// checked before the token was read, so nothing is recorded then.
-		if terr == nil && !sess.tokenRead {
-			e.Fresh.Record(token, sess.used)
-		}
-	}
-	<-done
-	if qerr != nil {
-		return nil, 0, core.QueryError(qerr)
-	}
-	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
-}
-
-// uniqueOutputNames renames the SELECT items of an INSERT's query whose
-// output names repeat (SELECT a, a …): the rows are wrapped in a subquery
-// to add the commit id, and a subquery keeps one column per name.
-func uniqueOutputNames(q *sqlparse.Query) {
-	var walk func(b sqlparse.SetExpr)
-	walk = func(b sqlparse.SetExpr) {
-		switch x := b.(type) {
-		case *sqlparse.Query:
-			walk(x.Body)
-		case *sqlparse.SetOp:
-			walk(x.Left)
-			walk(x.Right)
-		case *sqlparse.Select:
-			seen := map[string]int{}
-			name := func(it sqlparse.SelectItem) string {
-				switch {
-				case it.Alias != "":
-					return strings.ToLower(it.Alias)
-				case it.Star:
-					return ""
-				}
-				if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
-					return strings.ToLower(c.Parts[len(c.Parts)-1])
-				}
-				return strings.ToLower(sqlparse.FormatExpr(it.Expr))
-			}
-			for _, it := range x.Items {
-				if n := name(it); n != "" {
-					seen[n]++
-				}
-			}
-			for i, it := range x.Items {
-				if n := name(it); n != "" && seen[n] > 1 {
-					x.Items[i].Alias = fmt.Sprintf("__lp_c%d", i)
-				}
-			}
-		}
-	}
-	walk(q.Body)
 }

@@ -168,7 +168,7 @@ func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*c
 		return nil, fmt.Errorf("volume %s: %w", s.Name, err)
 	}
 	if spec.DirectoryEnable {
-		if spec.RefreshID, err = e.refreshDirectory(ctx, schema, s.Name, vol); err != nil {
+		if spec.RefreshID, err = e.RefreshDirectory(ctx, schema, s.Name, vol); err != nil {
 			return nil, err
 		}
 		spec.RefreshedAt = time.Now().UTC()
@@ -177,23 +177,6 @@ func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*c
 		return nil, err
 	}
 	return core.Message("volume %s created", s.Name), nil
-}
-
-// refreshDirectory lists the volume and stores a new directory snapshot.
-func (e *Engine) refreshDirectory(ctx context.Context, schema, name string, vol *objstore.Volume) (uint64, error) {
-	objs, err := vol.List(ctx, "")
-	if err != nil {
-		return 0, fmt.Errorf("refresh volume %s: %w", name, err)
-	}
-	id := uint64(time.Now().UnixNano())
-	rows := make([][]any, len(objs))
-	for i, o := range objs {
-		rows[i] = []any{e.VolumeKey(schema, name), id, o.Path, uint64(o.Size), o.Modified, o.ETag}
-	}
-	if err := e.St.InsertRows(ctx, "lakepipe", "directory", []string{"volume", "refresh_id", "relative_path", "size", "last_modified_time", "etag"}, rows); err != nil {
-		return 0, fmt.Errorf("refresh volume %s: %w", name, err)
-	}
-	return id, nil
 }
 
 func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*core.Result, error) {
@@ -205,7 +188,7 @@ func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*cor
 		return nil, fmt.Errorf("volume %s has no directory to refresh: create it with DIRECTORY = (ENABLE = TRUE)", s.Name)
 	}
 	prev := spec.RefreshID
-	if spec.RefreshID, err = e.refreshDirectory(ctx, e.Cfg.Schema, s.Name, vol); err != nil {
+	if spec.RefreshID, err = e.RefreshDirectory(ctx, e.Cfg.Schema, s.Name, vol); err != nil {
 		return nil, err
 	}
 	spec.RefreshedAt = time.Now().UTC()
@@ -223,29 +206,6 @@ func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*cor
 		return nil, err
 	}
 	return core.Message("volume %s refreshed: %s files", s.Name, n[0]), nil
-}
-
-// directorySource renders DIRECTORY(VOLUME v) as a subquery over the
-// newest snapshot, refreshing first when the volume refreshes by itself.
-func (e *Engine) directorySource(ctx context.Context, name string) (string, error) {
-	vol, spec, err := e.Volume(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if !spec.DirectoryEnable {
-		return "", fmt.Errorf("volume %s has no directory: create it with DIRECTORY = (ENABLE = TRUE)", name)
-	}
-	if spec.AutoRefresh {
-		if spec.RefreshID, err = e.refreshDirectory(ctx, e.Cfg.Schema, name, vol); err != nil {
-			return "", err
-		}
-		spec.RefreshedAt = time.Now().UTC()
-		if err := e.Cat.Put(ctx, catalog.KindVolume, e.Cfg.Schema, name, spec, ""); err != nil {
-			return "", err
-		}
-	}
-	return "(SELECT relative_path, size, last_modified_time FROM lakepipe.directory WHERE volume = " +
-		chsql.QuoteString(e.VolumeKey(e.Cfg.Schema, name)) + fmt.Sprintf(" AND refresh_id = %d)", spec.RefreshID), nil
 }
 
 func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*core.Result, error) {

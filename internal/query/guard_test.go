@@ -1,13 +1,9 @@
-package engine
+package query
 
 import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
-	"github.com/lakepipe/lakepipe/internal/changes"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 
@@ -16,7 +12,7 @@ import (
 )
 
 func TestGuardRefuses(t *testing.T) {
-	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}}
+	e := configured(core.Config{Workspace: "default", Schema: "public"})
 	tests := []struct {
 		sql  string
 		want string // in the message
@@ -115,7 +111,7 @@ func TestGuardRefuses(t *testing.T) {
 			t.Errorf("parse %q: %v", tt.sql, err)
 			continue
 		}
-		err = e.guard(stmt)
+		err = e.Guard(stmt)
 		if err == nil {
 			t.Errorf("%s\n  was allowed", tt.sql)
 			continue
@@ -132,7 +128,7 @@ func TestGuardRefuses(t *testing.T) {
 }
 
 func TestGuardAllows(t *testing.T) {
-	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "public"}}}}}
+	e := configured(core.Config{Workspace: "default", Schema: "public"})
 	for _, sql := range []string{
 		"SELECT * FROM t",
 		"SELECT * FROM public.t",
@@ -176,7 +172,7 @@ func TestGuardAllows(t *testing.T) {
 			t.Errorf("parse %q: %v", sql, err)
 			continue
 		}
-		if err := e.guard(stmt); err != nil {
+		if err := e.Guard(stmt); err != nil {
 			t.Errorf("%s\n  refused: %v", sql, err)
 		}
 	}
@@ -185,7 +181,7 @@ func TestGuardAllows(t *testing.T) {
 // A session whose schema is one of lakepipe's reaches it by unqualified
 // names too; a CTE of the same name is still the CTE.
 func TestGuardDefaultSchema(t *testing.T) {
-	e := &Engine{Reader: fileread.Reader{Log: changes.Log{Core: core.Core{Cfg: core.Config{Workspace: "default", Schema: "lakepipe"}}}}}
+	e := configured(core.Config{Workspace: "default", Schema: "lakepipe"})
 	for sql, refused := range map[string]bool{
 		"SELECT * FROM objects":                                 true,
 		"INSERT INTO load_history (table_name) VALUES ('x')":    true,
@@ -196,16 +192,16 @@ func TestGuardDefaultSchema(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %q: %v", sql, err)
 		}
-		if err := e.guard(stmt); (err != nil) != refused {
+		if err := e.Guard(stmt); (err != nil) != refused {
 			t.Errorf("%s: refused %v, want %v (%v)", sql, err != nil, refused, err)
 		}
 	}
 }
 
-// configured is an engine with a configuration and nothing else, for
+// configured is a runner with a configuration and nothing else, for
 // tests that need no server.
-func configured(cfg core.Config) *Engine {
-	e := new(Engine)
-	e.Cfg = cfg
-	return e
+func configured(cfg core.Config) *Runner {
+	r := new(Runner)
+	r.Cfg = cfg
+	return r
 }

@@ -1,4 +1,4 @@
-package engine
+package query
 
 import (
 	"context"
@@ -10,25 +10,23 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/changes"
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// session is the state of one statement's translation: the translator with
+// Session is the state of one statement's translation: the translator with
 // lakepipe's sources wired in, and the temporary tables to drop afterwards.
-type session struct {
-	e    *Engine
+type Session struct {
+	e    *Runner
 	ctx  context.Context
-	tr   *chsql.Translator
+	Tr   *chsql.Translator
 	temp []string
 	// streams are the table streams the statement reads (see streamSource).
 	streams map[string]streamRead
@@ -61,7 +59,7 @@ type session struct {
 }
 
 // use notes a cached value the statement's translation relies on.
-func (s *session) use(key, print string) {
+func (s *Session) use(key, print string) {
 	if s.used == nil {
 		s.used = map[string]string{}
 	}
@@ -82,7 +80,7 @@ type commitRead struct {
 // readCommits lists the commits of a table above a version: from the
 // commit cache when the statement speculates, else from the change log,
 // with the statement's version checks.
-func (s *session) readCommits(schema, name string, from uint64) ([]changes.CommitRef, error) {
+func (s *Session) readCommits(schema, name string, from uint64) ([]changes.CommitRef, error) {
 	if s.speculate {
 		if c, ok := s.e.Commits.Get(schema, name, from); ok {
 			s.unchecked = append(s.unchecked, commitRead{schema, name, from, c})
@@ -116,7 +114,7 @@ func commitsUse(schema, name string, from uint64) string {
 
 // checkCommits reads afresh the commits the statement took from the cache,
 // with its version checks, and reports whether they were still the same.
-func (s *session) checkCommits(ctx context.Context) (bool, error) {
+func (s *Session) checkCommits(ctx context.Context) (bool, error) {
 	same := true
 	for i, r := range s.unchecked {
 		guard := ""
@@ -142,7 +140,7 @@ type cachedKey struct {
 
 // cachedGet reads a catalog object through the catalog's cache and makes
 // the statement check its version.
-func (s *session) cachedGet(kind catalog.Kind, schema, name string, out any) (bool, error) {
+func (s *Session) cachedGet(kind catalog.Kind, schema, name string, out any) (bool, error) {
 	if !s.cached {
 		return s.e.Cat.Get(s.ctx, kind, schema, name, out)
 	}
@@ -161,7 +159,7 @@ func (s *session) cachedGet(kind catalog.Kind, schema, name string, out any) (bo
 
 // staleCache reports whether err is a failed version check, and forgets
 // the statement's cached objects if so.
-func (s *session) staleCache(err error) bool {
+func (s *Session) staleCache(err error) bool {
 	if len(s.checks) == 0 || !chstore.IsCode(err, chstore.CodeThrowIf) {
 		return false
 	}
@@ -179,7 +177,7 @@ type streamLookup struct {
 }
 
 // stream looks a name up as a table stream, once per statement.
-func (s *session) stream(n sqlparse.ObjectName) (streamLookup, error) {
+func (s *Session) stream(n sqlparse.ObjectName) (streamLookup, error) {
 	key := strings.Join(n.Parts, ".")
 	if l, ok := s.specs[key]; ok {
 		return l, nil
@@ -199,9 +197,9 @@ func (s *session) stream(n sqlparse.ObjectName) (streamLookup, error) {
 	return l, nil
 }
 
-func (e *Engine) session(ctx context.Context) *session {
-	s := &session{e: e, ctx: ctx}
-	s.tr = &chsql.Translator{
+func (e *Runner) Session(ctx context.Context) *Session {
+	s := &Session{e: e, ctx: ctx}
+	s.Tr = &chsql.Translator{
 		Table: func(n sqlparse.ObjectName) (string, error) {
 			// Again here, for the queries of dynamic tables stored
 			// before Exec checked them.
@@ -238,17 +236,17 @@ func (e *Engine) session(ctx context.Context) *session {
 	return s
 }
 
-func (s *session) translate(q *sqlparse.Query) (string, error) { return s.tr.Query(q) }
+func (s *Session) Translate(q *sqlparse.Query) (string, error) { return s.Tr.Query(q) }
 
-// close drops the temporary tables, on a fresh context so that a cancelled
+// Close drops the temporary tables, on a fresh context so that a cancelled
 // statement still cleans up.
-func (s *session) close() {
+func (s *Session) Close() {
 	for _, t := range s.temp {
 		_ = s.e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schemas.TempDB, t))
 	}
 }
 
-func (s *session) source(ref sqlparse.TableRef) (string, error) {
+func (s *Session) source(ref sqlparse.TableRef) (string, error) {
 	switch r := ref.(type) {
 	case *sqlparse.DirectoryRef:
 		return s.e.directorySource(s.ctx, r.Volume)
@@ -276,7 +274,7 @@ func tempName() string {
 // Memory table and returns that table, so that ClickHouse can run any query
 // over them. Columns are named by the schema, the header or the file
 // (Parquet, JSON), else f0, f1, ….
-func (s *session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
+func (s *Session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
 	e := s.e
 	vol, _, err := e.Volume(s.ctx, src.Volume)
 	if err != nil {

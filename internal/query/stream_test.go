@@ -1,4 +1,4 @@
-package engine
+package query
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestReadsChangeColumns(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s: a %T, not a query", tc.sql, stmts[0])
 		}
-		if got := readsChangeColumns(q.Query); got != tc.want {
+		if got := ReadsChangeColumns(q.Query); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.sql, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package query
 
 import (
 	"reflect"
@@ -59,7 +59,7 @@ func reservedDatabase(db string) (hint string, reserved bool) {
 
 // guardName refuses a table (or other schema object) name of a reserved
 // database; an unqualified name is in the session's schema.
-func (e *Engine) guardName(n sqlparse.ObjectName) error {
+func (e *Runner) guardName(n sqlparse.ObjectName) error {
 	return guardName(e.Cfg.Schema, n)
 }
 
@@ -74,16 +74,16 @@ func guardName(schema string, n sqlparse.ObjectName) error {
 	return nil
 }
 
-// guard checks every table a user statement names — its targets, and the
+// Guard checks every table a user statement names — its targets, and the
 // sources of its queries at any depth (subqueries, JOINs, CTEs, UNION
 // branches, IN (SELECT …)) — and every function it calls.
-func (e *Engine) guard(stmt sqlparse.Statement) error {
-	return guard(e.Cfg.Schema, stmt)
+func (e *Runner) Guard(stmt sqlparse.Statement) error {
+	return Guard(e.Cfg.Schema, stmt)
 }
 
-// guard is Engine.guard for a session in schema (`lakepipe sql --check`
+// Guard is Engine.guard for a session in schema (`lakepipe sql --check`
 // runs it without an engine).
-func guard(schema string, stmt sqlparse.Statement) error {
+func Guard(schema string, stmt sqlparse.Statement) error {
 	ctes := map[string]bool{}
 	sqlparse.Inspect(stmt, func(n any) bool {
 		if q, ok := n.(*sqlparse.Query); ok {
