@@ -20,8 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
@@ -633,7 +634,7 @@ func TestTunnelSessionExpiry(t *testing.T) {
 		return sess.ID()
 	}
 	age := func(id string, d time.Duration) {
-		var spec engine.StreamSession
+		var spec streamwrite.StreamSession
 		ok, err := cat.Get(s.Ctx, catalog.KindStreamSession, "", id, &spec)
 		if err != nil || !ok {
 			t.Fatalf("session %s: %v %v", id, ok, err)
@@ -653,7 +654,7 @@ func TestTunnelSessionExpiry(t *testing.T) {
 	}
 	must(t, s.Eng.Maintain(s.Ctx))
 	for id, want := range map[string]bool{idle: false, fresh: true, used: true} {
-		var spec engine.StreamSession
+		var spec streamwrite.StreamSession
 		ok, err := cat.Get(s.Ctx, catalog.KindStreamSession, "", id, &spec)
 		must(t, err)
 		if ok != want {

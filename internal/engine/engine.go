@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
+
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/query"
 
@@ -21,19 +23,47 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
+// Engine runs statements; safe for concurrent use. Its parts each embed
+// the query runner (and through it the change log and core); Engine keeps
+// their copies of it in step (see wire).
 type Engine struct {
 	query.Runner
-	// flushLocks serialise flushes that share a commit id (a client retry
-	// that overlaps the attempt it retries); copies of the engine share it.
-	flushLocks *[64]sync.Mutex
-	// plans caches incremental refresh plans (see refreshCached); copies
-	// of the engine share it.
-	plans *planCache
+	streamwrite.Writer
+	Consumer
+	Refresher
+	Loader
+}
+
+// Consumer loads Kafka pipes' batches.
+type Consumer struct {
+	query.Runner
 	// kafka keeps each Kafka pipe's client between its batches; shared by
 	// copies.
 	kafka *kafka.Pool
+}
+
+// Refresher refreshes dynamic tables.
+type Refresher struct {
+	query.Runner
+	// plans caches incremental refresh plans (see refreshCached); copies
+	// share it.
+	plans *planCache
+}
+
+// Loader runs COPY and volume pipes.
+type Loader struct {
+	query.Runner
 	// runs keeps opened volume pipes (see OpenPipe); shared by copies.
 	runs *runCache
+}
+
+// wire gives every part the engine's query runner (its configuration,
+// catalog, store and orchestrator, and the shared caches).
+func (e *Engine) wire() {
+	e.Writer.Runner = e.Runner
+	e.Consumer.Runner = e.Runner
+	e.Refresher.Runner = e.Runner
+	e.Loader.Runner = e.Runner
 }
 
 // kafkaClientIdle is how long a Kafka pipe's client is kept unused: longer
@@ -65,10 +95,11 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.Core = core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}
 	e.Commits = new(changes.CommitCache)
 	e.Fresh = new(changes.Freshness)
-	e.flushLocks = new([64]sync.Mutex)
+	e.FlushLocks = new([64]sync.Mutex)
 	e.plans = new(planCache)
 	e.kafka = kafka.NewPool(kafkaClientIdle)
 	e.runs = new(runCache)
+	e.wire()
 	return e
 }
 

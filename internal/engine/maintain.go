@@ -47,7 +47,7 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	e.purgeTrash(ctx)
-	return e.expireStreamSessions(ctx)
+	return e.ExpireStreamSessions(ctx)
 }
 
 // expire deletes matching rows of a system table when there are any (a

@@ -22,6 +22,7 @@ import (
 func (e *Engine) WithOrchestrator(o core.Orchestrator) *Engine {
 	cp := *e
 	cp.Orch = o
+	cp.wire()
 	return &cp
 }
 
@@ -30,6 +31,7 @@ func (e *Engine) WithOrchestrator(o core.Orchestrator) *Engine {
 func (e *Engine) WithSchema(schema string) *Engine {
 	cp := *e
 	cp.Cfg.Schema = schema
+	cp.wire()
 	return &cp
 }
 

@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
+
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/formats"
@@ -83,11 +85,11 @@ type Config struct {
 // streams is what the handlers need of the engine (*engine.Engine; tests
 // fake it).
 type streams interface {
-	OpenStreamSession(ctx context.Context, req engine.StreamSessionRequest) (engine.StreamSession, error)
-	StreamSessionByID(ctx context.Context, id string) (engine.StreamSession, error)
-	CloseStreamSession(ctx context.Context, s engine.StreamSession) error
-	FlushStream(ctx context.Context, s engine.StreamSession, f engine.StreamFlush) (int64, error)
-	TouchStreamSession(ctx context.Context, s engine.StreamSession) (engine.StreamSession, error)
+	OpenStreamSession(ctx context.Context, req streamwrite.StreamSessionRequest) (streamwrite.StreamSession, error)
+	StreamSessionByID(ctx context.Context, id string) (streamwrite.StreamSession, error)
+	CloseStreamSession(ctx context.Context, s streamwrite.StreamSession) error
+	FlushStream(ctx context.Context, s streamwrite.StreamSession, f streamwrite.StreamFlush) (int64, error)
+	TouchStreamSession(ctx context.Context, s streamwrite.StreamSession) (streamwrite.StreamSession, error)
 	CheckWriteToken(ctx context.Context, token string) (engine.TokenScope, bool, error)
 	DefaultSchema() string
 }
@@ -241,7 +243,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		s.engineError(w, r, err)
 		return
 	}
-	sess, err := s.eng.OpenStreamSession(r.Context(), engine.StreamSessionRequest{
+	sess, err := s.eng.OpenStreamSession(r.Context(), streamwrite.StreamSessionRequest{
 		Schema: req.Schema, Table: req.Table, PartitionSpec: req.PartitionSpec, CreatePartition: req.CreatePartition,
 		SchemaVersion: req.SchemaVersion, AllowSchemaMismatch: req.AllowSchemaMismatch, SlotNum: req.SlotNum,
 	})
@@ -254,7 +256,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, http.StatusCreated, s.info(sess))
 }
 
-func (s *Server) info(sess engine.StreamSession) tunnel.SessionInfo {
+func (s *Server) info(sess streamwrite.StreamSession) tunnel.SessionInfo {
 	info := tunnel.SessionInfo{
 		ID: sess.ID, Schema: sess.Schema, Table: sess.Table, SchemaVersion: strconv.Itoa(sess.Version),
 		PartitionSpec: sess.PartitionSpec, CreatePartition: sess.CreatePartition, AllowSchemaMismatch: sess.AllowMismatch,
@@ -270,17 +272,17 @@ func (s *Server) info(sess engine.StreamSession) tunnel.SessionInfo {
 	return info
 }
 
-func (s *Server) slotCount(sess engine.StreamSession) int {
+func (s *Server) slotCount(sess streamwrite.StreamSession) int {
 	if sess.SlotNum > 0 {
 		return sess.SlotNum
 	}
 	return s.cfg.Slots
 }
 
-func (s *Server) session(r *http.Request) (engine.StreamSession, error) {
+func (s *Server) session(r *http.Request) (streamwrite.StreamSession, error) {
 	id := r.PathValue("id")
 	if v, ok := s.cache.Load(id); ok {
-		sess := v.(engine.StreamSession)
+		sess := v.(streamwrite.StreamSession)
 		return sess, s.allowed(r, sess.Schema, sess.Table)
 	}
 	sess, err := s.eng.StreamSessionByID(r.Context(), id)
@@ -411,7 +413,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 		s.payloadError(w, r, p, unreadable{err})
 		return
 	}
-	n, err := s.eng.FlushStream(ctx, sess, engine.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: p.rd, Typed: typed, Records: records})
+	n, err := s.eng.FlushStream(ctx, sess, streamwrite.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: p.rd, Typed: typed, Records: records})
 	if err != nil {
 		s.payloadError(w, r, p, err)
 		return
@@ -482,12 +484,12 @@ func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) 
 		s.fail(w, r, http.StatusForbidden, tunnel.CodeForbidden, fb.Error())
 		return
 	}
-	if errors.Is(err, engine.ErrStoreUnavailable) {
+	if errors.Is(err, streamwrite.ErrStoreUnavailable) {
 		s.log.Warn("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))
 		s.fail(w, r, http.StatusServiceUnavailable, tunnel.CodeInternal, err.Error()+"; nothing of the flush was written: flush again (the same flush id never writes twice)")
 		return
 	}
-	code, ok := engine.IsStreamError(err)
+	code, ok := streamwrite.IsStreamError(err)
 	if !ok {
 		s.log.Error("write service", "path", r.URL.Path, "error", err, "trace_id", traceOf(r))
 		s.fail(w, r, http.StatusInternalServerError, tunnel.CodeInternal, err.Error())

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
@@ -28,7 +30,7 @@ import (
 
 const testToken = "test-token"
 
-var testSession = engine.StreamSession{ID: "s1", Schema: "sc", Table: "t", SlotNum: 4,
+var testSession = streamwrite.StreamSession{ID: "s1", Schema: "sc", Table: "t", SlotNum: 4,
 	Columns: []catalog.ColumnSpec{{Name: "id", Type: "BIGINT", CHType: "Nullable(Int64)"}, {Name: "name", Type: "STRING", CHType: "Nullable(String)"}}}
 
 // fakeStreams knows one session; its FlushStream reads the pack as the
@@ -57,24 +59,26 @@ func (f *fakeStreams) CheckWriteToken(_ context.Context, token string) (engine.T
 
 func (f *fakeStreams) DefaultSchema() string { return "public" }
 
-func (f *fakeStreams) OpenStreamSession(context.Context, engine.StreamSessionRequest) (engine.StreamSession, error) {
+func (f *fakeStreams) OpenStreamSession(context.Context, streamwrite.StreamSessionRequest) (streamwrite.StreamSession, error) {
 	return testSession, nil
 }
 
-func (f *fakeStreams) StreamSessionByID(_ context.Context, id string) (engine.StreamSession, error) {
+func (f *fakeStreams) StreamSessionByID(_ context.Context, id string) (streamwrite.StreamSession, error) {
 	if id != testSession.ID {
-		return engine.StreamSession{}, &engine.StreamError{Code: tunnel.CodeNoSuchSession, Msg: "no session " + id}
+		return streamwrite.StreamSession{}, &streamwrite.StreamError{Code: tunnel.CodeNoSuchSession, Msg: "no session " + id}
 	}
 	return testSession, nil
 }
 
-func (f *fakeStreams) CloseStreamSession(context.Context, engine.StreamSession) error { return nil }
+func (f *fakeStreams) CloseStreamSession(context.Context, streamwrite.StreamSession) error {
+	return nil
+}
 
-func (f *fakeStreams) TouchStreamSession(_ context.Context, s engine.StreamSession) (engine.StreamSession, error) {
+func (f *fakeStreams) TouchStreamSession(_ context.Context, s streamwrite.StreamSession) (streamwrite.StreamSession, error) {
 	return s, nil
 }
 
-func (f *fakeStreams) FlushStream(ctx context.Context, _ engine.StreamSession, fl engine.StreamFlush) (int64, error) {
+func (f *fakeStreams) FlushStream(ctx context.Context, _ streamwrite.StreamSession, fl streamwrite.StreamFlush) (int64, error) {
 	if f.fail != nil {
 		return 0, f.fail
 	}
@@ -86,10 +90,10 @@ func (f *fakeStreams) FlushStream(ctx context.Context, _ engine.StreamSession, f
 		}
 		if err != nil {
 			// As the engine: the cause is kept, its text in the message.
-			return 0, &engine.StreamError{Code: tunnel.CodeBadPayload, Msg: fmt.Sprintf("record pack: %v", err), Err: err}
+			return 0, &streamwrite.StreamError{Code: tunnel.CodeBadPayload, Msg: fmt.Sprintf("record pack: %v", err), Err: err}
 		}
 		if len(b.Errors) > 0 {
-			return 0, &engine.StreamError{Code: tunnel.CodeBadPayload, Msg: b.Errors[0].Msg}
+			return 0, &streamwrite.StreamError{Code: tunnel.CodeBadPayload, Msg: b.Errors[0].Msg}
 		}
 		n += int64(b.Rows)
 	}
@@ -534,7 +538,7 @@ func TestScopedTokens(t *testing.T) {
 // never a client error.
 func TestFlushStoreUnavailable(t *testing.T) {
 	s, f := newTestServer(t, Config{})
-	f.fail = fmt.Errorf("flush f1 into public.t: %w: %w", engine.ErrStoreUnavailable, errors.New("connection refused"))
+	f.fail = fmt.Errorf("flush f1 into public.t: %w: %w", streamwrite.ErrStoreUnavailable, errors.New("connection refused"))
 	a := do(t, s, flushRequest(bytes.NewReader(jsonLines(3)), "", nil))
 	if a.status != http.StatusServiceUnavailable || !strings.Contains(a.body.Error.Message, "flush again") {
 		t.Fatalf("%d %s, want 503 asking to flush again", a.status, a.raw)

@@ -1,4 +1,4 @@
-package engine
+package streamwrite
 
 import (
 	"context"
@@ -13,24 +13,25 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/changes"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/tunnel"
-
 	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/schemas"
+	"github.com/lakepipe/lakepipe/tunnel"
 )
 
-// Streaming writes (Tunnel Stream): a session names a table and how rows
-// go into it; each flush of a record pack is one load with its own commit
-// id, visible when the flush returns. The HTTP layer is package
-// tunnelserver; this file holds what a session means.
+// Writer writes the record packs of streaming-write sessions.
+type Writer struct {
+	query.Runner
+	// flushLocks serialise flushes that share a commit id (a client retry
+	// that overlaps the attempt it retries); copies share it.
+	FlushLocks *[64]sync.Mutex
+}
 
 // StreamError is an error the writer caused and can fix; its message
 // names the object and the fix.
@@ -41,6 +42,7 @@ type StreamError struct {
 }
 
 func (e *StreamError) Error() string { return e.Msg }
+
 func (e *StreamError) Unwrap() error { return e.Err }
 
 func streamErr(code tunnel.ErrorCode, format string, args ...any) error {
@@ -96,7 +98,7 @@ const sessionTouchEvery = time.Hour
 // TouchStreamSession records that a session is in use, at most once per
 // sessionTouchEvery, so that maintenance keeps it; it returns the session
 // as now recorded. Callers keep the returned copy to stay throttled.
-func (e *Engine) TouchStreamSession(ctx context.Context, s StreamSession) (StreamSession, error) {
+func (e *Writer) TouchStreamSession(ctx context.Context, s StreamSession) (StreamSession, error) {
 	if time.Since(s.usedAt()) < sessionTouchEvery {
 		return s, nil
 	}
@@ -107,9 +109,9 @@ func (e *Engine) TouchStreamSession(ctx context.Context, s StreamSession) (Strea
 	return s, nil
 }
 
-// expireStreamSessions forgets the sessions unused for
+// ExpireStreamSessions forgets the sessions unused for
 // StreamSessionIdleDays.
-func (e *Engine) expireStreamSessions(ctx context.Context) error {
+func (e *Writer) ExpireStreamSessions(ctx context.Context) error {
 	objs, err := e.Cat.List(ctx, catalog.KindStreamSession, "")
 	if err != nil {
 		return err
@@ -129,7 +131,7 @@ func (e *Engine) expireStreamSessions(ctx context.Context) error {
 
 // OpenStreamSession checks the request against the table and records the
 // session.
-func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest) (StreamSession, error) {
+func (e *Writer) OpenStreamSession(ctx context.Context, req StreamSessionRequest) (StreamSession, error) {
 	if req.Schema == "" {
 		req.Schema = e.Cfg.Schema
 	}
@@ -181,7 +183,7 @@ func (e *Engine) OpenStreamSession(ctx context.Context, req StreamSessionRequest
 }
 
 // StreamSessionByID loads an open session.
-func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSession, error) {
+func (e *Writer) StreamSessionByID(ctx context.Context, id string) (StreamSession, error) {
 	var s StreamSession
 	ok, err := e.Cat.Get(ctx, catalog.KindStreamSession, "", id, &s)
 	if err != nil || ok {
@@ -191,7 +193,7 @@ func (e *Engine) StreamSessionByID(ctx context.Context, id string) (StreamSessio
 }
 
 // CloseStreamSession forgets a session; flushed rows stay.
-func (e *Engine) CloseStreamSession(ctx context.Context, s StreamSession) error {
+func (e *Writer) CloseStreamSession(ctx context.Context, s StreamSession) error {
 	knownPartitions.Delete(s.ID)
 	return e.Cat.Delete(ctx, catalog.KindStreamSession, "", s.ID)
 }
@@ -202,7 +204,7 @@ func newSessionID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (e *Engine) streamTable(ctx context.Context, schema, name string) (catalog.TableSpec, error) {
+func (e *Writer) streamTable(ctx context.Context, schema, name string) (catalog.TableSpec, error) {
 	var spec catalog.TableSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
 	if err != nil {
@@ -299,7 +301,7 @@ var knownPartitions sync.Map // session id → *sync.Map of key → struct{}
 
 // missingPartitions returns the partition keys (values joined by NUL)
 // that hold no rows yet.
-func (e *Engine) missingPartitions(ctx context.Context, s *StreamSession, keys []string) ([]string, error) {
+func (e *Writer) missingPartitions(ctx context.Context, s *StreamSession, keys []string) ([]string, error) {
 	v, _ := knownPartitions.LoadOrStore(s.ID, &sync.Map{})
 	known := v.(*sync.Map)
 	var ask []string
@@ -366,7 +368,7 @@ type StreamFlush struct {
 // FlushStream writes one record pack of a session: all its rows or none.
 // It returns the rows written. A flush whose ID already committed returns
 // its row count again without writing.
-func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush) (int64, error) {
+func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush) (int64, error) {
 	table := core.Display(s.Schema, s.Table)
 	spec, err := e.streamTable(ctx, s.Schema, s.Table)
 	if err != nil {
@@ -406,7 +408,7 @@ func (e *Engine) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	// its rows. Write services behind one balancer should route a session
 	// to one replica (its id is in the path), which makes this lock enough.
 	if f.ID != "" {
-		mu := &e.flushLocks[target.Commit%uint64(len(e.flushLocks))]
+		mu := &e.FlushLocks[target.Commit%uint64(len(e.FlushLocks))]
 		mu.Lock()
 		defer mu.Unlock()
 		// An earlier attempt's rows carry this id, or the id releases
@@ -609,7 +611,7 @@ func partitionSources(s StreamSession, spec catalog.TableSpec, target core.LoadT
 // routePartitions checks each row's partition: with a fixed partition the
 // row must not name another one; with dynamic partitions every partition
 // the rows go to must exist unless the session creates partitions.
-func (e *Engine) routePartitions(ctx context.Context, s *StreamSession, p *partitionPlan, b *formats.Batch, table string) (*formats.Batch, error) {
+func (e *Writer) routePartitions(ctx context.Context, s *StreamSession, p *partitionPlan, b *formats.Batch, table string) (*formats.Batch, error) {
 	key := make([]string, len(p.cols))
 	seen := map[string]int{}
 	for r := 0; r < b.Rows; r++ {
