@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
@@ -12,11 +14,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 )
 
-func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*engine.KafkaPipeRun, error) {
+func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*kafkaload.KafkaPipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenKafkaPipe(ctx, p)
 	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/worker"
@@ -155,7 +157,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "lakepipe demo:", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "\nlakepipe> %s;\n", engine.Redact(stmt))
+		fmt.Fprintf(stdout, "\nlakepipe> %s;\n", core.Redact(stmt))
 		res, err := eng.Exec(ctx, stmt)
 		if err != nil {
 			fmt.Fprintln(stderr, "lakepipe demo: error:", explain(err))

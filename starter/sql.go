@@ -159,7 +159,7 @@ func openCatalog(ctx context.Context, c *connFlags) (*catalog.Catalog, func(), e
 // their error.
 func warnSecretInArgs(chunks []sqlparse.Chunk, stderr io.Writer) {
 	for _, c := range chunks {
-		if stmt, err := sqlparse.ParseChunk(c); err == nil && engine.HasSecret(stmt) {
+		if stmt, err := sqlparse.ParseChunk(c); err == nil && core.HasSecret(stmt) {
 			fmt.Fprintln(stderr, "lakepipe sql: warning: the statement holds a secret: -e puts it in the process list; use -f FILE or standard input")
 			return
 		}
@@ -172,7 +172,7 @@ func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool
 		return err
 	}
 	if echo {
-		fmt.Fprintln(stdout, engine.Redact(stmt)+";")
+		fmt.Fprintln(stdout, core.Redact(stmt)+";")
 	}
 	res, err := eng.Exec(ctx, stmt)
 	if err != nil {

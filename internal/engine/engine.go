@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
+
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 
 	"github.com/lakepipe/lakepipe/internal/changes"
@@ -29,17 +31,9 @@ import (
 type Engine struct {
 	query.Runner
 	streamwrite.Writer
-	Consumer
+	kafkaload.Consumer
 	Refresher
 	Loader
-}
-
-// Consumer loads Kafka pipes' batches.
-type Consumer struct {
-	query.Runner
-	// kafka keeps each Kafka pipe's client between its batches; shared by
-	// copies.
-	kafka *kafka.Pool
 }
 
 // Refresher refreshes dynamic tables.
@@ -97,7 +91,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.Fresh = new(changes.Freshness)
 	e.FlushLocks = new([64]sync.Mutex)
 	e.plans = new(planCache)
-	e.kafka = kafka.NewPool(kafkaClientIdle)
+	e.Kafka = kafka.NewPool(kafkaClientIdle)
 	e.runs = new(runCache)
 	e.wire()
 	return e
@@ -197,4 +191,18 @@ func firstWords(s string, n int) string {
 		f = f[:n]
 	}
 	return strings.ToUpper(strings.Join(f, " "))
+}
+
+// WithSchema returns a copy whose unqualified names live in schema.
+func (c *Refresher) WithSchema(schema string) *Refresher {
+	cp := *c
+	cp.Cfg.Schema = schema
+	return &cp
+}
+
+// WithSchema returns a copy whose unqualified names live in schema.
+func (c *Loader) WithSchema(schema string) *Loader {
+	cp := *c
+	cp.Cfg.Schema = schema
+	return &cp
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,31 +34,6 @@ func (e *Engine) WithSchema(schema string) *Engine {
 	return &cp
 }
 
-// pipeParams derives the workflow parameters from a pipe's spec.
-func (e *Engine) pipeParams(name string, spec catalog.PipeSpec) jobs.PipeParams {
-	p := jobs.PipeParams{Workspace: e.Cfg.Workspace, Schema: e.Cfg.Schema, Name: name, Kind: spec.Kind,
-		IngestMode: spec.Properties["ingest_mode"], PollSeconds: 30}
-	if spec.Kind == jobs.KindKafka {
-		p.PollSeconds = 60
-	}
-	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
-		p.PollSeconds = v
-	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == jobs.KindKafka {
-		p.PollSeconds = v
-	}
-	if p.IngestMode == "EVENT_NOTIFICATION" && spec.Properties["poll_interval_in_seconds"] == "" {
-		// Events drive the pipe; the listing is only a safety net.
-		p.PollSeconds = 300
-	}
-	if v, err := strconv.Atoi(spec.Properties["max_files_per_batch"]); err == nil && v > 0 {
-		p.MaxFilesPerTurn = v
-	}
-	if !spec.CreatedAt.IsZero() {
-		p.Generation = spec.CreatedAt.UnixNano()
-	}
-	return p
-}
-
 // PipeParams returns the parameters the workflow of a pipe of this schema
 // runs with (ErrPipeGone when there is no such pipe).
 func (e *Engine) PipeParams(ctx context.Context, name string) (jobs.PipeParams, error) {
@@ -71,7 +45,7 @@ func (e *Engine) PipeParams(ctx context.Context, name string) (jobs.PipeParams, 
 	if !ok {
 		return jobs.PipeParams{}, fmt.Errorf("pipe %s.%s: %w", e.Cfg.Schema, name, core.ErrPipeGone)
 	}
-	return e.pipeParams(name, spec), nil
+	return e.ParamsOf(name, spec), nil
 }
 
 func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.Result, error) {
@@ -95,7 +69,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.
 	}
 	cp := s.Copy
 	if cp.Volume == nil {
-		return e.createKafkaPipe(ctx, s, orch)
+		return e.CreateKafkaPipe(ctx, s, orch)
 	}
 	schema, table, _, err := e.Table(ctx, cp.Table)
 	if err != nil {
@@ -147,7 +121,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}); err != nil {
 		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
@@ -359,7 +333,7 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*core.Resu
 		if v.st != nil && v.st.Kafka != nil {
 			offsets = v.st.Kafka.Offsets
 		}
-		parts, lag, err := e.kafkaLag(ctx, s.Name, offsets)
+		parts, lag, err := e.KafkaLag(ctx, s.Name, offsets)
 		if err != nil {
 			parts = "unknown: " + err.Error()
 		}

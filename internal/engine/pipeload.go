@@ -52,27 +52,10 @@ type PipeRun struct {
 	refs []catalog.Ref
 }
 
-// activePipe loads a pipe's spec for its activities; a missing pipe is
-// ErrPipeGone.
-func (e *Engine) activePipe(ctx context.Context, p jobs.PipeParams) (catalog.PipeSpec, error) {
-	var spec catalog.PipeSpec
-	ok, err := e.Cat.Get(ctx, catalog.KindPipe, p.Schema, p.Name, &spec)
-	if err != nil {
-		return spec, err
-	}
-	if !ok {
-		return spec, fmt.Errorf("pipe %s.%s: %w", p.Schema, p.Name, core.ErrPipeGone)
-	}
-	if p.Generation != 0 && spec.CreatedAt.UnixNano() != p.Generation {
-		return spec, fmt.Errorf("pipe %s.%s was dropped and created again since this workflow started: %w", p.Schema, p.Name, core.ErrPipeGone)
-	}
-	return spec, nil
-}
-
 // openPipe builds a PipeRun from the catalog.
 func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
 	e = e.WithSchema(p.Schema)
-	spec, err := e.activePipe(ctx, p)
+	spec, err := e.ActivePipe(ctx, p)
 	if err != nil {
 		return nil, err
 	}

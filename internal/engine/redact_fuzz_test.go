@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
+
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -83,7 +86,7 @@ type secretCase struct {
 
 func (c secretCase) text() string { return c.join(c.spelling) }
 
-// redacted is what Redact must return: every literal replaced by '***'.
+// redacted is what core.Redact must return: every literal replaced by '***'.
 func (c secretCase) redacted() string {
 	stars := make([]string, len(c.spelling))
 	for i := range stars {
@@ -131,37 +134,37 @@ func kafkaCase(r *rand.Rand) secretCase {
 	return c
 }
 
-// checkRedacted asserts the property of Redact on one case whose statement
+// checkRedacted asserts the property of core.Redact on one case whose statement
 // is the last one of script: the redacted text is the statement with every
 // secret literal replaced by '***'; it holds no secret's value or spelling
 // (of 4 bytes or more) that does not occur elsewhere in the statement; it
-// parses to a statement of the same type, which Redact leaves alone.
+// parses to a statement of the same type, which core.Redact leaves alone.
 func checkRedacted(t *testing.T, c secretCase, stmt sqlparse.Statement) string {
 	t.Helper()
 	text := c.text()
-	red := Redact(stmt)
+	red := core.Redact(stmt)
 	want := c.redacted()
 	for i, v := range c.values {
 		for _, s := range []string{v, c.spelling[i]} {
 			if len(s) >= 4 && !strings.Contains(want, s) && strings.Contains(red, s) {
-				t.Fatalf("Redact(%q) = %q: secret %q shows", text, red, s)
+				t.Fatalf("core.Redact(%q) = %q: secret %q shows", text, red, s)
 			}
 		}
 	}
 	if red != want {
-		t.Fatalf("Redact(%q)\n = %q\nwant %q", text, red, want)
+		t.Fatalf("core.Redact(%q)\n = %q\nwant %q", text, red, want)
 	}
 	again, err := sqlparse.Parse(red)
 	if err != nil {
 		t.Fatalf("redacted %q does not parse: %v", red, err)
 	}
-	if got := Redact(again); got != red {
-		t.Fatalf("Redact of the redacted text changed it: %q", got)
+	if got := core.Redact(again); got != red {
+		t.Fatalf("core.Redact of the redacted text changed it: %q", got)
 	}
 	return red
 }
 
-// TestRedactRandomSecrets is the property test of Redact over random
+// TestRedactRandomSecrets is the property test of core.Redact over random
 // secrets (quotes, backslashes, unicode, long, equal to other parts of the
 // statement), in storage connections and in READ_KAFKA maps, parsed alone
 // and as the second statement of a script.
@@ -194,8 +197,8 @@ func TestRedactRandomSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", text, err)
 			}
-			if !HasSecret(stmt) {
-				t.Fatalf("HasSecret(%q) = false", text)
+			if !core.HasSecret(stmt) {
+				t.Fatalf("core.HasSecret(%q) = false", text)
 			}
 			checkRedacted(t, c, stmt)
 			if !kafkaPipe {
@@ -205,14 +208,14 @@ func TestRedactRandomSecrets(t *testing.T) {
 			// written as its secret: the first must be the redacted
 			// statement's COPY, the second must give back the secrets.
 			cp := stmt.(*sqlparse.CreatePipe).Copy
-			if got, want := Redact(cp), strings.TrimPrefix(c.redacted(), kafkaPipePrefix); got != want {
-				t.Fatalf("Redact(COPY of %q)\n = %q\nwant %q", text, got, want)
+			if got, want := core.Redact(cp), strings.TrimPrefix(c.redacted(), kafkaPipePrefix); got != want {
+				t.Fatalf("core.Redact(COPY of %q)\n = %q\nwant %q", text, got, want)
 			}
 			back, err := sqlparse.Parse(cp.Text)
 			if err != nil {
 				t.Fatalf("the kept COPY %q does not parse: %v", cp.Text, err)
 			}
-			_, fc, err := kafkaQuery(back.(*sqlparse.CopyIntoTable).Query)
+			_, fc, err := kafkaload.KafkaQuery(back.(*sqlparse.CopyIntoTable).Query)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,14 +241,14 @@ func TestRedactKeepsOthers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Redact(stmt); got != text || HasSecret(stmt) {
-			t.Errorf("Redact(%q) = %q, HasSecret %v: want it unchanged", text, got, HasSecret(stmt))
+		if got := core.Redact(stmt); got != text || core.HasSecret(stmt) {
+			t.Errorf("core.Redact(%q) = %q, core.HasSecret %v: want it unchanged", text, got, core.HasSecret(stmt))
 		}
 	}
 }
 
 // FuzzRedact: whatever the statement around a secret and whatever the
-// secret's bytes, Redact does not panic, a statement that parses redacts to
+// secret's bytes, core.Redact does not panic, a statement that parses redacts to
 // one that parses, and the secret, when it is a connection's ACCESS_KEY or
 // a READ_KAFKA map's sasl.password, shows neither its value nor its
 // spelling (when these are 4 bytes or more and occur nowhere else).
@@ -272,9 +275,9 @@ func FuzzRedact(f *testing.F) {
 		if err != nil {
 			return
 		}
-		red := Redact(stmt)
+		red := core.Redact(stmt)
 		if _, err := sqlparse.Parse(red); err != nil {
-			t.Fatalf("Redact(%q) = %q, which does not parse: %v", text, red, err)
+			t.Fatalf("core.Redact(%q) = %q, which does not parse: %v", text, red, err)
 		}
 		// Is the literal where it was put the secret of its statement?
 		at := sqlparse.Range{Start: len(before), End: len(before) + len(lit)}
@@ -291,7 +294,7 @@ func FuzzRedact(f *testing.F) {
 		})
 		if c, ok := stmt.(*sqlparse.CreateConnection); ok {
 			for _, p := range c.Props {
-				ours = ours || p.ValueSpan == at && secretKeys[strings.ToLower(p.Key)]
+				ours = ours || p.ValueSpan == at && core.SecretKeys[strings.ToLower(p.Key)]
 			}
 		}
 		if !ours || secret == "" {
@@ -300,7 +303,7 @@ func FuzzRedact(f *testing.F) {
 		elsewhere := before + sqlparse.Redacted + after
 		for _, s := range []string{secret, lit} {
 			if len(s) >= 4 && !strings.Contains(elsewhere, s) && strings.Contains(red, s) {
-				t.Fatalf("Redact(%q) = %q: %q shows", text, red, s)
+				t.Fatalf("core.Redact(%q) = %q: %q shows", text, red, s)
 			}
 		}
 	})

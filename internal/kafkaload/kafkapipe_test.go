@@ -1,8 +1,10 @@
-package engine
+package kafkaload
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
@@ -30,11 +32,11 @@ func TestReadKafkaArguments(t *testing.T) {
 				t.Fatal(err)
 			}
 			cp := stmt.(*sqlparse.CreatePipe)
-			_, fc, err := kafkaQuery(cp.Copy.Query)
+			_, fc, err := KafkaQuery(cp.Copy.Query)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rk, err := parseReadKafka(fc)
+			rk, err := ParseReadKafka(fc)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
@@ -44,13 +46,13 @@ func TestReadKafkaArguments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rk.src.Bootstrap) != 2 || rk.src.Topic != "app_logs" || rk.src.Group != "g" || rk.keyFormat != "raw" || rk.valueFormat != "json" || rk.maxErrors != 10 {
+			if len(rk.Src.Bootstrap) != 2 || rk.Src.Topic != "app_logs" || rk.Src.Group != "g" || rk.KeyFormat != "raw" || rk.ValueFormat != "json" || rk.MaxErrors != 10 {
 				t.Fatalf("parsed %+v", rk)
 			}
-			if len(rk.secrets) != 1 || rk.secrets[0] != "s3cr3t" {
-				t.Fatalf("secrets %v", rk.secrets)
+			if len(rk.Secrets) != 1 || rk.Secrets[0] != "s3cr3t" {
+				t.Fatalf("secrets %v", rk.Secrets)
 			}
-			if got := Redact(cp); strings.Contains(got, "s3cr3t") || !strings.Contains(got, "'***'") {
+			if got := core.Redact(cp); strings.Contains(got, "s3cr3t") || !strings.Contains(got, "'***'") {
 				t.Fatalf("Redact: %s", got)
 			}
 		})
@@ -68,7 +70,7 @@ func TestKafkaQueryShape(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.sql, err)
 		}
-		if _, _, err := kafkaQuery(q); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if _, _, err := KafkaQuery(q); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: err = %v, want one containing %q", tc.sql, err, tc.wantErr)
 		}
 	}
@@ -91,31 +93,8 @@ func TestTypedFits(t *testing.T) {
 		{"DOUBLE", "Int64", false},
 		{"", "String", false},
 	} {
-		if got := typedFits(c.typed, c.chType); got != c.want {
+		if got := TypedFits(c.typed, c.chType); got != c.want {
 			t.Errorf("typedFits(%q, %q) = %v", c.typed, c.chType, got)
-		}
-	}
-}
-
-func TestTempFile(t *testing.T) {
-	for path, want := range map[string]bool{
-		"data/part-00000.csv":    false,
-		"2026/12/04/events.json": false,
-		"my_data.csv":            false,
-		"out/_temporary/0/_temporary/attempt_1/part-0.csv": true,
-		"out/_SUCCESS":                  true,
-		"out/_committed_123":            true,
-		"out/.part-00000.csv.crc":       true,
-		"out/.part-0-0.inprogress.8f3a": true,
-		".hidden.csv":                   true,
-		"upload/file.csv.tmp":           true,
-		"upload/file.csv.TEMP":          true,
-		"sink/part-0-1.inprogress":      true,
-		"copy/data.csv._COPYING_":       true,
-		"a/./b.csv":                     false, // odd keys are the listing's business, not temporary
-	} {
-		if got := TempFile(path); got != want {
-			t.Errorf("TempFile(%q) = %v, want %v", path, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package kafkaload
 
 import (
 	"cmp"
@@ -12,22 +12,34 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafka"
+	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
+
+// Consumer loads Kafka pipes' batches.
+type Consumer struct {
+	query.Runner
+	// kafka keeps each Kafka pipe's client between its batches; shared by
+	// copies.
+	Kafka *kafka.Pool
+}
+
+// WithSchema returns a copy whose unqualified names live in schema.
+func (c *Consumer) WithSchema(schema string) *Consumer {
+	cp := *c
+	cp.Cfg.Schema = schema
+	return &cp
+}
 
 // readKafka is a READ_KAFKA call's arguments:
 //
@@ -35,15 +47,15 @@ import (
 //	           end_offset, start_timestamp, end_timestamp, key_format,
 //	           value_format, max_errors, map(k, v, …))
 type readKafka struct {
-	src         kafka.Source
-	keyFormat   string
-	valueFormat string
-	maxErrors   int64
-	secrets     []string // values of secret map keys, kept out of outputs
+	Src         kafka.Source
+	KeyFormat   string
+	ValueFormat string
+	MaxErrors   int64
+	Secrets     []string // values of secret map keys, kept out of outputs
 }
 
-// kafkaQuery finds the READ_KAFKA call of a pipe's SELECT.
-func kafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error) {
+// KafkaQuery finds the READ_KAFKA call of a pipe's SELECT.
+func KafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error) {
 	sel, ok := q.Body.(*sqlparse.Select)
 	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
 		return nil, nil, fmt.Errorf("a Kafka pipe's COPY reads FROM (SELECT … FROM READ_KAFKA(…) [WHERE …]): no UNION, WITH, ORDER BY or LIMIT")
@@ -61,7 +73,7 @@ func kafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error)
 	return sel, fr.Func, nil
 }
 
-func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
+func ParseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	var rk readKafka
 	const usage = "READ_KAFKA(bootstrap, topic, '', group_id, '', '', '', '', key_format, value_format, max_errors, map(…))"
 	if len(fc.Args) != 12 {
@@ -80,10 +92,10 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	}
 	for _, b := range strings.Split(bootstrap, ",") {
 		if b = strings.TrimSpace(b); b != "" {
-			rk.src.Bootstrap = append(rk.src.Bootstrap, b)
+			rk.Src.Bootstrap = append(rk.Src.Bootstrap, b)
 		}
 	}
-	if rk.src.Topic, err = str(1, "topic"); err != nil {
+	if rk.Src.Topic, err = str(1, "topic"); err != nil {
 		return rk, err
 	}
 	if pat, err := str(2, "topic pattern"); err != nil {
@@ -91,10 +103,10 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	} else if pat != "" {
 		return rk, fmt.Errorf("READ_KAFKA: a topic pattern (argument 3) is not supported: a pipe reads one topic; leave it '' and create one pipe per topic")
 	}
-	if rk.src.Group, err = str(3, "group_id"); err != nil {
+	if rk.Src.Group, err = str(3, "group_id"); err != nil {
 		return rk, err
 	}
-	if rk.src.Group == "" {
+	if rk.Src.Group == "" {
 		return rk, fmt.Errorf("READ_KAFKA: the group_id (argument 4) is required: the pipe mirrors its offsets there")
 	}
 	for i := 4; i < 8; i++ {
@@ -104,7 +116,7 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 			return rk, fmt.Errorf("READ_KAFKA: argument %d (start/end offsets and timestamps) must be '' in a pipe: the pipe manages its offsets (map('kafka.auto.offset.reset', 'latest') starts a new pipe at the end of the topic)", i+1)
 		}
 	}
-	for i, p := range []*string{&rk.keyFormat, &rk.valueFormat} {
+	for i, p := range []*string{&rk.KeyFormat, &rk.ValueFormat} {
 		if *p, err = str(8+i, "key/value format"); err != nil {
 			return rk, err
 		}
@@ -117,26 +129,26 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	if err != nil {
 		return rk, err
 	}
-	if rk.maxErrors, err = strconv.ParseInt(me, 10, 64); err != nil || rk.maxErrors < 0 {
+	if rk.MaxErrors, err = strconv.ParseInt(me, 10, 64); err != nil || rk.MaxErrors < 0 {
 		return rk, fmt.Errorf("READ_KAFKA: max_errors (argument 11) is %q: expected a whole number ≥ 0", me)
 	}
 	m, ok := fc.Args[11].(*sqlparse.FuncCall)
 	if !ok || m.Name != "map" || len(m.Args)%2 != 0 {
 		return rk, fmt.Errorf("READ_KAFKA: the last argument must be map('key', 'value', …)")
 	}
-	rk.src.Config = map[string]string{}
+	rk.Src.Config = map[string]string{}
 	for i := 0; i < len(m.Args); i += 2 {
 		k, kok := m.Args[i].(*sqlparse.Literal)
 		v, vok := m.Args[i+1].(*sqlparse.Literal)
 		if !kok || !vok {
 			return rk, fmt.Errorf("READ_KAFKA: map(…) takes string literals")
 		}
-		rk.src.Config[k.Value] = v.Value
+		rk.Src.Config[k.Value] = v.Value
 		if kafka.SecretKey(k.Value) && v.Value != "" {
-			rk.secrets = append(rk.secrets, v.Value)
+			rk.Secrets = append(rk.Secrets, v.Value)
 		}
 	}
-	if err := rk.src.Validate(); err != nil {
+	if err := rk.Src.Validate(); err != nil {
 		return rk, err
 	}
 	return rk, nil
@@ -144,7 +156,7 @@ func parseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 
 // KafkaPipeRun is what a Kafka pipe's activities need.
 type KafkaPipeRun struct {
-	e      *Engine
+	e      *Consumer
 	Name   string
 	Spec   catalog.PipeSpec
 	rk     readKafka
@@ -157,16 +169,16 @@ type KafkaPipeRun struct {
 }
 
 // compileKafka checks a Kafka pipe's COPY against its target table.
-func (e *Engine) compileKafka(ctx context.Context, name string, cp *sqlparse.CopyIntoTable) (*KafkaPipeRun, error) {
-	sel, fc, err := kafkaQuery(cp.Query)
+func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlparse.CopyIntoTable) (*KafkaPipeRun, error) {
+	sel, fc, err := KafkaQuery(cp.Query)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	rk, err := parseReadKafka(fc)
+	rk, err := ParseReadKafka(fc)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	prog, err := recordeval.Compile(sel, rk.keyFormat, rk.valueFormat)
+	prog, err := recordeval.Compile(sel, rk.KeyFormat, rk.ValueFormat)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
@@ -221,14 +233,14 @@ func typedColumns(prog *recordeval.Program, source []int, targets []formats.Colu
 		if i < 0 || i >= len(typed) {
 			continue
 		}
-		ok := typedFits(prog.Typed(i), targets[j].Type)
+		ok := TypedFits(prog.Typed(i), targets[j].Type)
 		typed[i] = ok && (typed[i] || !used[i])
 		used[i] = true
 	}
 	return typed
 }
 
-func typedFits(typed, chType string) bool {
+func TypedFits(typed, chType string) bool {
 	base, _ := schemas.BaseOf(chType)
 	isInt := strings.HasPrefix(base, "Int") || strings.HasPrefix(base, "UInt")
 	isFloat := base == "Float32" || base == "Float64"
@@ -243,8 +255,8 @@ func typedFits(typed, chType string) bool {
 	return false
 }
 
-// createKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
-func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch core.Orchestrator) (*core.Result, error) {
+// CreateKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
+func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch core.Orchestrator) (*core.Result, error) {
 	cp := s.Copy
 	if cp.Overwrite {
 		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
@@ -271,21 +283,21 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 	}
 	for _, o := range all {
 		var other catalog.PipeSpec
-		if o.Decode(&other) == nil && other.Kind == jobs.KindKafka && other.KafkaGroup == run.rk.src.Group {
-			return nil, fmt.Errorf("pipe %s: group_id %q is already used by pipe %s.%s; every Kafka pipe needs a group_id of its own", s.Name, run.rk.src.Group, o.Schema, o.Name)
+		if o.Decode(&other) == nil && other.Kind == jobs.KindKafka && other.KafkaGroup == run.rk.Src.Group {
+			return nil, fmt.Errorf("pipe %s: group_id %q is already used by pipe %s.%s; every Kafka pipe needs a group_id of its own", s.Name, run.rk.Src.Group, o.Schema, o.Name)
 		}
 	}
 	// SHOW PIPES and DESC PIPE show the statement redacted; when that hid
 	// something, the statement itself is kept as the object's secret and
 	// OpenKafkaPipe runs it.
-	shown, secret := Redact(cp), ""
+	shown, secret := core.Redact(cp), ""
 	if shown != cp.Text {
 		secret = cp.Text
 	}
 	spec := catalog.PipeSpec{
 		Kind: jobs.KindKafka, Properties: pr, CopyStatement: shown,
-		Input: run.rk.src.Topic, Output: run.target.Display, CreatedAt: time.Now().UTC(),
-		KafkaGroup: run.rk.src.Group, KafkaBootstrap: strings.Join(run.rk.src.Bootstrap, ","),
+		Input: run.rk.Src.Topic, Output: run.target.Display, CreatedAt: time.Now().UTC(),
+		KafkaGroup: run.rk.Src.Group, KafkaBootstrap: strings.Join(run.rk.Src.Bootstrap, ","),
 	}
 	spec.Output = e.Cfg.Workspace + "." + run.target.Display
 	if s.Comment != nil {
@@ -295,18 +307,18 @@ func (e *Engine) createKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, or
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.pipeParams(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}); err != nil {
 		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
-	return core.Message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.src.Topic, pr["batch_interval_in_seconds"], id), nil
+	return core.Message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.Src.Topic, pr["batch_interval_in_seconds"], id), nil
 }
 
 // OpenKafkaPipe loads a Kafka pipe for its activities. A missing pipe is
 // ErrPipeGone.
-func (e *Engine) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
+func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
 	e = e.WithSchema(p.Schema)
-	spec, err := e.activePipe(ctx, p)
+	spec, err := e.ActivePipe(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +346,7 @@ func (e *Engine) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPi
 
 // InitialOffsets says where the pipe starts (see kafka.Client.InitialOffsets).
 func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {
-	cl, err := kafka.Open(r.rk.src)
+	cl, err := kafka.Open(r.rk.Src)
 	if err != nil {
 		return nil, err
 	}
@@ -349,12 +361,12 @@ func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]jobs.PartitionOffs
 // EndOffsets says where the topic's partitions end now (the last stable
 // offsets with read_committed): where the next batch stops.
 func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {
-	cl, err := r.e.kafka.Get(r.rk.src)
+	cl, err := r.e.Kafka.Get(r.rk.Src)
 	if err != nil {
 		return nil, err
 	}
 	end, err := cl.EndOffsets(ctx)
-	r.e.kafka.Put(cl, err != nil)
+	r.e.Kafka.Put(cl, err != nil)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
@@ -401,14 +413,14 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	// batch that failed starts over on fresh connections.
 	var cl *kafka.Client
 	if retried {
-		cl, err = kafka.Open(r.rk.src)
+		cl, err = kafka.Open(r.rk.Src)
 	} else {
-		cl, err = r.e.kafka.Get(r.rk.src)
+		cl, err = r.e.Kafka.Get(r.rk.Src)
 	}
 	if err != nil {
 		return res, err
 	}
-	defer func() { r.e.kafka.Put(cl, err != nil) }()
+	defer func() { r.e.Kafka.Put(cl, err != nil) }()
 	// The batch's end: fixed in its input (the same for every attempt), or
 	// read now (workflows recorded before that).
 	end := kafka.Offsets{}
@@ -463,7 +475,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return res, nil
 	}
 
-	budget := r.rk.maxErrors - in.Rejected
+	budget := r.rk.MaxErrors - in.Rejected
 	ins, err := r.e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, commit)
 	if err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
@@ -602,7 +614,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		_ = cl.CommitGroup(ctx, from)
 		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
 		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer, or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
-			r.rk.src.Topic, f.partition, f.offset, f.msg, r.rk.maxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.src.Group)
+			r.rk.Src.Topic, f.partition, f.offset, f.msg, r.rk.MaxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.Src.Group)
 		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
 	}
 	rows, err := ins.Close()
@@ -616,7 +628,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	res.Rejected = int64(len(bad))
 	if len(bad) > 0 {
 		f := bad[0]
-		res.FirstError = fmt.Sprintf("topic %s partition %d offset %d: %s", r.rk.src.Topic, f.partition, f.offset, f.msg)
+		res.FirstError = fmt.Sprintf("topic %s partition %d offset %d: %s", r.rk.Src.Topic, f.partition, f.offset, f.msg)
 	}
 	for p, e := range end {
 		if e > next[p] {
@@ -636,12 +648,12 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 
 // KafkaLag is what DESC PIPE shows of a Kafka pipe's position: per
 // partition its offset, the end of the partition and the lag.
-func (e *Engine) kafkaLag(ctx context.Context, name string, offsets []jobs.PartitionOffset) (string, int64, error) {
-	run, err := e.OpenKafkaPipe(ctx, e.pipeParams(name, catalog.PipeSpec{Kind: jobs.KindKafka}))
+func (e *Consumer) KafkaLag(ctx context.Context, name string, offsets []jobs.PartitionOffset) (string, int64, error) {
+	run, err := e.OpenKafkaPipe(ctx, e.ParamsOf(name, catalog.PipeSpec{Kind: jobs.KindKafka}))
 	if err != nil {
 		return "", 0, err
 	}
-	cl, err := kafka.Open(run.rk.src)
+	cl, err := kafka.Open(run.rk.Src)
 	if err != nil {
 		return "", 0, err
 	}
