@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/dynamic"
+
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
@@ -32,16 +34,8 @@ type Engine struct {
 	query.Runner
 	streamwrite.Writer
 	kafkaload.Consumer
-	Refresher
+	dynamic.Refresher
 	Loader
-}
-
-// Refresher refreshes dynamic tables.
-type Refresher struct {
-	query.Runner
-	// plans caches incremental refresh plans (see refreshCached); copies
-	// share it.
-	plans *planCache
 }
 
 // Loader runs COPY and volume pipes.
@@ -90,7 +84,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.Commits = new(changes.CommitCache)
 	e.Fresh = new(changes.Freshness)
 	e.FlushLocks = new([64]sync.Mutex)
-	e.plans = new(planCache)
+	e.Plans = new(dynamic.PlanCache)
 	e.Kafka = kafka.NewPool(kafkaClientIdle)
 	e.runs = new(runCache)
 	e.wire()
@@ -159,19 +153,19 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Resul
 	case *sqlparse.DescPipe:
 		return e.descPipe(ctx, s)
 	case *sqlparse.CreateDynamicTable:
-		return e.createDynamicTable(ctx, s)
+		return e.CreateDynamicTable(ctx, s)
 	case *sqlparse.RefreshDynamicTable:
-		return e.refreshDynamic(ctx, s)
+		return e.RefreshDynamic(ctx, s)
 	case *sqlparse.ShowRefreshHistory:
-		return e.showRefreshHistory(ctx, s)
+		return e.ShowRefreshHistory(ctx, s)
 	case *sqlparse.ShowDynamicTables:
-		return e.showDynamicTables(ctx, s)
+		return e.ShowDynamicTables(ctx, s)
 	case *sqlparse.DescDynamicTable:
-		return e.descDynamicTable(ctx, s)
+		return e.DescDynamicTable(ctx, s)
 	case *sqlparse.DropDynamicTable:
-		return e.dropDynamicTable(ctx, s)
+		return e.DropDynamicTable(ctx, s)
 	case *sqlparse.AlterDynamicTable:
-		return e.alterDynamicTable(ctx, s)
+		return e.AlterDynamicTable(ctx, s)
 	case *sqlparse.CreateTableStream:
 		return e.createTableStream(ctx, s)
 	case *sqlparse.DropTableStream:
@@ -191,13 +185,6 @@ func firstWords(s string, n int) string {
 		f = f[:n]
 	}
 	return strings.ToUpper(strings.Join(f, " "))
-}
-
-// WithSchema returns a copy whose unqualified names live in schema.
-func (c *Refresher) WithSchema(schema string) *Refresher {
-	cp := *c
-	cp.Cfg.Schema = schema
-	return &cp
 }
 
 // WithSchema returns a copy whose unqualified names live in schema.

@@ -1,4 +1,4 @@
-package engine
+package dynamic
 
 import (
 	"context"
@@ -7,53 +7,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/changes"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/schemas"
 )
-
-// Incremental refresh of GROUP BY summaries.
-//
-// A dynamic table `SELECT k…, AGG(x) AS a… FROM t [WHERE …] GROUP BY k…`
-// over a change-tracked table t is a view of its state table
-// (lakepipe_changes.dt__<schema>__<name>): ClickHouse -State values per
-// group plus _lp_upto, maxState of the change-log versions the state's
-// rows bring it to, in an AggregatingMergeTree keyed by the groups (its
-// background merges fold each group's rows into one). The view merges the
-// states of each group (-Merge … GROUP BY).
-//
-// A refresh whose source has only new rows since the last one is one
-// INSERT into the state (incrementalDelta): the partial aggregates of the
-// rows of the INSERT commits above the state's version (found through t's
-// primary index: work follows the changes), up to the read horizon hi,
-// tagged hi. It is written as one part, so the aggregates and the version
-// appear together, to readers too: the INSERT is the commit, and running
-// it again adds nothing. A DELETE or UPDATE commit in that range fails it
-// (throwIf) and the refresh rebuilds the state from every committed row
-// up to hi (FULL, incrementalFull), as does a first refresh. Either way
-// the state holds exactly the rows of commits up to its version: the rows
-// present when change tracking was turned on (the BASELINE commits) and
-// every INSERT commit registered since.
-//
-// Queries whose rows each come from one row of a changing table
-// (projections and filters of it, its INNER or LEFT joins with dimension
-// tables, UNION ALL of those: planAppend) keep their rows in the state
-// instead, a MergeTree ordered by (_lp_marker, _lp_upto): each refresh
-// INSERTs the rows its new source rows give plus one marker row carrying
-// the version, in one part; the view hides the markers. Summaries may read
-// such a join too (planAggregate). A dimension table that changed since the
-// state's version fails the INSERT (throwIf) and makes the refresh FULL.
-//
-// Refreshes of one table must not overlap (two from the same version
-// would both add the same rows): the refresh workflows run them one at a
-// time (workflows.RefreshWorkflowID).
 
 func stateTable(schema, name string) string { return "dt__" + schema + "__" + name }
 
@@ -240,7 +201,7 @@ func (p *incPlan) touched(state string, hi uint64) string {
 // together, to the dynamic table's readers too (a view of the state). It
 // reads its starting version in the same statement, so running it twice
 // adds nothing the second time. checks must hold for it to run.
-func (e *Engine) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
+func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
 	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 	checks = append(p.dimChecks(state, hi), checks...)
 	if !p.appendRows {
@@ -268,7 +229,7 @@ func (e *Engine) incrementalDelta(ctx context.Context, schema, name string, p *i
 // incrementalFull rebuilds a summary's state from the rows of commits up
 // to hi, and makes the dynamic table the view of it. rows counts its
 // groups now, deleted those it had.
-func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *incPlan, hi uint64) (rows, deleted int64, err error) {
+func (e *Refresher) incrementalFull(ctx context.Context, schema, name string, p *incPlan, hi uint64) (rows, deleted int64, err error) {
 	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
 		return 0, 0, err
 	}
@@ -298,7 +259,7 @@ func (e *Engine) incrementalFull(ctx context.Context, schema, name string, p *in
 
 // buildState creates table as a summary's state holding the rows of
 // commits up to hi.
-func (e *Engine) buildState(ctx context.Context, p *incPlan, table string, hi uint64) error {
+func (e *Refresher) buildState(ctx context.Context, p *incPlan, table string, hi uint64) error {
 	if !p.appendRows {
 		return e.St.Exec(ctx, "CREATE TABLE "+table+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil))
 	}
@@ -314,7 +275,7 @@ func (e *Engine) buildState(ctx context.Context, p *incPlan, table string, hi ui
 }
 
 // appendColumns learns the columns of an append plan's state.
-func (e *Engine) appendColumns(ctx context.Context, p *incPlan, table string) error {
+func (e *Refresher) appendColumns(ctx context.Context, p *incPlan, table string) error {
 	res, err := e.St.Query(ctx, "SELECT * FROM "+table+" LIMIT 0")
 	if err != nil {
 		return err
@@ -329,7 +290,7 @@ func (e *Engine) appendColumns(ctx context.Context, p *incPlan, table string) er
 }
 
 // rowCount counts a table's rows; 0 when it cannot (no such table yet).
-func (e *Engine) rowCount(ctx context.Context, table string) int64 {
+func (e *Refresher) rowCount(ctx context.Context, table string) int64 {
 	n, err := e.St.Strings(ctx, "SELECT count() FROM "+table)
 	if err != nil || len(n) != 1 {
 		return 0
@@ -341,7 +302,7 @@ func (e *Engine) rowCount(ctx context.Context, table string) int64 {
 // swapNames gives table fresh of db the name name at once, dropping what
 // had it: one RENAME statement swaps both names, so readers never find the
 // name missing. fresh is dropped if the swap fails.
-func (e *Engine) swapNames(ctx context.Context, db, name, fresh string) error {
+func (e *Refresher) swapNames(ctx context.Context, db, name, fresh string) error {
 	old := name + "__old_" + core.NewLoadID()
 	err := e.St.Exec(ctx, "RENAME TABLE "+chsql.Table(db, name)+" TO "+chsql.Table(db, old)+", "+chsql.Table(db, fresh)+" TO "+chsql.Table(db, name))
 	if chstore.IsCode(err, chstore.CodeUnknownTable) {
@@ -357,7 +318,7 @@ func (e *Engine) swapNames(ctx context.Context, db, name, fresh string) error {
 }
 
 // swapIn makes a dynamic table's contents the result of a query, at once.
-func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, deleted int64, err error) {
+func (e *Refresher) swapIn(ctx context.Context, schema, name, query string) (rows, deleted int64, err error) {
 	fresh := name + "__new_" + core.NewLoadID()
 	if err := e.St.Exec(ctx, "CREATE TABLE "+chsql.Table(schema, fresh)+" ENGINE = MergeTree ORDER BY tuple() AS "+query); err != nil {
 		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+chsql.Table(schema, fresh))
@@ -396,7 +357,7 @@ func (e *Engine) swapIn(ctx context.Context, schema, name, query string) (rows, 
 // first refresh, when asked, or when the source had rows deleted or
 // updated since, the state is rebuilt (FULL). mode and reason say which it
 // was; rowsExpr counts the rows written, as SQL.
-func (e *Engine) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rowsExpr string, deleted int64, mode jobs.RefreshMode, reason string, err error) {
+func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec, p *incPlan, forceFull bool) (rowsExpr string, deleted int64, mode jobs.RefreshMode, reason string, err error) {
 	hi := changes.ChangeReadHorizon()
 	switch {
 	case spec.ChangeVersion == 0:

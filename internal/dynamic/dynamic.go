@@ -1,4 +1,4 @@
-package engine
+package dynamic
 
 import (
 	"context"
@@ -8,21 +8,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/changes"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
 var intervalSeconds = map[string]int{"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
-func (e *Engine) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
+func (e *Refresher) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
 	var spec catalog.DynamicTableSpec
 	schema, name, err := e.Qualify(n)
 	if err != nil {
@@ -39,7 +37,7 @@ func (e *Engine) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string
 }
 
 // sourceTables lists the tables a query reads, qualified.
-func (e *Engine) sourceTables(q *sqlparse.Query) []string {
+func (e *Refresher) sourceTables(q *sqlparse.Query) []string {
 	seen := map[string]bool{}
 	var out []string
 	sqlparse.Inspect(q, func(n any) bool {
@@ -56,7 +54,7 @@ func (e *Engine) sourceTables(q *sqlparse.Query) []string {
 	return out
 }
 
-func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*core.Result, error) {
+func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*core.Result, error) {
 	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
@@ -124,7 +122,7 @@ func (e *Engine) createDynamicTable(ctx context.Context, s *sqlparse.CreateDynam
 // recorded in the refresh history. It is the refresh activity's body too.
 // Refreshes of one table must not overlap (the refresh workflows see to
 // it: workflows.RefreshWorkflowID).
-func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
+func (e *Refresher) RefreshDynamicTable(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
 	if res, ok, err := e.refreshCached(ctx, name, trigger); ok {
 		return res, err
 	}
@@ -133,7 +131,7 @@ func (e *Engine) RefreshDynamicTable(ctx context.Context, name, trigger string) 
 
 // RefreshDynamicTableFull recomputes a dynamic table from all of its
 // source, even where an incremental refresh would do (state included).
-func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
+func (e *Refresher) RefreshDynamicTableFull(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
 	return e.refreshFresh(ctx, name, trigger, true)
 }
 
@@ -143,7 +141,7 @@ func (e *Engine) RefreshDynamicTableFull(ctx context.Context, name, trigger stri
 // was made from, then the history. ok is false when there is no such plan
 // or the INSERT did not run (a spec changed, or the refresh must be FULL):
 // refreshFresh then reads everything afresh and decides.
-func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ jobs.RefreshResult, ok bool, _ error) {
+func (e *Refresher) refreshCached(ctx context.Context, name, trigger string) (_ jobs.RefreshResult, ok bool, _ error) {
 	schema := e.Cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
@@ -151,7 +149,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ job
 	if err != nil || !found || spec.ChangeVersion == 0 {
 		return jobs.RefreshResult{}, false, nil
 	}
-	p := e.plans.get(schema, name, v)
+	p := e.Plans.get(schema, name, v)
 	if p == nil {
 		return jobs.RefreshResult{}, false, nil
 	}
@@ -171,7 +169,7 @@ func (e *Engine) refreshCached(ctx context.Context, name, trigger string) (_ job
 
 // refreshFresh refreshes from the catalog as it is now: incrementally when
 // it can (forceFull: it rebuilds even so), and records the refresh.
-func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (jobs.RefreshResult, error) {
+func (e *Refresher) refreshFresh(ctx context.Context, name, trigger string, forceFull bool) (jobs.RefreshResult, error) {
 	schema := e.Cfg.Schema
 	start := time.Now().UTC()
 	var spec catalog.DynamicTableSpec
@@ -192,7 +190,7 @@ func (e *Engine) refreshFresh(ctx context.Context, name, trigger string, forceFu
 		plan, why = e.incrementalPlan(ctx, spec)
 	)
 	if plan != nil {
-		e.plans.put(schema, name, version, plan)
+		e.Plans.put(schema, name, version, plan)
 		rows, deleted, mode, reason, err = e.refreshIncremental(ctx, schema, name, spec, plan, forceFull)
 		if of := plan.stateOf(); err == nil && (spec.ChangeVersion == 0 || spec.StateOf != of) {
 			// The state is built: refreshes from now on can be incremental.
@@ -249,7 +247,7 @@ type refreshRecord struct {
 
 // recordRefresh adds a refresh to the history: one INSERT … SELECT, which
 // also counts the rows written when that takes a query.
-func (e *Engine) recordRefresh(ctx context.Context, r refreshRecord) error {
+func (e *Refresher) recordRefresh(ctx context.Context, r refreshRecord) error {
 	end := time.Now().UTC()
 	reason := chsql.QuoteString(r.reason)
 	if r.idle != "" {
@@ -276,7 +274,7 @@ func refreshID(start time.Time) string {
 
 // incrementalPlan is the plan of an incrementally refreshable dynamic
 // table, or nil and why its refreshes are FULL.
-func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableSpec) (*incPlan, string) {
+func (e *Refresher) incrementalPlan(ctx context.Context, spec catalog.DynamicTableSpec) (*incPlan, string) {
 	q, err := sqlparse.ParseQuery(spec.Query)
 	if err != nil {
 		return nil, err.Error()
@@ -298,7 +296,7 @@ func (e *Engine) incrementalPlan(ctx context.Context, spec catalog.DynamicTableS
 }
 
 // refreshModeOf says which mode the next refresh will use and why.
-func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (jobs.RefreshMode, string) {
+func (e *Refresher) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpec) (jobs.RefreshMode, string) {
 	plan, why := e.incrementalPlan(ctx, spec)
 	switch {
 	case plan == nil:
@@ -313,7 +311,7 @@ func (e *Engine) refreshModeOf(ctx context.Context, spec catalog.DynamicTableSpe
 	return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
 }
 
-func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
+func (e *Refresher) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {
 	q, err := sqlparse.ParseQuery(spec.Query)
 	if err != nil {
 		return 0, 0, err
@@ -330,7 +328,7 @@ func (e *Engine) fullRefresh(ctx context.Context, schema, name string, spec cata
 	return e.swapIn(ctx, schema, name, text)
 }
 
-func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*core.Result, error) {
+func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -374,7 +372,7 @@ func (e *Engine) refreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicT
 
 // WaitRefresh waits for the refresh of a dynamic table running under the
 // workflow id and returns its result.
-func (e *Engine) WaitRefresh(ctx context.Context, id string) (jobs.RefreshChainResult, error) {
+func (e *Refresher) WaitRefresh(ctx context.Context, id string) (jobs.RefreshChainResult, error) {
 	var out jobs.RefreshChainResult
 	orch, err := e.Orchestrator()
 	if err != nil {
@@ -385,7 +383,7 @@ func (e *Engine) WaitRefresh(ctx context.Context, id string) (jobs.RefreshChainR
 
 // PlanRefresh lists the upstream dynamic tables of a dynamic table, every
 // one after those it reads; the table itself is not in the list.
-func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTableParams, error) {
+func (e *Refresher) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTableParams, error) {
 	var order []jobs.DynamicTableParams
 	state := map[string]int{} // 1 visiting, 2 done
 	var visit func(schema, name string, root bool) error
@@ -428,7 +426,7 @@ func (e *Engine) PlanRefresh(ctx context.Context, name string) ([]jobs.DynamicTa
 	return order, nil
 }
 
-func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*core.Result, error) {
+func (e *Refresher) ShowRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*core.Result, error) {
 	where := "schema = " + chsql.QuoteString(e.Cfg.Schema)
 	// A dynamic table's history starts at its creation: a table of the
 	// same name dropped or replaced before it keeps its rows (they show
@@ -469,7 +467,7 @@ func (e *Engine) showRefreshHistory(ctx context.Context, s *sqlparse.ShowRefresh
 	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
 }
 
-func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*core.Result, error) {
+func (e *Refresher) ShowDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindDynamicTable, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -493,7 +491,7 @@ func (e *Engine) showDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicT
 	return res, nil
 }
 
-func (e *Engine) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicTableStatus, string) {
+func (e *Refresher) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicTableStatus, string) {
 	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, "UNKNOWN"
@@ -511,7 +509,7 @@ func (e *Engine) dynamicStatus(ctx context.Context, name string) (*jobs.DynamicT
 	return &st, "ACTIVE"
 }
 
-func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*core.Result, error) {
+func (e *Refresher) DescDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -534,7 +532,7 @@ func (e *Engine) descDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTa
 	return core.PropertyRows(kv), nil
 }
 
-func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*core.Result, error) {
+func (e *Refresher) DropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		if s.IfExists && schema != "" {
@@ -555,7 +553,7 @@ func (e *Engine) dropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTa
 	return core.Message("dynamic table %s dropped", core.Display(schema, name)), nil
 }
 
-func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*core.Result, error) {
+func (e *Refresher) AlterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -572,4 +570,19 @@ func (e *Engine) alterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamic
 		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
 	return core.Message("dynamic table %s %s", core.Display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil
+}
+
+// Refresher refreshes dynamic tables.
+type Refresher struct {
+	query.Runner
+	// plans caches incremental refresh plans (see refreshCached); copies
+	// share it.
+	Plans *PlanCache
+}
+
+// WithSchema returns a copy whose unqualified names live in schema.
+func (c *Refresher) WithSchema(schema string) *Refresher {
+	cp := *c
+	cp.Cfg.Schema = schema
+	return &cp
 }

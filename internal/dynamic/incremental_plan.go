@@ -1,4 +1,4 @@
-package engine
+package dynamic
 
 import (
 	"context"
@@ -9,14 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/query"
-
-	"github.com/lakepipe/lakepipe/internal/changes"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -72,7 +69,7 @@ func (p *incPlan) render(sql string, cond func(src incSource) string) string {
 
 // planIncremental analyses a dynamic table's query; reason says why it
 // cannot be refreshed incrementally when the plan is nil.
-func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+func (e *Refresher) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
 	if len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
 		return nil, "the query has WITH, ORDER BY or LIMIT, which are not refreshed incrementally"
 	}
@@ -86,7 +83,7 @@ func (e *Engine) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPl
 // that tracks changes, its rows the changing ones, with tables joined to it
 // (INNER or LEFT JOIN, it on the left) as dimensions, which must track
 // changes too. It adds them to p's sources and dims, or says why not.
-func (e *Engine) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableRef) string {
+func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableRef) string {
 	if len(from) != 1 {
 		return "it reads several tables without JOIN … ON"
 	}
@@ -150,7 +147,7 @@ func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.tab
 
 // deltaTables makes sess translate each changing table of p as the rows
 // of it that deltaToken picks, for render to fill in.
-func (e *Engine) deltaTables(sess *query.Session, p *incPlan) {
+func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 	tableRef := sess.Tr.Table
 	sess.Tr.Table = func(n sqlparse.ObjectName) (string, error) {
 		if schema, table, err := e.Qualify(n); err == nil {
@@ -175,7 +172,7 @@ func (p *incPlan) crossCheck() string {
 }
 
 // planAggregate plans a GROUP BY summary.
-func (e *Engine) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incPlan, string) {
+func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incPlan, string) {
 	if sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
 		return nil, "only GROUP BY summaries (no HAVING or DISTINCT, no aggregate without GROUP BY) are refreshed incrementally in this release"
 	}
@@ -288,10 +285,10 @@ func containsQuery(x sqlparse.Expr) bool {
 	return found
 }
 
-// planCache keeps, per dynamic table, the plan this process made at its
+// PlanCache keeps, per dynamic table, the plan this process made at its
 // last refresh from afresh, with the catalog version of the table's spec
 // it was made from; copies of the engine share it.
-type planCache struct {
+type PlanCache struct {
 	mu    sync.Mutex
 	plans map[string]cachedPlan
 }
@@ -302,7 +299,7 @@ type cachedPlan struct {
 }
 
 // get returns the plan made from version of the dynamic table's spec.
-func (c *planCache) get(schema, name string, version uint64) *incPlan {
+func (c *PlanCache) get(schema, name string, version uint64) *incPlan {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cp, ok := c.plans[schema+"."+name]; ok && cp.version == version {
@@ -311,7 +308,7 @@ func (c *planCache) get(schema, name string, version uint64) *incPlan {
 	return nil
 }
 
-func (c *planCache) put(schema, name string, version uint64, p *incPlan) {
+func (c *PlanCache) put(schema, name string, version uint64, p *incPlan) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.plans == nil || len(c.plans) >= 4096 {
@@ -407,7 +404,7 @@ func perRow(sel *sqlparse.Select) string {
 // planAppend plans a query whose rows each come from one row of a changing
 // table (projections and filters of it, joins of it with dimension tables,
 // UNION ALL of those): a refresh appends the rows its new source rows give.
-func (e *Engine) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+func (e *Refresher) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
 	var selects []*sqlparse.Select
 	var walk func(b sqlparse.SetExpr) string
 	walk = func(b sqlparse.SetExpr) string {
