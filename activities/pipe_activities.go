@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/loading"
+
 	"github.com/lakepipe/lakepipe/internal/fileread"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -34,7 +36,7 @@ type Activities struct {
 	Metrics  *metrics.Worker
 }
 
-func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (*engine.PipeRun, error) {
+func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (*loading.PipeRun, error) {
 	run, err := a.Engine.WithSchema(p.Schema).OpenPipe(ctx, p)
 	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
@@ -80,7 +82,7 @@ func (a *Activities) ListFiles(ctx context.Context, in jobs.ListInput) (jobs.Lis
 	return a.list(ctx, run, in)
 }
 
-func (a *Activities) list(ctx context.Context, run *engine.PipeRun, in jobs.ListInput) (jobs.ListResult, error) {
+func (a *Activities) list(ctx context.Context, run *loading.PipeRun, in jobs.ListInput) (jobs.ListResult, error) {
 	max := in.Params.MaxFilesPerTurn
 	if max <= 0 {
 		max = 500
@@ -253,7 +255,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 // the process: the engine turns panics of reading and converting into the
 // file's FAILED record; one anywhere else fails this attempt, and the
 // retry goes on.
-func loadOne(ctx context.Context, run *engine.PipeRun, f jobs.FileRef) (r jobs.FileResult, err error) {
+func loadOne(ctx context.Context, run *loading.PipeRun, f jobs.FileRef) (r jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("panic in a pipe's load", "pipe", run.Name, "file", f.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -264,7 +266,7 @@ func loadOne(ctx context.Context, run *engine.PipeRun, f jobs.FileRef) (r jobs.F
 }
 
 // loadBatch is loadOne for a batch of small files.
-func loadBatch(ctx context.Context, run *engine.PipeRun, files []jobs.FileRef, par int) (rs []jobs.FileResult, err error) {
+func loadBatch(ctx context.Context, run *loading.PipeRun, files []jobs.FileRef, par int) (rs []jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			slog.Error("panic in a pipe's batch load", "pipe", run.Name, "files", len(files), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))

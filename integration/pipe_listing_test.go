@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/loading"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -146,7 +147,7 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 	s.pipeTable("t")
 	s.run(`CREATE PIPE oc_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO t FROM VOLUME oc_vol USING CSV`)
 	params := jobs.PipeParams{Workspace: "default", Schema: s.Schema, Name: "oc_pipe", Kind: "VOLUME"}
-	open := func() *engine.PipeRun {
+	open := func() *loading.PipeRun {
 		t.Helper()
 		r, err := s.Eng.OpenPipe(s.Ctx, params)
 		if err != nil {

@@ -14,9 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/loading"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/httpauth"
 )
 
@@ -81,7 +82,7 @@ func (c EventsConfig) withDefaults() EventsConfig {
 // eventRouter finds the pipes events concern: *engine.Engine, or a fake.
 type eventRouter interface {
 	// EventRoutes reads the catalog once for a whole notification.
-	EventRoutes(ctx context.Context) (*engine.EventRoutes, error)
+	EventRoutes(ctx context.Context) (*loading.EventRoutes, error)
 }
 
 // signaler signals pipes: engine.Orchestrator, or a fake.
@@ -279,9 +280,9 @@ func expectDelim(dec *json.Decoder, want json.Delim) error {
 // returns each pipe's paths, without repeats, and the pipes in the order
 // of their first record.
 func routeEvents(ctx context.Context, router eventRouter, records []s3Record) (map[string][]string, []string, error) {
-	var routes *engine.EventRoutes
+	var routes *loading.EventRoutes
 	batches := map[string][]string{}
-	seen := map[engine.EventTarget]bool{}
+	seen := map[loading.EventTarget]bool{}
 	var order []string
 	for _, rec := range records {
 		if !strings.HasPrefix(rec.EventName, "s3:ObjectCreated:") && !strings.HasPrefix(rec.EventName, "ObjectCreated:") {

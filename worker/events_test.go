@@ -19,24 +19,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 
-	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // fakeRouter counts catalog reads.
 type fakeRouter struct {
 	mu     sync.Mutex
 	calls  int
-	routes []engine.EventRoute
+	routes []loading.EventRoute
 	err    error
 }
 
-func (f *fakeRouter) EventRoutes(context.Context) (*engine.EventRoutes, error) {
+func (f *fakeRouter) EventRoutes(context.Context) (*loading.EventRoutes, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	return engine.NewEventRoutes(f.routes), f.err
+	return loading.NewEventRoutes(f.routes), f.err
 }
 
 type signal struct {
@@ -88,7 +88,7 @@ func post(t *testing.T, h http.Handler, auth, body string) *httptest.ResponseRec
 // signal with its paths, without repeats, relative to its volume; test
 // events and deletions are ignored without reading the catalog.
 func TestEventsRouting(t *testing.T) {
-	router := &fakeRouter{routes: []engine.EventRoute{
+	router := &fakeRouter{routes: []loading.EventRoute{
 		{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"},
 		{WorkflowID: "pipe.b", Bucket: "b", Prefix: "in/x/"},
 		{WorkflowID: "pipe.c", Bucket: "other", Prefix: "in/"},
@@ -131,7 +131,7 @@ func TestEventsRouting(t *testing.T) {
 // TestEventsPathsBound: past MaxPathsPerPipe new files, a pipe is only
 // woken (a refresh, no paths).
 func TestEventsPathsBound(t *testing.T) {
-	router := &fakeRouter{routes: []engine.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}, {WorkflowID: "pipe.b", Bucket: "b", Prefix: "in/few/"}}}
+	router := &fakeRouter{routes: []loading.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}, {WorkflowID: "pipe.b", Bucket: "b", Prefix: "in/few/"}}}
 	sig := &fakeSignaler{}
 	h := eventHandler(router, sig, EventsConfig{MaxPathsPerPipe: 3}, quietLog())
 	if rec := post(t, h, "", notification("b", "in/1", "in/2", "in/few/3", "in/4")); rec.Code != http.StatusOK {
@@ -147,7 +147,7 @@ func TestEventsPathsBound(t *testing.T) {
 // body is read or the catalog is; Bearer, the bare token and Basic (token
 // as password, as a webhook URL's user info sends it) are accepted.
 func TestEventsToken(t *testing.T) {
-	router := &fakeRouter{routes: []engine.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
+	router := &fakeRouter{routes: []loading.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
 	h := eventHandler(router, &fakeSignaler{}, EventsConfig{Token: "s3cret"}, quietLog())
 	body := notification("b", "in/x")
 	basic := func(user, pass string) string {
@@ -198,7 +198,7 @@ func (*explodingReader) Read([]byte) (int, error) { panic("body read before auth
 // so up front), too many records (413), not a notification (400), not
 // POST (405).
 func TestEventsLimits(t *testing.T) {
-	router := &fakeRouter{routes: []engine.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
+	router := &fakeRouter{routes: []loading.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
 	sig := &fakeSignaler{}
 	h := eventHandler(router, sig, EventsConfig{MaxBytes: 4096, MaxRecords: 5}, quietLog())
 	keys := func(n int) []string {
@@ -251,7 +251,7 @@ func TestEventsLimits(t *testing.T) {
 // TestEventsSlowBody: a body that does not arrive within BodyTimeout gets
 // 408 on a real connection, and the server goes on answering.
 func TestEventsSlowBody(t *testing.T) {
-	router := &fakeRouter{routes: []engine.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
+	router := &fakeRouter{routes: []loading.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}}}
 	sig := &fakeSignaler{}
 	srv := httptest.NewUnstartedServer(eventHandler(router, sig, EventsConfig{BodyTimeout: 300 * time.Millisecond}, quietLog()))
 	srv.Config = newHTTPServer(srv.Config.Handler)
@@ -315,7 +315,7 @@ func FuzzEventBody(f *testing.F) {
 	f.Add(`{"Records":[1,2,3]}`)
 	f.Add(`[{"Records":[]}]`)
 	f.Add("\xff\xfe{")
-	router := &fakeRouter{routes: []engine.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}, {WorkflowID: "pipe.root", Bucket: "b", Prefix: ""}}}
+	router := &fakeRouter{routes: []loading.EventRoute{{WorkflowID: "pipe.a", Bucket: "b", Prefix: "in/"}, {WorkflowID: "pipe.root", Bucket: "b", Prefix: ""}}}
 	f.Fuzz(func(t *testing.T, body string) {
 		sig := &fakeSignaler{}
 		h := eventHandler(router, sig, EventsConfig{MaxBytes: 8 << 10, MaxRecords: 20, MaxPathsPerPipe: 5}, quietLog())

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/loading"
+
 	"github.com/lakepipe/lakepipe/internal/dynamic"
 
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
@@ -35,14 +37,7 @@ type Engine struct {
 	streamwrite.Writer
 	kafkaload.Consumer
 	dynamic.Refresher
-	Loader
-}
-
-// Loader runs COPY and volume pipes.
-type Loader struct {
-	query.Runner
-	// runs keeps opened volume pipes (see OpenPipe); shared by copies.
-	runs *runCache
+	loading.Loader
 }
 
 // wire gives every part the engine's query runner (its configuration,
@@ -86,7 +81,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.FlushLocks = new([64]sync.Mutex)
 	e.Plans = new(dynamic.PlanCache)
 	e.Kafka = kafka.NewPool(kafkaClientIdle)
-	e.runs = new(runCache)
+	e.Runs = new(loading.RunCache)
 	e.wire()
 	return e
 }
@@ -139,9 +134,9 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Resul
 	case *sqlparse.QueryStmt:
 		return e.Query(ctx, s.Query)
 	case *sqlparse.CopyIntoTable:
-		return e.copyIntoTable(ctx, s)
+		return e.CopyIntoTable(ctx, s)
 	case *sqlparse.CopyIntoVolume:
-		return e.copyIntoVolume(ctx, s)
+		return e.CopyIntoVolume(ctx, s)
 	case *sqlparse.CreatePipe:
 		return e.createPipe(ctx, s)
 	case *sqlparse.AlterPipe:
@@ -185,11 +180,4 @@ func firstWords(s string, n int) string {
 		f = f[:n]
 	}
 	return strings.ToUpper(strings.Join(f, " "))
-}
-
-// WithSchema returns a copy whose unqualified names live in schema.
-func (c *Loader) WithSchema(schema string) *Loader {
-	cp := *c
-	cp.Cfg.Schema = schema
-	return &cp
 }

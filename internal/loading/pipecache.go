@@ -1,4 +1,4 @@
-package engine
+package loading
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
-// runCache keeps the PipeRun of each volume pipe that ran on this worker,
+// RunCache keeps the PipeRun of each volume pipe that ran on this worker,
 // with the versions of the catalog objects it was built from (the pipe,
 // its table, volume and connection). An idle turn then costs one query
 // checking those versions instead of five catalog reads, a statement to
 // parse and a secret to unseal. A PipeRun is never modified once built,
 // so the activities of one pipe share it. At most maxCachedRuns are kept
 // (then the cache starts over).
-type runCache struct {
+type RunCache struct {
 	mu sync.Mutex
 	m  map[string]cachedRun
 }
@@ -27,14 +27,14 @@ type cachedRun struct {
 
 const maxCachedRuns = 10000
 
-func (c *runCache) get(key string) (cachedRun, bool) {
+func (c *RunCache) get(key string) (cachedRun, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[key]
 	return r, ok
 }
 
-func (c *runCache) put(key string, r cachedRun) {
+func (c *RunCache) put(key string, r cachedRun) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxCachedRuns {
@@ -43,7 +43,7 @@ func (c *runCache) put(key string, r cachedRun) {
 	c.m[key] = r
 }
 
-func (c *runCache) drop(key string) {
+func (c *RunCache) drop(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
@@ -55,9 +55,9 @@ func (c *runCache) drop(key string) {
 // at the versions read before it was built: a run built after the versions
 // were read is never older than they say, so a change made at any moment
 // shows as a changed version at the next turn.
-func (e *Engine) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
+func (e *Loader) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
 	key := p.Schema + "\x00" + p.Name
-	c, ok := e.runs.get(key)
+	c, ok := e.Runs.get(key)
 	if !ok {
 		// The first turn here: build once to learn what the run reads,
 		// then read their versions and build the run to keep.
@@ -76,13 +76,13 @@ func (e *Engine) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	}
 	run, err := e.openPipe(ctx, p)
 	if err != nil {
-		e.runs.drop(key)
+		e.Runs.drop(key)
 		return nil, err
 	}
 	if slices.Equal(run.refs, c.run.refs) {
-		e.runs.put(key, cachedRun{run: run, versions: vs})
+		e.Runs.put(key, cachedRun{run: run, versions: vs})
 	} else {
-		e.runs.drop(key) // it reads other objects now: learn them next turn
+		e.Runs.drop(key) // it reads other objects now: learn them next turn
 	}
 	return run, nil
 }

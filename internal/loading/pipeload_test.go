@@ -1,6 +1,8 @@
-package engine
+package loading
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestTempFile(t *testing.T) {
 	for path, want := range map[string]bool{

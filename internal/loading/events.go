@@ -1,12 +1,11 @@
-package engine
+package loading
 
 import (
 	"context"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
 
@@ -62,7 +61,7 @@ func (rt *EventRoutes) Route(bucket, key string) []EventTarget {
 // where their volumes lie, in two catalog reads (all pipes, all volumes).
 // A pipe's volume is looked up in the pipe's own schema, as the pipe's
 // activities do; a pipe whose volume is gone or unreadable is left out.
-func (e *Engine) EventRoutes(ctx context.Context) (*EventRoutes, error) {
+func (e *Loader) EventRoutes(ctx context.Context) (*EventRoutes, error) {
 	pipes, err := e.Cat.ListAll(ctx, catalog.KindPipe)
 	if err != nil {
 		return nil, err

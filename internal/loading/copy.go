@@ -1,4 +1,4 @@
-package engine
+package loading
 
 import (
 	"context"
@@ -6,18 +6,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
 	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
+	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-func (e *Engine) copyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*core.Result, error) {
+func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*core.Result, error) {
 	if s.Volume == nil {
 		return nil, fmt.Errorf("COPY INTO … FROM (SELECT …): %w outside a pipe (use INSERT INTO … SELECT)", core.ErrNotSupportedYet)
 	}
@@ -100,7 +97,7 @@ var exportExt = map[string]string{"CSV": "csv", "PARQUET": "parquet", "JSON": "j
 // exportFileBytes is where an export starts its next file.
 const exportFileBytes = 256 << 20
 
-func (e *Engine) copyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*core.Result, error) {
+func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*core.Result, error) {
 	format := strings.ToUpper(s.FileFormat)
 	ext, ok := exportExt[format]
 	if !ok || format == "JSON" {

@@ -1,4 +1,4 @@
-package engine
+package loading
 
 import (
 	"cmp"
@@ -13,26 +13,22 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/fileread"
-
-	"github.com/lakepipe/lakepipe/internal/changes"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // PipeRun is what a pipe's activities need, loaded from the catalog.
 type PipeRun struct {
-	e       *Engine
+	e       *Loader
 	Name    string
 	Spec    catalog.PipeSpec
 	copy    *sqlparse.CopyIntoTable
@@ -53,7 +49,7 @@ type PipeRun struct {
 }
 
 // openPipe builds a PipeRun from the catalog.
-func (e *Engine) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
+func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
 	e = e.WithSchema(p.Schema)
 	spec, err := e.ActivePipe(ctx, p)
 	if err != nil {
