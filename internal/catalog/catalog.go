@@ -40,12 +40,26 @@ const (
 
 // Catalog reads and writes catalog objects; safe for concurrent use.
 type Catalog struct {
-	st        *chstore.Store
+	st        store          // every statement goes through st
+	chst      *chstore.Store // what Store returns (nil over a test's fake)
 	sealer    *seal.Sealer
 	sealerSet bool
 	mu        sync.Mutex
 	cache     map[string]cached // GetCached's objects, by cacheKey
 }
+
+// store is the part of *chstore.Store the catalog uses: an interface so
+// that tests can run the catalog over a fake that records its statements.
+type store interface {
+	Exec(ctx context.Context, query string, args ...any) error
+	Query(ctx context.Context, query string, args ...any) (*chstore.Result, error)
+	Strings(ctx context.Context, query string, args ...any) ([]string, error)
+	InsertRows(ctx context.Context, db, table string, cols []string, rows [][]any) error
+	Replicated() bool
+	Cluster() string
+}
+
+var _ store = (*chstore.Store)(nil)
 
 // cached is an object as GetCached last read it.
 type cached struct {
@@ -72,7 +86,12 @@ func WithSealer(s *seal.Sealer) Option {
 // LAKEPIPE_SECRET_OLD_KEYS, LAKEPIPE_SECRET_PLAINTEXT), and fails to open
 // when those settings are malformed.
 func Open(ctx context.Context, st *chstore.Store, opts ...Option) (*Catalog, error) {
-	c := &Catalog{st: st}
+	return open(ctx, st, st, opts...)
+}
+
+// open is Open over any store; chst is what Store returns.
+func open(ctx context.Context, st store, chst *chstore.Store, opts ...Option) (*Catalog, error) {
+	c := &Catalog{st: st, chst: chst}
 	for _, o := range opts {
 		o(c)
 	}
@@ -90,7 +109,7 @@ func Open(ctx context.Context, st *chstore.Store, opts ...Option) (*Catalog, err
 }
 
 // Store returns the ClickHouse store the catalog lives in.
-func (c *Catalog) Store() *chstore.Store { return c.st }
+func (c *Catalog) Store() *chstore.Store { return c.chst }
 
 // Sealer returns the sealer of the catalog's secrets (nil: none).
 func (c *Catalog) Sealer() *seal.Sealer { return c.sealer }
