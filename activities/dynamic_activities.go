@@ -5,11 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // RefreshDynamicTable runs one scheduled refresh. A refresh that fails on

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/kafkaload"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
 )
 
 func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*kafkaload.KafkaPipeRun, error) {

@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/minio/minio-go/v7"
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"

@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
 )
 
 // BenchmarkDynamicRefresh measures an INCREMENTAL refresh of a GROUP BY

@@ -19,12 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"

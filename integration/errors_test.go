@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 )
 

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/query"
-
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/query"
 )
 
 // TestGuardCatalogClosed checks that statements through lakepipe cannot

@@ -4,13 +4,13 @@ package integration
 
 import (
 	"fmt"
-
-	"github.com/lakepipe/lakepipe/internal/catalog"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
 )
 
 // waitInvalid waits until the pipe pauses itself with an invalid_reason

@@ -12,14 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/loading"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/minio/minio-go/v7"
 
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/worker"
 )
 

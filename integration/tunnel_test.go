@@ -20,9 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/streamwrite"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
 	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 	"github.com/lakepipe/lakepipe/tunnel"
 )

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/worker"

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/shopspring/decimal"
 
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 

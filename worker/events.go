@@ -14,11 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/loading"
-
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/lakepipe/lakepipe/internal/httpauth"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 )
 
 // Defaults of EventsConfig.

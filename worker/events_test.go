@@ -19,9 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/loading"
-
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 )
 
 // fakeRouter counts catalog reads.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // DynamicTableWorkflow refreshes a dynamic table every interval, sooner on

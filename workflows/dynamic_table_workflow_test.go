@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // dtEnv runs the dynamic-table workflow with a refresh activity that

@@ -3,9 +3,9 @@ package workflows
 import (
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // kafkaTurn loads one batch of a Kafka pipe: the first turn asks where to

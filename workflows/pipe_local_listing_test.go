@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/activity"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // A pipe whose listing became incremental (a listing said Ordered) lists in

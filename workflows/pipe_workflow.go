@@ -7,10 +7,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // maxHints bounds the event-notified paths a pipe keeps between turns: a

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -21,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/workflows"
 )
 

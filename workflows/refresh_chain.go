@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	enumspb "go.temporal.io/api/enums/v1"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // refreshActivityOptions are the options of a refresh activity.

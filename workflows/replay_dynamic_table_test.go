@@ -4,12 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
 )
 

@@ -8,13 +8,12 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
-
-	"github.com/lakepipe/lakepipe/internal/chsql"
 )
 
 // ErrDynamicTableGone is returned to the refresh activity of a dropped

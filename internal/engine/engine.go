@@ -11,22 +11,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/loading"
-
-	"github.com/lakepipe/lakepipe/internal/dynamic"
-
-	"github.com/lakepipe/lakepipe/internal/kafkaload"
-
-	"github.com/lakepipe/lakepipe/internal/streamwrite"
-
-	"github.com/lakepipe/lakepipe/internal/changes"
-	"github.com/lakepipe/lakepipe/internal/query"
-
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/dynamic"
 	"github.com/lakepipe/lakepipe/internal/kafka"
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
+	"github.com/lakepipe/lakepipe/internal/loading"
+	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/streamwrite"
 )
 
 // Engine runs statements; safe for concurrent use. Its parts each embed

@@ -14,9 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/core"
 )
 
 // Write-service tokens are "lpw.<name>.<secret>": the name finds the

@@ -6,10 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )

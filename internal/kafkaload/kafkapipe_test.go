@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/core"
-
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 

@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // Worker holds a worker's metrics: per pipe, per dynamic table, its own
