@@ -186,7 +186,7 @@ func benchMS(d time.Duration) float64 { return float64(d) / float64(time.Millise
 //	(b) an EVENT_NOTIFICATION pipe fed by S3 event notifications: a
 //	    versitygw of the benchmark's own posts them to the worker's /events.
 //
-// It reports p50/p95 in ms (the seeds' service takes about 30 s; lakepipe's
+// It reports p50/p95 in ms (the ClickZetta documentation's service takes about 30 s; lakepipe's
 // target is a p50 under 1 s). Run: ./task bench:pipe -- -bench BenchmarkPipeLatency
 func BenchmarkPipeLatency(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_LATENCY_FILES", 100)

@@ -81,7 +81,7 @@ func TestDynamicTableChain(t *testing.T) {
 	}
 }
 
-// TestDynamicTableIncrementalSeed runs seed step 6 verbatim over sales_ods
+// TestDynamicTableIncrementalSeed runs step 6 of the ClickZetta documentation's example verbatim over sales_ods
 // fed by a volume pipe: the first refresh builds the summary (FULL), the
 // refresh after new files is INCREMENTAL and equal to the query's answer.
 func TestDynamicTableIncrementalSeed(t *testing.T) {

@@ -41,7 +41,7 @@ func TestGuardCatalogClosed(t *testing.T) {
 		err := s.mustFail(q, "lakepipe.objects", catalogMsg, "SHOW CONNECTIONS")
 		var ge *query.GuardError
 		if !errors.As(err, &ge) {
-			t.Errorf("%s: error %T, want *engine.GuardError", q, err)
+			t.Errorf("%s: error %T, want *query.GuardError", q, err)
 		}
 	}
 	s.mustFail(`SELECT * FROM lakepipe_trash.x`, "lakepipe_trash.x", catalogMsg)

@@ -30,7 +30,7 @@ func kafkaClient(tb testing.TB, opts ...kgo.Opt) *kgo.Client {
 }
 
 // kafkaTopic creates a topic with n partitions (it may exist already, as
-// the seeds' fixed topic names do across runs) and returns a producer.
+// the ClickZetta documentation's fixed topic names do across runs) and returns a producer.
 func kafkaTopic(tb testing.TB, topic string, partitions int32) *kgo.Client {
 	tb.Helper()
 	cl := kafkaClient(tb, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))

@@ -16,12 +16,12 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 )
 
-// logLine is one of the seed's JSON application log lines.
+// logLine is one of the ClickZetta documentation's JSON application log lines.
 func logLine(run string, i int, level string) string {
 	return fmt.Sprintf(`{"time":"2026-12-02 10:%02d:%02d","level":"%s","message":"%s line %d"}`, (i/60)%60, i%60, level, run, i)
 }
 
-// TestKafkaPipeSeed runs the seed's Kafka pipe guide (pipe-guide-kafka-and-
+// TestKafkaPipeSeed runs the ClickZetta documentation's Kafka pipe guide (pipe-guide-kafka-and-
 // volume) statement by statement, with the broker address replaced: JSON log
 // lines produced to app_logs arrive in kafka_logs with parsed log_time,
 // level and message.
@@ -88,7 +88,7 @@ USING CSV OPTIONS ('header' = 'true')`,
 		"SELECT log_time, level, message FROM kafka_logs WHERE message IN ('%s line 0', '%s line 61') ORDER BY message", run, run)),
 		fmt.Sprintf("2026-12-02 10:00:00|INFO|%s line 0", run))
 
-	// SHOW PIPES as the seed reads it: status, pipe_kind READ_KAFKA, the
+	// SHOW PIPES as the ClickZetta documentation's example reads it: status, pipe_kind READ_KAFKA, the
 	// COPY statement.
 	sp := s.run(`SHOW PIPES LIKE 'pipe_kafka_logs'`)
 	rows := table(sp)
@@ -125,7 +125,7 @@ USING CSV OPTIONS ('header' = 'true')`,
 		t.Errorf("DESC PIPE kafka_partitions = %q, output_name = %q", d["kafka_partitions"], d["output_name"])
 	}
 
-	// The seed's clean-up: dropping the pipe keeps the data.
+	// The ClickZetta documentation's clean-up: dropping the pipe keeps the data.
 	for _, q := range []string{`DROP PIPE pipe_kafka_logs`, `DROP PIPE IF EXISTS pipe_oss_data`} {
 		s.run(q)
 	}
@@ -138,7 +138,7 @@ USING CSV OPTIONS ('header' = 'true')`,
 	}
 }
 
-// kafkaPipeSQL is a Kafka pipe over the seed's log lines.
+// kafkaPipeSQL is a Kafka pipe over the ClickZetta documentation's log lines.
 func kafkaPipeSQL(name, table, topic, group string, maxErrors int, extra string) string {
 	return fmt.Sprintf(`CREATE PIPE %s BATCH_INTERVAL_IN_SECONDS = '1' %s AS COPY INTO %s FROM (
 SELECT CAST(PARSE_JSON(VALUE::STRING)['time'] AS TIMESTAMP) AS log_time,

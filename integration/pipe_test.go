@@ -159,9 +159,9 @@ func (s *Stack) pipeTable(name string) {
 	s.run("CREATE TABLE " + name + " (id BIGINT, name STRING)")
 }
 
-// ---- 1. the seed ----
+// ---- 1. the ClickZetta documentation's example ----
 
-// TestPipeSeed runs the pipe part of the seed "Volume + Pipe + Dynamic
+// TestPipeSeed runs the pipe part of the ClickZetta documentation's example "Volume + Pipe + Dynamic
 // Table 端到端实践" (step 5, 创建 Pipe 持续导入) statement for statement:
 // the pipe's own volume on a sub-directory, the ODS table, the LIST_PURGE
 // pipe, DESC PIPE EXTENDED, pause and resume, then a file arriving through
@@ -175,7 +175,7 @@ func TestPipeSeed(t *testing.T) {
 	s.run(fmt.Sprintf(`CREATE STORAGE CONNECTION IF NOT EXISTS %s TYPE OSS access_id = '%s' access_key = '%s' ENDPOINT = '%s';`,
 		conn, s3AccessKey, s3SecretKey, s3Endpoint))
 	s.dropAtEnd("STORAGE CONNECTION", conn)
-	// The source table of step 3, which the seed's "new file" comes from.
+	// The source table of step 3, which the ClickZetta documentation's "new file" comes from.
 	s.run(salesSourceDDL)
 	s.run(salesInsert)
 
@@ -185,7 +185,7 @@ func TestPipeSeed(t *testing.T) {
 	s.dropAtEnd("VOLUME", "pipe_vol")
 	// 2. the target table.
 	s.run(`CREATE TABLE IF NOT EXISTS sales_ods ( id BIGINT COMMENT '订单ID', product STRING COMMENT '商品名', category STRING COMMENT '品类', amount DECIMAL(10,2) COMMENT '金额', dt STRING COMMENT '日期' ) COMMENT 'ODS 层——Pipe 导入目标表';`)
-	// 3. the pipe, as the seed writes it plus a 1 s poll so that the test
+	// 3. the pipe, as the ClickZetta documentation's example writes it plus a 1 s poll so that the test
 	// does not wait the default 30 s.
 	res := s.run(`CREATE PIPE IF NOT EXISTS sales_pipe INGEST_MODE = 'LIST_PURGE' VIRTUAL_CLUSTER = 'DEFAULT' POLL_INTERVAL_IN_SECONDS = '1' COMMENT '销售数据持续导入管道' AS COPY INTO sales_ods FROM VOLUME pipe_vol USING CSV PURGE = TRUE;`)
 	wfID := "pipe.default." + s.Schema + ".sales_pipe"
@@ -255,7 +255,7 @@ func TestPipeSeed(t *testing.T) {
 	})
 	res = s.run(`SELECT * FROM load_history('sales_ods');`)
 	for _, c := range []string{"file_path", "last_copy_time", "file_size", "status", "first_error_message"} {
-		column(t, res, c) // the seed's columns
+		column(t, res, c) // the ClickZetta documentation's columns
 	}
 	if len(res.Rows) != 1 {
 		t.Errorf("load_history('sales_ods') has %d rows, want 1: %v", len(res.Rows), table(res))

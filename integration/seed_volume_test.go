@@ -13,7 +13,7 @@ import (
 )
 
 // sortedText joins rows like rowsText but sorted, for queries whose row
-// order the seed leaves open (UNION ALL, SELECT without ORDER BY).
+// order the ClickZetta documentation's example leaves open (UNION ALL, SELECT without ORDER BY).
 func sortedText(rows [][]string) string {
 	lines := make([]string, len(rows))
 	for i, r := range rows {
@@ -35,16 +35,16 @@ const salesSourceDDL = `CREATE TABLE IF NOT EXISTS sales_source ( id BIGINT COMM
 
 const salesInsert = `INSERT INTO sales_source VALUES (1, 'iPhone 15', 'Electronics', 8999.00, '2026-06-01'), (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'), (3, 'AirPods', 'Electronics', 1299.00, '2026-06-01'), (4, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'), (5, 'Yoga Mat', 'Sports', 199.00, '2026-06-01')`
 
-// TestSeedVolumeEndToEnd runs steps 1–4 of the seed "Volume + Pipe +
+// TestSeedVolumeEndToEnd runs steps 1–4 of the ClickZetta documentation's example "Volume + Pipe +
 // Dynamic Table 端到端实践" statement for statement against the local S3
 // server, then loads the CSV export into an ODS table the way the pipe of
-// step 5 will, and checks the seed's final consistency query.
+// step 5 will, and checks the ClickZetta documentation's final consistency query.
 func TestSeedVolumeEndToEnd(t *testing.T) {
 	s := newStack(t)
 	conn := "my_oss_conn_" + s.ID
 	loc := s.location("data")
 
-	// Step 1: the storage connection, with the seed's lower-case keys.
+	// Step 1: the storage connection, with the ClickZetta documentation's lower-case keys.
 	res := s.run(fmt.Sprintf(`CREATE STORAGE CONNECTION IF NOT EXISTS %s TYPE OSS access_id = '%s' access_key = '%s' ENDPOINT = '%s';`,
 		conn, s3AccessKey, s3SecretKey, s3Endpoint))
 	s.dropAtEnd("STORAGE CONNECTION", conn)
@@ -161,7 +161,7 @@ func TestSeedVolumeEndToEnd(t *testing.T) {
 		t.Errorf("load_history last_copy_time = %v, want about now", res.Rows[0][column(t, res, "last_copy_time")])
 	}
 
-	// The seed's consistency check (without the dynamic table, which a
+	// The ClickZetta documentation's consistency check (without the dynamic table, which a
 	// later release brings).
 	res = s.run(`SELECT 'Source' AS stage, COUNT(*) AS rows FROM sales_source UNION ALL SELECT 'ODS' AS stage, COUNT(*) AS rows FROM sales_ods;`)
 	wantColumns(t, "consistency", res, "stage", "rows")

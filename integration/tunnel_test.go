@@ -95,7 +95,7 @@ func (s *Stack) count(table string) int64 {
 	return n
 }
 
-// TestTunnelFlushVisible: the seed's example: 1,000 records appended to a
+// TestTunnelFlushVisible: the ClickZetta documentation's example: 1,000 records appended to a
 // pack are visible the moment flush returns, which reports trace id,
 // record count and bytes; the same pack is reused for a second flush.
 func TestTunnelFlushVisible(t *testing.T) {
@@ -174,7 +174,7 @@ func must(t *testing.T, err error) {
 }
 
 // TestTunnelTwoPacks: two packs of one session flushed alternately; each
-// flush is visible alone, and the Go-seed style AppendRow works.
+// flush is visible alone, and the Go SDK example's style AppendRow works.
 func TestTunnelTwoPacks(t *testing.T) {
 	s := newStack(t)
 	s.run(`CREATE TABLE events (id BIGINT, src STRING)`)
@@ -252,7 +252,7 @@ func TestTunnelSchemaMismatch(t *testing.T) {
 		t.Fatalf("tolerant session after ADD COLUMN: %v", err)
 	}
 
-	// As the seed's example: rebuild the session, write again.
+	// As the ClickZetta documentation's example: rebuild the session, write again.
 	fresh, err := c.BuildStreamUploadSession(s.Schema, "logs").Build(s.Ctx)
 	must(t, err)
 	if fresh.SchemaVersion() == v0 {
@@ -294,7 +294,7 @@ func TestTunnelPartitions(t *testing.T) {
 	url, token := s.writeService(tunnelserver.Config{})
 	c := s.tunnelClient(url, token)
 
-	// The seed's dynamic-partition example.
+	// The ClickZetta documentation's dynamic-partition example.
 	dyn, err := c.BuildStreamUploadSession(s.Schema, "visits").SetCreatePartition(true).Build(s.Ctx)
 	must(t, err)
 	pack, _ := dyn.NewRecordPack()
@@ -360,7 +360,7 @@ func TestTunnelPartitions(t *testing.T) {
 	}
 }
 
-// TestTunnelCompression: every compression the seed lists carries a pack;
+// TestTunnelCompression: every compression the ClickZetta documentation's example lists carries a pack;
 // an unknown one gets 415.
 func TestTunnelCompression(t *testing.T) {
 	s := newStack(t)

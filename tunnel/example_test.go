@@ -9,7 +9,7 @@ import (
 	"github.com/lakepipe/lakepipe/tunnel"
 )
 
-// The Go SDK's example of the seed: a session on a partition, a pack,
+// The Go SDK's example of the ClickZetta documentation's example: a session on a partition, a pack,
 // one row, a flush after which the row is visible.
 func Example() {
 	ctx := context.Background()

@@ -36,7 +36,7 @@ map() -- kafka_configs
 )
 );`
 
-// seedOrdersPipe is the other Kafka pipe of the seeds.
+// seedOrdersPipe is the other Kafka pipe of the ClickZetta Lakehouse documentation.
 const seedOrdersPipe = `CREATE PIPE kafka_orders_pipe
 VIRTUAL_CLUSTER = 'default'
 BATCH_INTERVAL_IN_SECONDS = '60'
@@ -1032,7 +1032,7 @@ func TestFunctionsDocumented(t *testing.T) {
 	}
 }
 
-// FuzzAppend feeds random value bytes through the seed program and checks
+// FuzzAppend feeds random value bytes through the documentation's pipe program and checks
 // that Append never panics and either appends one well-formed row or none.
 func FuzzAppend(f *testing.F) {
 	for _, s := range []string{
@@ -1074,7 +1074,7 @@ func FuzzAppend(f *testing.F) {
 	})
 }
 
-// BenchmarkSeedProgram measures records/s through the seed pipe's SELECT for
+// BenchmarkSeedProgram measures records/s through the documentation's pipe's SELECT for
 // ~100-byte JSON log lines.
 func BenchmarkSeedProgram(b *testing.B) {
 	p := compilePipe(b, seedPipe)

@@ -10,15 +10,15 @@ func TestSeedStatements(t *testing.T) {
 	for i, c := range seedCases {
 		s, err := Parse(c.sql)
 		if err != nil {
-			t.Errorf("seed %d (%s): %v\n%s", i, c.doc, err, c.sql)
+			t.Errorf("example %d (%s): %v\n%s", i, c.doc, err, c.sql)
 			continue
 		}
 		start, text := s.Span()
 		if start != (Pos{Offset: 0, Line: 1, Col: 1}) {
-			t.Errorf("seed %d: Start = %+v", i, start)
+			t.Errorf("example %d: Start = %+v", i, start)
 		}
 		if want := strings.TrimSuffix(c.sql, ";"); text != want {
-			t.Errorf("seed %d: Text = %q, want %q", i, text, want)
+			t.Errorf("example %d: Text = %q, want %q", i, text, want)
 		}
 		t.Run(firstWords(c.sql), func(t *testing.T) { c.check(t, s) })
 	}
@@ -38,7 +38,7 @@ func TestSeedRoundTrip(t *testing.T) {
 	}
 }
 
-// TestSeedScripts parses blocks of the seeds as whole scripts, comments and
+// TestSeedScripts parses blocks of the ClickZetta Lakehouse documentation as whole scripts, comments and
 // all, and checks where each statement starts.
 func TestSeedScripts(t *testing.T) {
 	// pipe-and-table-stream, the four set-up steps, verbatim.
@@ -87,7 +87,7 @@ PURGE = TRUE;`
 	eq(t, "copy start", p.Copy.Start, Pos{Offset: strings.Index(script, "COPY INTO orders"), Line: 24, Col: 1})
 	eq(t, "table text", stmts[2].(*CreateTable).Text, "CREATE TABLE IF NOT EXISTS orders (\norder_id INT,\namount DECIMAL(10,2),\nstatus STRING\n)")
 
-	// The end-to-end seed flattens its scripts onto one line, so a leading
+	// The end-to-end example flattens its scripts onto one line, so a leading
 	// "-- label" comments out the whole line: nothing is left to run.
 	flat := `-- 查看 Pipe 状态 DESC PIPE EXTENDED sales_pipe; -- 关键字段：pipe_status (RUNNING/PAUSED)、ingest_mode、input_name、output_name -- 暂停 Pipe（停止扫描新文件） ALTER PIPE sales_pipe SET PIPE_EXECUTION_PAUSED = TRUE;`
 	stmts, err = ParseScript(flat)
@@ -95,7 +95,7 @@ PURGE = TRUE;`
 		t.Errorf("commented-out line: %d statements, %v", len(stmts), err)
 	}
 
-	// Two statements of that seed on one line, without the label.
+	// Two statements of that example on one line, without the label.
 	line := `ALTER VOLUME my_data_vol REFRESH; -- 查看导出的文件 SELECT relative_path, size, last_modified_time FROM DIRECTORY(VOLUME my_data_vol) WHERE relative_path LIKE 'export/%';`
 	stmts, err = ParseScript(line)
 	if err != nil {
@@ -130,7 +130,7 @@ DROP PIPE orders_oss_pipe;`
 	eq(t, "DROP start", start, Pos{Offset: strings.Index(monitoring, "DROP PIPE"), Line: 12, Col: 1})
 }
 
-// grammarCases are statements beyond the seeds with their canonical form.
+// grammarCases are statements beyond the ClickZetta Lakehouse documentation with their canonical form.
 var grammarCases = []struct{ src, want string }{
 	// identifiers: keywords are names where a name is expected
 	{"SELECT COUNT(*) AS rows, value, key, status, comment, date, timestamp, partition, offset FROM t",

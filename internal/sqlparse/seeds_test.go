@@ -3,14 +3,14 @@ package sqlparse
 import "testing"
 
 // seedCase is one SQL statement copied verbatim (with its semicolon) from a
-// seed document in /work/shared/seeds, and a check of its syntax tree.
+// ClickZetta documentation page in /work/shared/seeds, and a check of its syntax tree.
 type seedCase struct {
 	doc   string
 	sql   string
 	check func(t *testing.T, s Statement)
 }
 
-// seedCases are every statement of the seeds. Table-cell fragments such as
+// seedCases are every statement of the ClickZetta Lakehouse documentation. Table-cell fragments such as
 // "CREATE PIPE ... AS COPY INTO ... FROM READ_KAFKA(...)" are not statements
 // and are left out.
 var seedCases = []seedCase{
