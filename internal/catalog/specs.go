@@ -1,6 +1,10 @@
 package catalog
 
-import "time"
+import (
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
+)
 
 // ConnectionSpec is a storage connection; the access key is the object's
 // secret and is not part of the spec.
@@ -60,7 +64,7 @@ type DroppedTableSpec struct {
 
 // PipeSpec is a pipe. Its state (paused, counters) lives in its workflow.
 type PipeSpec struct {
-	Kind          string            `json:"kind"` // VOLUME, KAFKA
+	Kind          jobs.PipeKind     `json:"kind"`
 	Properties    map[string]string `json:"properties"`
 	CopyStatement string            `json:"copy_statement"`
 	Input         string            `json:"input_name"`  // volume, or Kafka topic

@@ -302,8 +302,8 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*core.Re
 				backlog = int64(v.st.Counters.Backlog)
 			}
 		}
-		kind := spec.Kind
-		if kind == jobs.KindKafka {
+		kind := string(spec.Kind)
+		if spec.Kind == jobs.KindKafka {
 			kind = "READ_KAFKA" // SHOW PIPES names the source function, as the ClickZetta Lakehouse documentation does
 		}
 		res.Rows = append(res.Rows, []any{o.Name, status, kind, spec.Properties["virtual_cluster"], spec.Properties["ingest_mode"],
@@ -319,7 +319,7 @@ func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*core.Resu
 	}
 	v := e.viewPipe(ctx, s.Name, spec)
 	kv := [][2]any{
-		{"name", s.Name}, {"schema", e.Cfg.Schema}, {"pipe_status", v.status}, {"pipe_kind", spec.Kind},
+		{"name", s.Name}, {"schema", e.Cfg.Schema}, {"pipe_status", v.status}, {"pipe_kind", string(spec.Kind)},
 		{"properties", v.properties()}, {"ingest_mode", spec.Properties["ingest_mode"]}, {"virtual_cluster", spec.Properties["virtual_cluster"]},
 		{"input_name", spec.Input}, {"output_name", spec.Output}, {"copy_statement", spec.CopyStatement},
 		{"invalid_reason", v.invalid}, {"comment", spec.Comment}, {"created_time", spec.CreatedAt},

@@ -76,10 +76,14 @@ type RefreshResult struct {
 // ErrTypeDynamicTableGone marks a refresh of a dropped dynamic table.
 const ErrTypeDynamicTableGone = "DynamicTableGone"
 
+// PipeKind says what a pipe reads: a volume's files or a Kafka topic. It
+// is stored in the catalog and shown by SHOW PIPES (pipe_kind).
+type PipeKind string
+
 // Pipe kinds.
 const (
-	KindVolume = "VOLUME"
-	KindKafka  = "KAFKA"
+	KindVolume PipeKind = "VOLUME"
+	KindKafka  PipeKind = "KAFKA"
 )
 
 // Activity names of Kafka pipes.
@@ -190,7 +194,7 @@ type PipeParams struct {
 	Workspace  string
 	Schema     string
 	Name       string
-	Kind       string // VOLUME, KAFKA
+	Kind       PipeKind
 	IngestMode string // LIST_PURGE, LIST, EVENT_NOTIFICATION
 	// PollSeconds is the timer between turns (30 s by default, as the
 	// ClickZetta Lakehouse service; POLL_INTERVAL_IN_SECONDS lowers it).
