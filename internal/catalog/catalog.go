@@ -40,7 +40,7 @@ const (
 
 // Catalog reads and writes catalog objects; safe for concurrent use.
 type Catalog struct {
-	st        store          // every statement goes through st
+	st        Backend        // every statement goes through st
 	chst      *chstore.Store // what Store returns (nil over a test's fake)
 	sealer    *seal.Sealer
 	sealerSet bool
@@ -48,9 +48,11 @@ type Catalog struct {
 	cache     map[string]cached // GetCached's objects, by cacheKey
 }
 
-// store is the part of *chstore.Store the catalog uses: an interface so
-// that tests can run the catalog over a fake that records its statements.
-type store interface {
+// Backend is what a catalog keeps its objects in: the part of
+// *chstore.Store it uses. Open keeps them in ClickHouse; OpenBackend
+// takes any other, such as the in-memory one of package catalogtest,
+// which lets tests run without a server.
+type Backend interface {
 	Exec(ctx context.Context, query string, args ...any) error
 	Query(ctx context.Context, query string, args ...any) (*chstore.Result, error)
 	Strings(ctx context.Context, query string, args ...any) ([]string, error)
@@ -59,7 +61,7 @@ type store interface {
 	Cluster() string
 }
 
-var _ store = (*chstore.Store)(nil)
+var _ Backend = (*chstore.Store)(nil)
 
 // cached is an object as GetCached last read it.
 type cached struct {
@@ -89,8 +91,15 @@ func Open(ctx context.Context, st *chstore.Store, opts ...Option) (*Catalog, err
 	return open(ctx, st, st, opts...)
 }
 
-// open is Open over any store; chst is what Store returns.
-func open(ctx context.Context, st store, chst *chstore.Store, opts ...Option) (*Catalog, error) {
+// OpenBackend is Open over another backend than a ClickHouse store (for
+// tests: see package catalogtest): it migrates the backend's system tables
+// as Open does, and Store returns nil for the catalog it returns.
+func OpenBackend(ctx context.Context, b Backend, opts ...Option) (*Catalog, error) {
+	return open(ctx, b, nil, opts...)
+}
+
+// open is Open over any backend; chst is what Store returns.
+func open(ctx context.Context, st Backend, chst *chstore.Store, opts ...Option) (*Catalog, error) {
 	c := &Catalog{st: st, chst: chst}
 	for _, o := range opts {
 		o(c)

@@ -41,7 +41,7 @@ type fakeStore struct {
 	cluster    string
 }
 
-var _ store = (*fakeStore)(nil)
+var _ Backend = (*fakeStore)(nil)
 
 // on makes queries starting with prefix return rows (or err), unless a
 // longer prefix matches too; a later on for the same prefix replaces the

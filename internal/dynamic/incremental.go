@@ -202,13 +202,22 @@ func (p *incPlan) touched(state string, hi uint64) string {
 // reads its starting version in the same statement, so running it twice
 // adds nothing the second time. checks must hold for it to run.
 func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
+	q, err := p.deltaSQL(schema, name, hi, checks)
+	if err != nil {
+		return err
+	}
+	return e.St.Exec(chstore.OneBlock(ctx), q)
+}
+
+// deltaSQL is the INSERT of incrementalDelta.
+func (p *incPlan) deltaSQL(schema, name string, hi uint64, checks []string) (string, error) {
 	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 	checks = append(p.dimChecks(state, hi), checks...)
 	if !p.appendRows {
-		return e.St.Exec(chstore.OneBlock(ctx), "INSERT INTO "+state+" ("+p.stateColumns()+") "+p.stateSelect(p.newCommits(state, hi), hi, checks))
+		return "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(p.newCommits(state, hi), hi, checks), nil
 	}
 	if len(p.cols) == 0 {
-		return fmt.Errorf("dynamic table %s: the columns of its state are not known", core.Display(schema, name))
+		return "", fmt.Errorf("dynamic table %s: the columns of its state are not known", core.Display(schema, name))
 	}
 	cols := make([]string, len(p.cols))
 	anys := make([]string, len(p.cols))
@@ -223,7 +232,7 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 	}
 	// The marker row: the version, even when no row came.
 	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0"
-	return e.St.Exec(chstore.OneBlock(ctx), q)
+	return q, nil
 }
 
 // incrementalFull rebuilds a summary's state from the rows of commits up
@@ -260,18 +269,28 @@ func (e *Refresher) incrementalFull(ctx context.Context, schema, name string, p 
 // buildState creates table as a summary's state holding the rows of
 // commits up to hi.
 func (e *Refresher) buildState(ctx context.Context, p *incPlan, table string, hi uint64) error {
+	for _, q := range p.stateDDL(table, hi) {
+		if err := e.St.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
 	if !p.appendRows {
-		return e.St.Exec(ctx, "CREATE TABLE "+table+" ENGINE = AggregatingMergeTree ORDER BY "+p.stateOrderBy()+" AS "+p.stateSelect(p.committedUpTo(hi), hi, nil))
-	}
-	upto := strconv.FormatUint(hi, 10)
-	if err := e.St.Exec(ctx, "CREATE TABLE "+table+" ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64("+upto+") AS _lp_upto FROM ("+
-		p.render(p.body, p.committedUpTo(hi))+")"); err != nil {
-		return err
-	}
-	if err := e.St.Exec(ctx, "INSERT INTO "+table+" (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64("+upto+")"); err != nil {
-		return err
+		return nil
 	}
 	return e.appendColumns(ctx, p, table)
+}
+
+// stateDDL are the statements of buildState, to run in order.
+func (p *incPlan) stateDDL(table string, hi uint64) []string {
+	if !p.appendRows {
+		return []string{"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS " + p.stateSelect(p.committedUpTo(hi), hi, nil)}
+	}
+	upto := strconv.FormatUint(hi, 10)
+	return []string{
+		"CREATE TABLE " + table + " ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64(" + upto + ") AS _lp_upto FROM (" +
+			p.render(p.body, p.committedUpTo(hi)) + ")",
+		"INSERT INTO " + table + " (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64(" + upto + ")",
+	}
 }
 
 // appendColumns learns the columns of an append plan's state.
