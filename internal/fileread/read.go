@@ -201,13 +201,13 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 	if staged != nil {
 		// A staged file is small: one GET reads it whole.
 		var data []byte
-		data, err = vol.ReadListed(ctx, obj.Path, obj.ETag, StageFileBytes)
+		data, err = readListed(vol, ctx, obj.Path, obj.ETag, StageFileBytes)
 		if err == nil {
 			f = memFile{bytes.NewReader(data)}
 			obj.Size = int64(len(data))
 		}
 	} else {
-		f, _, err = vol.OpenListed(ctx, obj.Path)
+		f, _, err = openListed(vol, ctx, obj.Path)
 	}
 	if errors.Is(err, objstore.ErrRefused) {
 		return res, &FileError{err: err} // the store will not serve this key: no retry helps
@@ -221,7 +221,7 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, contentError(obj.Path, err)
 	}
 	defer r.Close()
-	in, err := e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, target.Commit)
+	in, err := newInserter(ctx, e.St, target)
 	if err != nil {
 		return res, err
 	}
@@ -289,6 +289,31 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 	}
 	res.Duration = time.Since(start)
 	return res, nil
+}
+
+// How readFileInto reads its file and writes its rows: the volume's and
+// the store's own methods. They are variables so that tests can drive the
+// row handling (ON_ERROR, counts, first error) without S3 or ClickHouse.
+var (
+	readListed  = (*objstore.Volume).ReadListed
+	openListed  = (*objstore.Volume).OpenListed
+	newInserter = func(ctx context.Context, st *chstore.Store, t core.LoadTarget) (rowInserter, error) {
+		in, err := st.NewInserter(ctx, t.DB, t.Table, t.Cols, core.CommitColumn, t.Commit)
+		if err != nil {
+			return nil, err // not a nil *Inserter in a non-nil interface
+		}
+		return in, nil
+	}
+)
+
+// rowInserter is what readFileInto uses of a *chstore.Inserter.
+type rowInserter interface {
+	Add(b *formats.Batch, source []int) ([]chstore.RowError, error)
+	Sent() int64
+	Stage(limit int)
+	Take() (chstore.Staged, error)
+	Close() (int64, error)
+	Abort()
 }
 
 // memFile is a file read whole into memory.

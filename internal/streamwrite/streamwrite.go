@@ -381,26 +381,9 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	src := f.Reader.Columns()
 	target := core.TableTarget(s.Schema, s.Table, spec.Columns)
 	target.Commit = flushCommit(s.ID, f.ID)
-	mapping := make([]int, len(target.Cols))
-	for i := range mapping {
-		mapping[i] = -1
-	}
-	for j, c := range src {
-		i := -1
-		for k, t := range target.Cols {
-			if strings.EqualFold(t.Name, c.Name) {
-				i = k
-				break
-			}
-		}
-		if i < 0 {
-			return 0, streamErr(tunnel.CodeBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
-		}
-		if f.Typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.Cols[i].Type) {
-			return 0, streamErr(tunnel.CodeSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
-				c.Name, table, target.Cols[i].Type, c.Type)
-		}
-		mapping[i] = j
+	mapping, err := packMapping(s, f.Typed, src, target, spec)
+	if err != nil {
+		return 0, err
 	}
 	// A repeated flush (a client retry after a lost answer) must not write
 	// twice: its commit id is derived from the flush id. A retry can reach
@@ -502,6 +485,36 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		}
 	}
 	return n, nil
+}
+
+// packMapping says, for each column of target, which column of a record
+// pack (src) feeds it, or -1. A pack column the table lacks is a bad
+// payload; a typed pack's column of another type is a schema mismatch
+// unless the session allows one.
+func packMapping(s StreamSession, typed bool, src []formats.Column, target core.LoadTarget, spec catalog.TableSpec) ([]int, error) {
+	table := core.Display(s.Schema, s.Table)
+	mapping := make([]int, len(target.Cols))
+	for i := range mapping {
+		mapping[i] = -1
+	}
+	for j, c := range src {
+		i := -1
+		for k, t := range target.Cols {
+			if strings.EqualFold(t.Name, c.Name) {
+				i = k
+				break
+			}
+		}
+		if i < 0 {
+			return nil, streamErr(tunnel.CodeBadPayload, "the record pack has a column %s that table %s does not have (columns: %s)", c.Name, table, columnNames(spec.Columns))
+		}
+		if typed && !s.AllowMismatch && c.Type != "" && !sameBaseType(c.Type, target.Cols[i].Type) {
+			return nil, streamErr(tunnel.CodeSchemaMismatch, "column %s of table %s is %s but the record pack has %s: write values of the column's type, or open the session allowing schema mismatch",
+				c.Name, table, target.Cols[i].Type, c.Type)
+		}
+		mapping[i] = j
+	}
+	return mapping, nil
 }
 
 // ErrStoreUnavailable marks a flush that failed because ClickHouse did not
