@@ -20,7 +20,7 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInp
 	// heartbeat timeout and run it again on another worker.
 	defer keepAlive(ctx)()
 	start := time.Now()
-	res, err := a.Engine.WithSchema(in.Params.Schema).RefreshDynamicTable(ctx, in.Params.Name, in.Trigger)
+	res, err := a.api().refreshDynamicTable(ctx, in.Params.Schema, in.Params.Name, in.Trigger)
 	if err == nil {
 		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, string(res.Mode), string(res.State), time.Since(start))
 	}
@@ -35,13 +35,13 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInp
 // only reads Temporal.
 func (a *Activities) WaitRefresh(ctx context.Context, in jobs.WaitRefreshInput) (jobs.RefreshChainResult, error) {
 	defer keepAlive(ctx)()
-	return a.Engine.WaitRefresh(ctx, in.WorkflowID)
+	return a.api().waitRefresh(ctx, in.WorkflowID)
 }
 
 // PlanRefresh lists a dynamic table's upstream dynamic tables in
 // dependency order. It only reads the catalog.
 func (a *Activities) PlanRefresh(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
-	up, err := a.Engine.WithSchema(in.Params.Schema).PlanRefresh(ctx, in.Params.Name)
+	up, err := a.api().planRefresh(ctx, in.Params.Schema, in.Params.Name)
 	if errors.Is(err, core.ErrDynamicTableGone) {
 		return jobs.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}

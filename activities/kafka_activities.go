@@ -11,11 +11,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
-	"github.com/lakepipe/lakepipe/internal/kafkaload"
 )
 
-func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (*kafkaload.KafkaPipeRun, error) {
-	run, err := a.Engine.WithSchema(p.Schema).OpenKafkaPipe(ctx, p)
+func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (kafkaRun, error) {
+	run, err := a.api().openKafkaPipe(ctx, p)
 	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
@@ -54,7 +53,7 @@ func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (j
 		return jobs.KafkaBatchResult{}, err
 	}
 	log := activity.GetLogger(ctx)
-	run.Warn = func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) }
+	run.setWarn(func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) })
 	start := time.Now()
 	res, err := run.LoadBatch(ctx, in, in.Retry || activity.GetInfo(ctx).Attempt > 1)
 	// A record's error may quote a whole record: the result travels in the

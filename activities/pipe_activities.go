@@ -20,7 +20,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
-	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 )
 
@@ -30,10 +29,13 @@ type Activities struct {
 	// Parallel is how many files of one batch load at once (default 4).
 	Parallel int
 	Metrics  *metrics.Worker
+	// eng, when set, stands in for Engine: tests set a fake (see
+	// engineAPI).
+	eng engineAPI
 }
 
-func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (*loading.PipeRun, error) {
-	run, err := a.Engine.WithSchema(p.Schema).OpenPipe(ctx, p)
+func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (pipeRun, error) {
+	run, err := a.api().openPipe(ctx, p)
 	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
@@ -78,7 +80,7 @@ func (a *Activities) ListFiles(ctx context.Context, in jobs.ListInput) (jobs.Lis
 	return a.list(ctx, run, in)
 }
 
-func (a *Activities) list(ctx context.Context, run *loading.PipeRun, in jobs.ListInput) (jobs.ListResult, error) {
+func (a *Activities) list(ctx context.Context, run pipeRun, in jobs.ListInput) (jobs.ListResult, error) {
 	max := in.Params.MaxFilesPerTurn
 	if max <= 0 {
 		max = 500
@@ -251,22 +253,22 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 // the process: the engine turns panics of reading and converting into the
 // file's FAILED record; one anywhere else fails this attempt, and the
 // retry goes on.
-func loadOne(ctx context.Context, run *loading.PipeRun, f jobs.FileRef) (r jobs.FileResult, err error) {
+func loadOne(ctx context.Context, run pipeRun, f jobs.FileRef) (r jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			slog.Error("panic in a pipe's load", "pipe", run.Name, "file", f.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("pipe %s: load of %s failed: %s", run.Name, f.Path, errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+			slog.Error("panic in a pipe's load", "pipe", run.pipeName(), "file", f.Path, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("pipe %s: load of %s failed: %s", run.pipeName(), f.Path, errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
 		}
 	}()
 	return run.LoadFile(ctx, f)
 }
 
 // loadBatch is loadOne for a batch of small files.
-func loadBatch(ctx context.Context, run *loading.PipeRun, files []jobs.FileRef, par int) (rs []jobs.FileResult, err error) {
+func loadBatch(ctx context.Context, run pipeRun, files []jobs.FileRef, par int) (rs []jobs.FileResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			slog.Error("panic in a pipe's batch load", "pipe", run.Name, "files", len(files), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			err = fmt.Errorf("pipe %s: load of a batch of %d files failed: %s", run.Name, len(files), errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
+			slog.Error("panic in a pipe's batch load", "pipe", run.pipeName(), "files", len(files), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("pipe %s: load of a batch of %d files failed: %s", run.pipeName(), len(files), errtext.Cap(fmt.Sprint(p), errtext.MaxValue))
 		}
 	}()
 	return run.LoadBatch(ctx, files, par)

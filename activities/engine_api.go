@@ -1,0 +1,98 @@
+package activities
+
+import (
+	"context"
+
+	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
+	"github.com/lakepipe/lakepipe/internal/loading"
+)
+
+// engineAPI is all the activities use of the engine. They reach it only
+// through this, so that their own logic (resuming from heartbeats, turning
+// errors into Temporal's, batching files) can be tested against a fake,
+// without ClickHouse, S3 or a Temporal server. engineOf is the real one.
+type engineAPI interface {
+	// openPipe is Engine.WithSchema(p.Schema).OpenPipe.
+	openPipe(ctx context.Context, p jobs.PipeParams) (pipeRun, error)
+	// openKafkaPipe is Engine.WithSchema(p.Schema).OpenKafkaPipe.
+	openKafkaPipe(ctx context.Context, p jobs.PipeParams) (kafkaRun, error)
+	// refreshDynamicTable is Engine.WithSchema(schema).RefreshDynamicTable.
+	refreshDynamicTable(ctx context.Context, schema, name, trigger string) (jobs.RefreshResult, error)
+	// planRefresh is Engine.WithSchema(schema).PlanRefresh.
+	planRefresh(ctx context.Context, schema, name string) ([]jobs.DynamicTableParams, error)
+	// waitRefresh is Engine.WaitRefresh.
+	waitRefresh(ctx context.Context, workflowID string) (jobs.RefreshChainResult, error)
+}
+
+// pipeRun is what the volume pipe activities use of a *loading.PipeRun.
+type pipeRun interface {
+	// pipeName is PipeRun.Name, which panics are reported under.
+	pipeName() string
+	ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error)
+	FullListingDue(state jobs.ListState) bool
+	LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult, error)
+	LoadBatch(ctx context.Context, files []jobs.FileRef, par int) ([]jobs.FileResult, error)
+}
+
+// kafkaRun is what the Kafka pipe activities use of a
+// *kafkaload.KafkaPipeRun.
+type kafkaRun interface {
+	// setWarn sets KafkaPipeRun.Warn.
+	setWarn(warn func(msg string))
+	InitialOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
+	EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
+	LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, retried bool) (jobs.KafkaBatchResult, error)
+}
+
+// api is the engine the activities work with: the fake a test set, else
+// Engine.
+func (a *Activities) api() engineAPI {
+	if a.eng != nil {
+		return a.eng
+	}
+	return engineOf{a.Engine}
+}
+
+// engineOf is engineAPI over the real engine: each method is the call the
+// activities made before there was an interface, unchanged.
+type engineOf struct{ e *engine.Engine }
+
+func (e engineOf) openPipe(ctx context.Context, p jobs.PipeParams) (pipeRun, error) {
+	run, err := e.e.WithSchema(p.Schema).OpenPipe(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return volumeRun{run}, nil
+}
+
+func (e engineOf) openKafkaPipe(ctx context.Context, p jobs.PipeParams) (kafkaRun, error) {
+	run, err := e.e.WithSchema(p.Schema).OpenKafkaPipe(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return kafkaPipeRun{run}, nil
+}
+
+func (e engineOf) refreshDynamicTable(ctx context.Context, schema, name, trigger string) (jobs.RefreshResult, error) {
+	return e.e.WithSchema(schema).RefreshDynamicTable(ctx, name, trigger)
+}
+
+func (e engineOf) planRefresh(ctx context.Context, schema, name string) ([]jobs.DynamicTableParams, error) {
+	return e.e.WithSchema(schema).PlanRefresh(ctx, name)
+}
+
+func (e engineOf) waitRefresh(ctx context.Context, workflowID string) (jobs.RefreshChainResult, error) {
+	return e.e.WaitRefresh(ctx, workflowID)
+}
+
+// volumeRun is pipeRun over the real *loading.PipeRun.
+type volumeRun struct{ *loading.PipeRun }
+
+func (r volumeRun) pipeName() string { return r.Name }
+
+// kafkaPipeRun is kafkaRun over the real *kafkaload.KafkaPipeRun.
+type kafkaPipeRun struct{ *kafkaload.KafkaPipeRun }
+
+func (r kafkaPipeRun) setWarn(warn func(msg string)) { r.Warn = warn }
