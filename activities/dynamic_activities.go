@@ -27,7 +27,7 @@ func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInp
 	if errors.Is(err, core.ErrDynamicTableGone) {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
-	return res, err
+	return res, bounded(err)
 }
 
 // WaitRefresh waits for a dynamic table's refresh that another workflow
@@ -45,5 +45,5 @@ func (a *Activities) PlanRefresh(ctx context.Context, in jobs.PlanInput) (jobs.P
 	if errors.Is(err, core.ErrDynamicTableGone) {
 		return jobs.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypeDynamicTableGone, err)
 	}
-	return jobs.PlanResult{Upstream: up}, err
+	return jobs.PlanResult{Upstream: up}, bounded(err)
 }

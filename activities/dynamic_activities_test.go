@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 )
@@ -48,6 +50,7 @@ func TestRefreshDynamicTable(t *testing.T) {
 			want: &wantErr{nonRetryable: true, errType: jobs.ErrTypeDynamicTableGone, msg: tableGone.Error()},
 		},
 		{name: "an error is retried", err: errors.New("clickhouse: EOF"), want: &wantErr{msg: "clickhouse: EOF"}},
+		{name: "a long error is capped", err: errors.New(strings.Repeat("x", 3*errtext.MaxMessage)), want: &wantErr{msg: errtext.Cap(strings.Repeat("x", 3*errtext.MaxMessage), errtext.MaxMessage)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,7 +18,9 @@ func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (kafkaRun
 	if errors.Is(err, core.ErrPipeGone) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), jobs.ErrTypePipeGone, err)
 	}
-	return run, err
+	// A pipe that no longer resolves (its table dropped, its COPY no
+	// longer valid) pauses with the reason instead of retrying forever.
+	return run, classify(err)
 }
 
 // KafkaOffsets says where a new Kafka pipe starts. It only reads, so it is
@@ -29,7 +31,7 @@ func (a *Activities) KafkaOffsets(ctx context.Context, in jobs.KafkaOffsetsInput
 		return jobs.KafkaOffsetsResult{}, err
 	}
 	off, err := run.InitialOffsets(ctx)
-	return jobs.KafkaOffsetsResult{Offsets: off}, err
+	return jobs.KafkaOffsetsResult{Offsets: off}, classify(err)
 }
 
 // KafkaEnd reads where the topic's partitions end: the end offsets of the
@@ -40,7 +42,7 @@ func (a *Activities) KafkaEnd(ctx context.Context, in jobs.KafkaOffsetsInput) (j
 		return jobs.KafkaOffsetsResult{}, err
 	}
 	off, err := run.EndOffsets(ctx)
-	return jobs.KafkaOffsetsResult{Offsets: off}, err
+	return jobs.KafkaOffsetsResult{Offsets: off}, classify(err)
 }
 
 // KafkaBatch loads the records after the given offsets and returns the new

@@ -31,6 +31,10 @@ func TestKafkaOffsets(t *testing.T) {
 	}{
 		{"offsets", nil, nil},
 		{"error", errors.New("kafka: broker not available"), &wantErr{msg: "kafka: broker not available"}},
+		// Errors no retry fixes pause the pipe, and every error's text is
+		// bounded, as for volume pipes.
+		{"permanent", core.Permanent(errors.New("topic t: not authorized")), &wantErr{nonRetryable: true, errType: jobs.ErrTypePipeInvalid, msg: "topic t: not authorized"}},
+		{"long", errors.New(strings.Repeat("é", errtext.MaxMessage)), &wantErr{msg: errtext.Cap(strings.Repeat("é", errtext.MaxMessage), errtext.MaxMessage)}},
 	}
 	for _, act := range acts {
 		for _, tt := range tests {
@@ -70,6 +74,10 @@ func TestOpenKafkaPipeErrors(t *testing.T) {
 	}{
 		{"pipe gone", gone, wantErr{nonRetryable: true, errType: jobs.ErrTypePipeGone, msg: gone.Error()}},
 		{"transient", errors.New("catalog: connection reset"), wantErr{msg: "catalog: connection reset"}},
+		// A Kafka pipe whose table was dropped pauses with the reason
+		// instead of retrying forever.
+		{"permanent", core.Permanent(errors.New("table s.t does not exist")), wantErr{nonRetryable: true, errType: jobs.ErrTypePipeInvalid, msg: "table s.t does not exist"}},
+		{"long", errors.New(strings.Repeat("x", 3*errtext.MaxMessage)), wantErr{msg: errtext.Cap(strings.Repeat("x", 3*errtext.MaxMessage), errtext.MaxMessage)}},
 	}
 	acts := []struct {
 		name string

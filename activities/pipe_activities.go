@@ -53,15 +53,30 @@ func classify(err error) error {
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return err
+		if app == err {
+			return err
+		}
+		// Temporal looks only at the outermost error's type: one that
+		// wraps an application error would arrive as a plain, retryable
+		// error with its whole text. Keep the type and retry choice.
+		return temporal.NewApplicationErrorWithOptions(errtext.Cap(err.Error(), errtext.MaxMessage), app.Type(),
+			temporal.ApplicationErrorOptions{NonRetryable: app.NonRetryable()})
 	}
-	msg := errtext.Cap(err.Error(), errtext.MaxMessage)
 	if core.IsPermanent(err) {
-		// The cause is not attached: its text is msg already, and a
-		// wrapped driver error may be large.
-		return temporal.NewNonRetryableApplicationError(msg, jobs.ErrTypePipeInvalid, nil)
+		// The cause is not attached: its text is the message already, and
+		// a wrapped driver error may be large.
+		return temporal.NewNonRetryableApplicationError(errtext.Cap(err.Error(), errtext.MaxMessage), jobs.ErrTypePipeInvalid, nil)
 	}
-	if len(msg) < len(err.Error()) {
+	return bounded(err)
+}
+
+// bounded is err with its text capped, as every error an activity returns
+// travels in the workflow's history.
+func bounded(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := errtext.Cap(err.Error(), errtext.MaxMessage); len(msg) < len(err.Error()) {
 		return errors.New(msg)
 	}
 	return err
@@ -164,7 +179,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		}
 	}()
 	// Small files load in batches, one INSERT and one load_history write
-	// per batch (engine.PipeRun.LoadBatch); the others one by one, par at
+	// per batch (loading.PipeRun.LoadBatch); the others one by one, par at
 	// a time, each streamed.
 	var large []int
 	var batch []int
@@ -179,6 +194,9 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		}
 		start := time.Now()
 		rs, err := loadBatch(ctx, run, refs, smallFileReaders(par))
+		if err == nil && len(rs) != len(refs) {
+			err = fmt.Errorf("pipe %s: a batch of %d files gave %d results", in.Params.Name, len(refs), len(rs))
+		}
 		if err != nil {
 			a.Metrics.Error(in.Params)
 			return err

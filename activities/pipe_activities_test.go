@@ -562,3 +562,27 @@ func TestListNewFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestClassifyWrappedApplicationError: Temporal reads only the outermost
+// error's type, so an application error wrapped with context must come
+// out as an application error of the same type and retry choice, its text
+// bounded.
+func TestClassifyWrappedApplicationError(t *testing.T) {
+	inner := temporal.NewNonRetryableApplicationError("gone", jobs.ErrTypePipeGone, nil)
+	long := strings.Repeat("x", 3*errtext.MaxMessage)
+	wrapped := fmt.Errorf("open pipe %s: %w", long, inner)
+	err := classify(wrapped)
+	app, ok := err.(*temporal.ApplicationError)
+	if !ok {
+		t.Fatalf("classify gave %T, want *temporal.ApplicationError", err)
+	}
+	if app.Type() != jobs.ErrTypePipeGone || !app.NonRetryable() {
+		t.Errorf("type %q, non-retryable %v; want %q, true", app.Type(), app.NonRetryable(), jobs.ErrTypePipeGone)
+	}
+	if want := errtext.Cap(wrapped.Error(), errtext.MaxMessage); app.Message() != want {
+		t.Errorf("message of %d bytes, want the wrapped text capped (%d bytes)", len(app.Message()), len(want))
+	}
+	if got := classify(inner); got != inner {
+		t.Errorf("an application error itself changed: %v", got)
+	}
+}

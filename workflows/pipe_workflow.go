@@ -69,7 +69,7 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Copying a batch of big files may run long, so it heartbeats
-		// (every 10 s and per file); a worker that dies is noticed within
+		// (every 5 s and per file); a worker that dies is noticed within
 		// the heartbeat timeout and the batch goes to another.
 		StartToCloseTimeout: 2 * time.Hour,
 		HeartbeatTimeout:    30 * time.Second,
