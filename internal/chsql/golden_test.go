@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -240,7 +242,7 @@ var knownWrong = map[string]string{
 // render as visible placeholders so their aliases can be checked.
 func goldenTranslator() *Translator {
 	return &Translator{
-		Table: func(n sqlparse.ObjectName) (string, error) {
+		Table: func(n sqlast.ObjectName) (string, error) {
 			if n.Name() == "missing" {
 				return "", fmt.Errorf("table %s does not exist", n.Name())
 			}
@@ -250,18 +252,18 @@ func goldenTranslator() *Translator {
 			}
 			return Table(schema, n.Name()), nil
 		},
-		Source: func(ref sqlparse.TableRef) (string, error) {
+		Source: func(ref sqlast.TableRef) (string, error) {
 			switch r := ref.(type) {
-			case *sqlparse.VolumeRef:
+			case *sqlast.VolumeRef:
 				return "(SELECT * FROM volume " + QuoteString(r.Source.Volume) + ")", nil
-			case *sqlparse.DirectoryRef:
+			case *sqlast.DirectoryRef:
 				return "(SELECT * FROM directory " + QuoteString(r.Volume) + ")", nil
-			case *sqlparse.FuncRef:
+			case *sqlast.FuncRef:
 				return "(SELECT * FROM function " + QuoteString(r.Func.Name) + ")", nil
 			}
 			return "", fmt.Errorf("unexpected source %T", ref)
 		},
-		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+		Columns: func(n sqlast.ObjectName) ([]string, bool) {
 			switch n.Name() {
 			case "sales":
 				return []string{"id", "amount"}, true

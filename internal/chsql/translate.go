@@ -5,7 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -14,14 +15,14 @@ import (
 type Translator struct {
 	// Table resolves a table or view name of the query to quoted ClickHouse
 	// text (`db`.`t`). It reports unknown tables with an error.
-	Table func(name sqlparse.ObjectName) (string, error)
+	Table func(name sqlast.ObjectName) (string, error)
 	// Source renders the sources ClickHouse has no notion of: VOLUME …,
 	// DIRECTORY(VOLUME …) and table functions such as load_history('t'). It
 	// returns a FROM item: a quoted table or a parenthesised subquery.
-	Source func(ref sqlparse.TableRef) (string, error)
+	Source func(ref sqlast.TableRef) (string, error)
 	// Columns lists the user-visible columns of a table, when known, so
 	// that * leaves out lakepipe's bookkeeping columns (_lp_…).
-	Columns func(name sqlparse.ObjectName) ([]string, bool)
+	Columns func(name sqlast.ObjectName) ([]string, bool)
 }
 
 // Unsupported is returned for constructs that parse but that lakepipe cannot
@@ -31,7 +32,7 @@ type Unsupported struct{ What string }
 func (e *Unsupported) Error() string { return e.What + " is not supported" }
 
 // Query translates a whole query.
-func (t *Translator) Query(q *sqlparse.Query) (string, error) {
+func (t *Translator) Query(q *sqlast.Query) (string, error) {
 	var b strings.Builder
 	if err := t.query(&b, q); err != nil {
 		return "", err
@@ -40,7 +41,7 @@ func (t *Translator) Query(q *sqlparse.Query) (string, error) {
 }
 
 // Expr translates one scalar expression.
-func (t *Translator) Expr(e sqlparse.Expr) (string, error) {
+func (t *Translator) Expr(e sqlast.Expr) (string, error) {
 	var b strings.Builder
 	if err := t.expr(&b, e); err != nil {
 		return "", err
@@ -48,17 +49,17 @@ func (t *Translator) Expr(e sqlparse.Expr) (string, error) {
 	return b.String(), nil
 }
 
-func (t *Translator) query(b *strings.Builder, q *sqlparse.Query) error {
+func (t *Translator) query(b *strings.Builder, q *sqlast.Query) error {
 	if len(q.With) > 0 {
 		// ClickHouse 18.16 has no common table expressions; inline them by
 		// substituting the CTE for each reference.
 		inner := *t
-		ctes := map[string]*sqlparse.Query{}
+		ctes := map[string]*sqlast.Query{}
 		for _, c := range q.With {
 			ctes[c.Name] = c.Query
 		}
 		outerTable := t.Table
-		inner.Table = func(name sqlparse.ObjectName) (string, error) {
+		inner.Table = func(name sqlast.ObjectName) (string, error) {
 			if len(name.Parts) == 1 {
 				if cq, ok := ctes[name.Parts[0]]; ok {
 					s, err := t.Query(cq)
@@ -99,7 +100,7 @@ func (t *Translator) query(b *strings.Builder, q *sqlparse.Query) error {
 	return nil
 }
 
-func (t *Translator) orderBy(b *strings.Builder, items []sqlparse.OrderItem) error {
+func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem) error {
 	for i, o := range items {
 		if i > 0 {
 			b.WriteString(", ")
@@ -121,11 +122,11 @@ func (t *Translator) orderBy(b *strings.Builder, items []sqlparse.OrderItem) err
 	return nil
 }
 
-func (t *Translator) setExpr(b *strings.Builder, s sqlparse.SetExpr) error {
+func (t *Translator) setExpr(b *strings.Builder, s sqlast.SetExpr) error {
 	switch s := s.(type) {
-	case *sqlparse.Select:
+	case *sqlast.Select:
 		return t.selectBody(b, s)
-	case *sqlparse.Query:
+	case *sqlast.Query:
 		if len(s.OrderBy) == 0 && s.Limit == nil && len(s.With) == 0 {
 			return t.setExpr(b, s.Body)
 		}
@@ -135,7 +136,7 @@ func (t *Translator) setExpr(b *strings.Builder, s sqlparse.SetExpr) error {
 		}
 		b.WriteString(")")
 		return nil
-	case *sqlparse.SetOp:
+	case *sqlast.SetOp:
 		if s.Op != "UNION" || !s.All {
 			return &Unsupported{What: s.Op + map[bool]string{true: " ALL", false: ""}[s.All] + " (use UNION ALL)"}
 		}
@@ -148,7 +149,7 @@ func (t *Translator) setExpr(b *strings.Builder, s sqlparse.SetExpr) error {
 	return fmt.Errorf("unexpected query part %T", s)
 }
 
-func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
+func (t *Translator) selectBody(b *strings.Builder, s *sqlast.Select) error {
 	b.WriteString("SELECT ")
 	if s.Distinct {
 		b.WriteString("DISTINCT ")
@@ -202,7 +203,7 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlparse.Select) error {
 }
 
 // From translates the sources of a FROM clause (without the keyword).
-func (t *Translator) From(refs []sqlparse.TableRef) (string, error) {
+func (t *Translator) From(refs []sqlast.TableRef) (string, error) {
 	var b strings.Builder
 	if err := t.from(&b, refs); err != nil {
 		return "", err
@@ -210,7 +211,7 @@ func (t *Translator) From(refs []sqlparse.TableRef) (string, error) {
 	return b.String(), nil
 }
 
-func (t *Translator) from(b *strings.Builder, refs []sqlparse.TableRef) error {
+func (t *Translator) from(b *strings.Builder, refs []sqlast.TableRef) error {
 	for i, f := range refs {
 		if i > 0 {
 			b.WriteString(" CROSS JOIN ")
@@ -224,7 +225,7 @@ func (t *Translator) from(b *strings.Builder, refs []sqlparse.TableRef) error {
 
 // star expands * (or q.*) into the visible columns of the tables it
 // covers; it stays * when a source's columns are not known.
-func (t *Translator) star(from []sqlparse.TableRef, qualifier string) string {
+func (t *Translator) star(from []sqlast.TableRef, qualifier string) string {
 	plain := "*"
 	if qualifier != "" {
 		plain = QuoteIdent(qualifier) + ".*"
@@ -232,14 +233,14 @@ func (t *Translator) star(from []sqlparse.TableRef, qualifier string) string {
 	if t.Columns == nil {
 		return plain
 	}
-	var leaves []*sqlparse.TableName
-	var walk func(r sqlparse.TableRef) bool
-	walk = func(r sqlparse.TableRef) bool {
+	var leaves []*sqlast.TableName
+	var walk func(r sqlast.TableRef) bool
+	walk = func(r sqlast.TableRef) bool {
 		switch r := r.(type) {
-		case *sqlparse.TableName:
+		case *sqlast.TableName:
 			leaves = append(leaves, r)
 			return true
-		case *sqlparse.JoinRef:
+		case *sqlast.JoinRef:
 			return walk(r.Left) && walk(r.Right)
 		}
 		return false
@@ -282,9 +283,9 @@ func alias(b *strings.Builder, a string) {
 	}
 }
 
-func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
+func (t *Translator) tableRef(b *strings.Builder, r sqlast.TableRef) error {
 	switch r := r.(type) {
-	case *sqlparse.TableName:
+	case *sqlast.TableName:
 		if t.Table == nil {
 			return fmt.Errorf("table %s: no table resolver", strings.Join(r.Name.Parts, "."))
 		}
@@ -300,14 +301,14 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 		} else {
 			alias(b, r.Alias)
 		}
-	case *sqlparse.SubqueryRef:
+	case *sqlast.SubqueryRef:
 		b.WriteString("(")
 		if err := t.query(b, r.Query); err != nil {
 			return err
 		}
 		b.WriteString(")")
 		alias(b, r.Alias)
-	case *sqlparse.JoinRef:
+	case *sqlast.JoinRef:
 		if err := t.tableRef(b, r.Left); err != nil {
 			return err
 		}
@@ -339,7 +340,7 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 			}
 			b.WriteString(")")
 		}
-	case *sqlparse.VolumeRef, *sqlparse.DirectoryRef, *sqlparse.FuncRef:
+	case *sqlast.VolumeRef, *sqlast.DirectoryRef, *sqlast.FuncRef:
 		if t.Source == nil {
 			return &Unsupported{What: "this source here"}
 		}
@@ -349,11 +350,11 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlparse.TableRef) error {
 		}
 		b.WriteString(s)
 		switch r := r.(type) {
-		case *sqlparse.VolumeRef:
+		case *sqlast.VolumeRef:
 			alias(b, r.Alias)
-		case *sqlparse.DirectoryRef:
+		case *sqlast.DirectoryRef:
 			alias(b, r.Alias)
-		case *sqlparse.FuncRef:
+		case *sqlast.FuncRef:
 			alias(b, r.Alias)
 		}
 	default:
@@ -384,25 +385,25 @@ var functions = map[string]string{
 	"parse_json": "", // handled below
 }
 
-func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
+func (t *Translator) expr(b *strings.Builder, e sqlast.Expr) error {
 	switch e := e.(type) {
-	case *sqlparse.ColumnRef:
+	case *sqlast.ColumnRef:
 		for i, p := range e.Parts {
 			if i > 0 {
 				b.WriteByte('.')
 			}
 			b.WriteString(QuoteIdent(p))
 		}
-	case *sqlparse.Literal:
+	case *sqlast.Literal:
 		switch e.Kind {
-		case sqlparse.LitString:
+		case sqlast.LitString:
 			b.WriteString(QuoteString(e.Value))
-		case sqlparse.LitNumber:
+		case sqlast.LitNumber:
 			if _, err := strconv.ParseFloat(e.Value, 64); err != nil {
 				return fmt.Errorf("bad number %q", e.Value)
 			}
 			b.WriteString(e.Value)
-		case sqlparse.LitBool:
+		case sqlast.LitBool:
 			if e.Value == "true" {
 				b.WriteString("1")
 			} else {
@@ -411,15 +412,15 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 		default:
 			b.WriteString("NULL")
 		}
-	case *sqlparse.StarExpr:
+	case *sqlast.StarExpr:
 		b.WriteString("*")
-	case *sqlparse.ParenExpr:
+	case *sqlast.ParenExpr:
 		b.WriteString("(")
 		if err := t.expr(b, e.X); err != nil {
 			return err
 		}
 		b.WriteString(")")
-	case *sqlparse.UnaryExpr:
+	case *sqlast.UnaryExpr:
 		if e.Op == "NOT" {
 			b.WriteString("NOT (")
 		} else {
@@ -429,11 +430,11 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			return err
 		}
 		b.WriteString(")")
-	case *sqlparse.BinaryExpr:
+	case *sqlast.BinaryExpr:
 		return t.binary(b, e)
-	case *sqlparse.FuncCall:
+	case *sqlast.FuncCall:
 		return t.call(b, e)
-	case *sqlparse.CastExpr:
+	case *sqlast.CastExpr:
 		if e.Type.Name == "JSON" || e.Type.Name == "VARIANT" {
 			// PARSE_JSON-style casts keep the text: JSON is stored as String.
 			return t.expr(b, e.X)
@@ -448,7 +449,7 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			return err
 		}
 		b.WriteString(" AS " + ch + ")")
-	case *sqlparse.CaseExpr:
+	case *sqlast.CaseExpr:
 		b.WriteString("CASE")
 		if e.Operand != nil {
 			b.WriteString(" ")
@@ -473,7 +474,7 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			}
 		}
 		b.WriteString(" END")
-	case *sqlparse.InExpr:
+	case *sqlast.InExpr:
 		if err := t.expr(b, e.X); err != nil {
 			return err
 		}
@@ -496,7 +497,7 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			}
 		}
 		b.WriteString(")")
-	case *sqlparse.BetweenExpr:
+	case *sqlast.BetweenExpr:
 		// (NOT (x BETWEEN …)): ClickHouse 18.16 cannot parse x NOT
 		// BETWEEN (an 18.16-only workaround; current releases can).
 		if e.Not {
@@ -518,7 +519,7 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 		if e.Not {
 			b.WriteString(")")
 		}
-	case *sqlparse.IsNullExpr:
+	case *sqlast.IsNullExpr:
 		if e.Not {
 			b.WriteString("isNotNull(")
 		} else {
@@ -528,19 +529,19 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 			return err
 		}
 		b.WriteString(")")
-	case *sqlparse.IndexExpr:
+	case *sqlast.IndexExpr:
 		return &Unsupported{What: "subscripts ([…]) in queries run by ClickHouse"}
-	case *sqlparse.SubqueryExpr:
+	case *sqlast.SubqueryExpr:
 		b.WriteString("(")
 		if err := t.query(b, e.Query); err != nil {
 			return err
 		}
 		b.WriteString(")")
-	case *sqlparse.ExistsExpr:
+	case *sqlast.ExistsExpr:
 		return &Unsupported{What: "EXISTS (rewrite as IN (SELECT …))"}
-	case *sqlparse.IntervalExpr:
+	case *sqlast.IntervalExpr:
 		b.WriteString("INTERVAL ")
-		if l, ok := e.Value.(*sqlparse.Literal); ok && l.Kind == sqlparse.LitString {
+		if l, ok := e.Value.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
 			if _, err := strconv.Atoi(strings.TrimSpace(l.Value)); err != nil {
 				return fmt.Errorf("INTERVAL '%s': not a whole number", l.Value)
 			}
@@ -555,7 +556,7 @@ func (t *Translator) expr(b *strings.Builder, e sqlparse.Expr) error {
 	return nil
 }
 
-func (t *Translator) binary(b *strings.Builder, e *sqlparse.BinaryExpr) error {
+func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
 	op := e.Op
 	switch op {
 	case "||":
@@ -610,7 +611,7 @@ func (t *Translator) binary(b *strings.Builder, e *sqlparse.BinaryExpr) error {
 	return nil
 }
 
-func (t *Translator) call(b *strings.Builder, f *sqlparse.FuncCall) error {
+func (t *Translator) call(b *strings.Builder, f *sqlast.FuncCall) error {
 	if f.Over != nil {
 		return &Unsupported{What: "window functions (OVER …) on this ClickHouse"}
 	}

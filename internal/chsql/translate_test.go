@@ -5,15 +5,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 func testTranslator() *Translator {
 	return &Translator{
-		Table: func(n sqlparse.ObjectName) (string, error) {
+		Table: func(n sqlast.ObjectName) (string, error) {
 			return Table("public", n.Name()), nil
 		},
-		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+		Columns: func(n sqlast.ObjectName) ([]string, bool) {
 			if n.Name() == "sales" {
 				return []string{"id", "amount"}, true
 			}

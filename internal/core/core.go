@@ -7,13 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // ErrDynamicTableGone is returned to the refresh activity of a dropped
@@ -88,7 +89,7 @@ var ErrNotSupportedYet = errors.New("not supported yet")
 
 // qualify splits an object name into schema and name with the session's
 // defaults; a three-part name's workspace must be the session's.
-func (e *Core) Qualify(n sqlparse.ObjectName) (schema, name string, err error) {
+func (e *Core) Qualify(n sqlast.ObjectName) (schema, name string, err error) {
 	switch len(n.Parts) {
 	case 1:
 		return e.Cfg.Schema, n.Parts[0], nil
@@ -106,7 +107,7 @@ func (e *Core) Qualify(n sqlparse.ObjectName) (schema, name string, err error) {
 func Display(schema, name string) string { return schema + "." + name }
 
 // tableRef resolves a name used in a query to the ClickHouse table holding it.
-func (e *Core) TableRef(ctx context.Context, n sqlparse.ObjectName) (string, error) {
+func (e *Core) TableRef(ctx context.Context, n sqlast.ObjectName) (string, error) {
 	schema, name, err := e.Qualify(n)
 	if err != nil {
 		return "", err
@@ -169,7 +170,7 @@ func like(p, s string) bool {
 }
 
 // props turns a property list into a map with lower-cased keys.
-func Props(ps []sqlparse.Property) map[string]string {
+func Props(ps []sqlast.Property) map[string]string {
 	m := make(map[string]string, len(ps))
 	for _, p := range ps {
 		m[strings.ToLower(p.Key)] = p.Value
@@ -189,8 +190,8 @@ func ParseBool(what, v string) (bool, error) {
 
 // nameFromString reads a table name given as a string ('t', 's.t',
 // '`Odd`.t'): unquoted parts are case-insensitive like identifiers.
-func NameFromString(s string) sqlparse.ObjectName {
-	var n sqlparse.ObjectName
+func NameFromString(s string) sqlast.ObjectName {
+	var n sqlast.ObjectName
 	for _, p := range strings.Split(s, ".") {
 		p = strings.TrimSpace(p)
 		if len(p) >= 2 && p[0] == '`' && p[len(p)-1] == '`' {
@@ -254,7 +255,7 @@ func (e *Core) PipeSpec(ctx context.Context, name string) (catalog.PipeSpec, err
 var ErrPipeGone = errors.New("pipe no longer exists")
 
 // table loads a table's spec.
-func (e *Core) Table(ctx context.Context, n sqlparse.ObjectName) (schema, name string, spec catalog.TableSpec, err error) {
+func (e *Core) Table(ctx context.Context, n sqlast.ObjectName) (schema, name string, spec catalog.TableSpec, err error) {
 	schema, name, err = e.Qualify(n)
 	if err != nil {
 		return

@@ -3,8 +3,9 @@ package core
 import (
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/kafka"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // SecretKeys are connection properties whose values are secrets.
@@ -20,39 +21,39 @@ var SecretKeys = map[string]bool{"access_key": true, "secret_key": true, "access
 // secret is left as it is. Every output of a statement (--echo, the demo,
 // errors and logs, the stored COPY statement of a Kafka pipe that SHOW PIPES
 // and DESC PIPE show) goes through Redact.
-func Redact(stmt sqlparse.Statement) string {
-	return sqlparse.Redact(stmt, secretRanges(stmt))
+func Redact(stmt sqlast.Statement) string {
+	return sqlast.Redact(stmt, secretRanges(stmt))
 }
 
 // HasSecret reports whether a statement holds a secret literal that Redact
 // hides.
-func HasSecret(stmt sqlparse.Statement) bool {
+func HasSecret(stmt sqlast.Statement) bool {
 	return len(secretRanges(stmt)) > 0
 }
 
 // secretRanges returns where stmt's secret literals are written.
-func secretRanges(stmt sqlparse.Statement) []sqlparse.Range {
-	var rs []sqlparse.Range
-	if c, ok := stmt.(*sqlparse.CreateConnection); ok {
+func secretRanges(stmt sqlast.Statement) []sqlast.Range {
+	var rs []sqlast.Range
+	if c, ok := stmt.(*sqlast.CreateConnection); ok {
 		for _, p := range c.Props {
 			if SecretKeys[strings.ToLower(p.Key)] && p.Value != "" {
 				rs = append(rs, p.ValueSpan)
 			}
 		}
 	}
-	sqlparse.Inspect(stmt, func(n any) bool {
-		f, ok := n.(*sqlparse.FuncCall)
+	sqlast.Inspect(stmt, func(n any) bool {
+		f, ok := n.(*sqlast.FuncCall)
 		if !ok || !strings.EqualFold(f.Name, "map") {
 			return true
 		}
 		for i := 0; i+1 < len(f.Args); i += 2 {
 			// A key that is not a plain string may still name a secret:
 			// its value is hidden too.
-			if k, ok := f.Args[i].(*sqlparse.Literal); ok && k.Kind == sqlparse.LitString && !kafka.SecretKey(k.Value) {
+			if k, ok := f.Args[i].(*sqlast.Literal); ok && k.Kind == sqlast.LitString && !kafka.SecretKey(k.Value) {
 				continue
 			}
-			sqlparse.Inspect(f.Args[i+1], func(n any) bool {
-				if l, ok := n.(*sqlparse.Literal); ok && l.Kind != sqlparse.LitNull && l.Value != "" {
+			sqlast.Inspect(f.Args[i+1], func(n any) bool {
+				if l, ok := n.(*sqlast.Literal); ok && l.Kind != sqlast.LitNull && l.Value != "" {
 					rs = append(rs, l.Span)
 				}
 				return true

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -20,7 +22,7 @@ import (
 
 var intervalSeconds = map[string]int{"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 
-func (e *Refresher) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
+func (e *Refresher) dynamicSpec(ctx context.Context, n sqlast.ObjectName) (string, string, catalog.DynamicTableSpec, error) {
 	var spec catalog.DynamicTableSpec
 	schema, name, err := e.Qualify(n)
 	if err != nil {
@@ -37,11 +39,11 @@ func (e *Refresher) dynamicSpec(ctx context.Context, n sqlparse.ObjectName) (str
 }
 
 // sourceTables lists the tables a query reads, qualified.
-func (e *Refresher) sourceTables(q *sqlparse.Query) []string {
+func (e *Refresher) sourceTables(q *sqlast.Query) []string {
 	seen := map[string]bool{}
 	var out []string
-	sqlparse.Inspect(q, func(n any) bool {
-		if t, ok := n.(*sqlparse.TableName); ok {
+	sqlast.Inspect(q, func(n any) bool {
+		if t, ok := n.(*sqlast.TableName); ok {
 			schema, name, err := e.Qualify(t.Name)
 			if err == nil && !seen[core.Display(schema, name)] {
 				seen[core.Display(schema, name)] = true
@@ -54,7 +56,7 @@ func (e *Refresher) sourceTables(q *sqlparse.Query) []string {
 	return out
 }
 
-func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlparse.CreateDynamicTable) (*core.Result, error) {
+func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlast.CreateDynamicTable) (*core.Result, error) {
 	orch, err := e.Orchestrator()
 	if err != nil {
 		return nil, err
@@ -90,7 +92,7 @@ func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlparse.CreateDy
 		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
 	spec := catalog.DynamicTableSpec{
-		Query: sqlparse.FormatQuery(s.Query), IntervalSeconds: s.IntervalN * unit,
+		Query: sqlast.FormatQuery(s.Query), IntervalSeconds: s.IntervalN * unit,
 		Interval: fmt.Sprintf("%d %s", s.IntervalN, strings.TrimSuffix(strings.ToUpper(s.IntervalUnit), "S")),
 		VCluster: s.VCluster, Sources: e.sourceTables(s.Query), CreatedAt: time.Now().UTC(),
 	}
@@ -328,7 +330,7 @@ func (e *Refresher) fullRefresh(ctx context.Context, schema, name string, spec c
 	return e.swapIn(ctx, schema, name, text)
 }
 
-func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlparse.RefreshDynamicTable) (*core.Result, error) {
+func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlast.RefreshDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -426,7 +428,7 @@ func (e *Refresher) PlanRefresh(ctx context.Context, name string) ([]jobs.Dynami
 	return order, nil
 }
 
-func (e *Refresher) ShowRefreshHistory(ctx context.Context, s *sqlparse.ShowRefreshHistory) (*core.Result, error) {
+func (e *Refresher) ShowRefreshHistory(ctx context.Context, s *sqlast.ShowRefreshHistory) (*core.Result, error) {
 	where := "schema = " + chsql.QuoteString(e.Cfg.Schema)
 	// A dynamic table's history starts at its creation: a table of the
 	// same name dropped or replaced before it keeps its rows (they show
@@ -467,7 +469,7 @@ func (e *Refresher) ShowRefreshHistory(ctx context.Context, s *sqlparse.ShowRefr
 	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, nil
 }
 
-func (e *Refresher) ShowDynamicTables(ctx context.Context, s *sqlparse.ShowDynamicTables) (*core.Result, error) {
+func (e *Refresher) ShowDynamicTables(ctx context.Context, s *sqlast.ShowDynamicTables) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindDynamicTable, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -509,7 +511,7 @@ func (e *Refresher) dynamicStatus(ctx context.Context, name string) (*jobs.Dynam
 	return &st, "ACTIVE"
 }
 
-func (e *Refresher) DescDynamicTable(ctx context.Context, s *sqlparse.DescDynamicTable) (*core.Result, error) {
+func (e *Refresher) DescDynamicTable(ctx context.Context, s *sqlast.DescDynamicTable) (*core.Result, error) {
 	schema, name, spec, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -532,7 +534,7 @@ func (e *Refresher) DescDynamicTable(ctx context.Context, s *sqlparse.DescDynami
 	return core.PropertyRows(kv), nil
 }
 
-func (e *Refresher) DropDynamicTable(ctx context.Context, s *sqlparse.DropDynamicTable) (*core.Result, error) {
+func (e *Refresher) DropDynamicTable(ctx context.Context, s *sqlast.DropDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		if s.IfExists && schema != "" {
@@ -553,7 +555,7 @@ func (e *Refresher) DropDynamicTable(ctx context.Context, s *sqlparse.DropDynami
 	return core.Message("dynamic table %s dropped", core.Display(schema, name)), nil
 }
 
-func (e *Refresher) AlterDynamicTable(ctx context.Context, s *sqlparse.AlterDynamicTable) (*core.Result, error) {
+func (e *Refresher) AlterDynamicTable(ctx context.Context, s *sqlast.AlterDynamicTable) (*core.Result, error) {
 	schema, name, _, err := e.dynamicSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/catalog/catalogtest"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -218,7 +220,7 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 	if err != nil {
 		t.Fatalf("%s: parse: %v", c.name, err)
 	}
-	spec := catalog.DynamicTableSpec{Query: sqlparse.FormatQuery(q), Interval: "1 MINUTE", IntervalSeconds: 60,
+	spec := catalog.DynamicTableSpec{Query: sqlast.FormatQuery(q), Interval: "1 MINUTE", IntervalSeconds: 60,
 		Sources: r.sourceTables(q), CreatedAt: time.Date(2025, 4, 1, 0, 0, 0, 0, time.UTC)}
 	if spec.Query != c.sql {
 		line("stored as: %s", spec.Query)

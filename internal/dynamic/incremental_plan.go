@@ -9,12 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // incAgg is one aggregate of an incremental summary.
@@ -69,11 +70,11 @@ func (p *incPlan) render(sql string, cond func(src incSource) string) string {
 
 // planIncremental analyses a dynamic table's query; reason says why it
 // cannot be refreshed incrementally when the plan is nil.
-func (e *Refresher) planIncremental(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
+func (e *Refresher) planIncremental(ctx context.Context, q *sqlast.Query) (*incPlan, string) {
 	if len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
 		return nil, "the query has WITH, ORDER BY or LIMIT, which are not refreshed incrementally"
 	}
-	if sel, ok := q.Body.(*sqlparse.Select); ok && (len(sel.GroupBy) > 0 || hasAggregate(sel)) {
+	if sel, ok := q.Body.(*sqlast.Select); ok && (len(sel.GroupBy) > 0 || hasAggregate(sel)) {
 		return e.planAggregate(ctx, sel)
 	}
 	return e.planAppend(ctx, q)
@@ -83,22 +84,22 @@ func (e *Refresher) planIncremental(ctx context.Context, q *sqlparse.Query) (*in
 // that tracks changes, its rows the changing ones, with tables joined to it
 // (INNER or LEFT JOIN, it on the left) as dimensions, which must track
 // changes too. It adds them to p's sources and dims, or says why not.
-func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlparse.TableRef) string {
+func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlast.TableRef) string {
 	if len(from) != 1 {
 		return "it reads several tables without JOIN … ON"
 	}
-	var leaves []*sqlparse.TableName
-	var walk func(r sqlparse.TableRef) string
-	walk = func(r sqlparse.TableRef) string {
+	var leaves []*sqlast.TableName
+	var walk func(r sqlast.TableRef) string
+	walk = func(r sqlast.TableRef) string {
 		switch r := r.(type) {
-		case *sqlparse.TableName:
+		case *sqlast.TableName:
 			leaves = append(leaves, r)
 			return ""
-		case *sqlparse.JoinRef:
+		case *sqlast.JoinRef:
 			if k := strings.ToUpper(r.Kind); k != "" && k != "INNER" && k != "LEFT" {
 				return "it has a " + k + " JOIN (INNER and LEFT JOINs of a changing table with dimension tables are refreshed incrementally)"
 			}
-			if _, ok := r.Right.(*sqlparse.TableName); !ok {
+			if _, ok := r.Right.(*sqlast.TableName); !ok {
 				return "it joins a subquery or a nested join"
 			}
 			if r.On != nil && containsQuery(r.On) {
@@ -149,7 +150,7 @@ func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.tab
 // of it that deltaToken picks, for render to fill in.
 func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 	tableRef := sess.Tr.Table
-	sess.Tr.Table = func(n sqlparse.ObjectName) (string, error) {
+	sess.Tr.Table = func(n sqlast.ObjectName) (string, error) {
 		if schema, table, err := e.Qualify(n); err == nil {
 			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
 				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
@@ -172,7 +173,7 @@ func (p *incPlan) crossCheck() string {
 }
 
 // planAggregate plans a GROUP BY summary.
-func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*incPlan, string) {
+func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*incPlan, string) {
 	if sel.Having != nil || sel.Distinct || len(sel.GroupBy) == 0 {
 		return nil, "only GROUP BY summaries (no HAVING or DISTINCT, no aggregate without GROUP BY) are refreshed incrementally in this release"
 	}
@@ -200,7 +201,7 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*i
 		}
 	}
 	for _, g := range sel.GroupBy {
-		c, ok := g.(*sqlparse.ColumnRef)
+		c, ok := g.(*sqlast.ColumnRef)
 		if !ok {
 			return nil, "it groups by an expression (GROUP BY plain columns is refreshed incrementally)"
 		}
@@ -215,7 +216,7 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*i
 		if it.Star {
 			return nil, "it selects *"
 		}
-		if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
+		if c, ok := it.Expr.(*sqlast.ColumnRef); ok {
 			k, _ := sess.Tr.Expr(c)
 			idx := -1
 			for i, key := range p.keys {
@@ -234,7 +235,7 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*i
 			p.order = append(p.order, idx)
 			continue
 		}
-		f, ok := it.Expr.(*sqlparse.FuncCall)
+		f, ok := it.Expr.(*sqlast.FuncCall)
 		if !ok || f.Over != nil {
 			return nil, "a SELECT item is an expression over aggregates (select the aggregates themselves to refresh incrementally)"
 		}
@@ -269,14 +270,14 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlparse.Select) (*i
 	return p, ""
 }
 
-func containsQuery(x sqlparse.Expr) bool {
+func containsQuery(x sqlast.Expr) bool {
 	found := false
-	sqlparse.Inspect(x, func(n any) bool {
+	sqlast.Inspect(x, func(n any) bool {
 		switch n.(type) {
-		case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+		case *sqlast.SubqueryExpr, *sqlast.ExistsExpr:
 			found = true
-		case *sqlparse.InExpr:
-			if n.(*sqlparse.InExpr).Query != nil {
+		case *sqlast.InExpr:
+			if n.(*sqlast.InExpr).Query != nil {
 				found = true
 			}
 		}
@@ -341,11 +342,11 @@ var perRowFuncs = map[string]bool{
 }
 
 // hasAggregate reports whether a SELECT calls an aggregate function.
-func hasAggregate(sel *sqlparse.Select) bool {
+func hasAggregate(sel *sqlast.Select) bool {
 	found := false
 	for _, it := range sel.Items {
-		sqlparse.Inspect(it.Expr, func(n any) bool {
-			if f, ok := n.(*sqlparse.FuncCall); ok && aggregateNames[strings.ToLower(f.Name)] {
+		sqlast.Inspect(it.Expr, func(n any) bool {
+			if f, ok := n.(*sqlast.FuncCall); ok && aggregateNames[strings.ToLower(f.Name)] {
 				found = true
 			}
 			return !found
@@ -356,21 +357,21 @@ func hasAggregate(sel *sqlparse.Select) bool {
 
 // perRow says why a SELECT's rows do not each come from one source row
 // ("" when they do).
-func perRow(sel *sqlparse.Select) string {
+func perRow(sel *sqlast.Select) string {
 	if sel.Distinct || sel.Having != nil || len(sel.GroupBy) > 0 {
 		return "it has DISTINCT, GROUP BY or HAVING"
 	}
 	why := ""
-	check := func(x sqlparse.Expr) {
-		sqlparse.Inspect(x, func(n any) bool {
+	check := func(x sqlast.Expr) {
+		sqlast.Inspect(x, func(n any) bool {
 			switch n := n.(type) {
-			case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+			case *sqlast.SubqueryExpr, *sqlast.ExistsExpr:
 				why = "it has a subquery"
-			case *sqlparse.InExpr:
+			case *sqlast.InExpr:
 				if n.Query != nil {
 					why = "it has a subquery"
 				}
-			case *sqlparse.FuncCall:
+			case *sqlast.FuncCall:
 				if n.Over != nil || !perRowFuncs[strings.ToLower(n.Name)] {
 					why = "function " + strings.ToUpper(n.Name) + " is not known to give one value per row (it may aggregate, or change with time)"
 				}
@@ -386,9 +387,9 @@ func perRow(sel *sqlparse.Select) string {
 	if sel.Where != nil {
 		check(sel.Where)
 	}
-	var joins func(r sqlparse.TableRef)
-	joins = func(r sqlparse.TableRef) {
-		if j, ok := r.(*sqlparse.JoinRef); ok {
+	var joins func(r sqlast.TableRef)
+	joins = func(r sqlast.TableRef) {
+		if j, ok := r.(*sqlast.JoinRef); ok {
 			joins(j.Left)
 			if j.On != nil {
 				check(j.On)
@@ -404,15 +405,15 @@ func perRow(sel *sqlparse.Select) string {
 // planAppend plans a query whose rows each come from one row of a changing
 // table (projections and filters of it, joins of it with dimension tables,
 // UNION ALL of those): a refresh appends the rows its new source rows give.
-func (e *Refresher) planAppend(ctx context.Context, q *sqlparse.Query) (*incPlan, string) {
-	var selects []*sqlparse.Select
-	var walk func(b sqlparse.SetExpr) string
-	walk = func(b sqlparse.SetExpr) string {
+func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, string) {
+	var selects []*sqlast.Select
+	var walk func(b sqlast.SetExpr) string
+	walk = func(b sqlast.SetExpr) string {
 		switch x := b.(type) {
-		case *sqlparse.Select:
+		case *sqlast.Select:
 			selects = append(selects, x)
 			return ""
-		case *sqlparse.SetOp:
+		case *sqlast.SetOp:
 			if x.Op != "UNION" || !x.All {
 				return "it has " + x.Op + " (UNION ALL is refreshed incrementally)"
 			}

@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/query"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -22,12 +23,12 @@ import (
 // Tables of lakepipe's own databases and of system, and functions that
 // reach outside the user's tables, are refused as execution refuses them
 // (unqualified names are taken to be in schema).
-func Check(schema string, stmt sqlparse.Statement) error {
+func Check(schema string, stmt sqlast.Statement) error {
 	if err := query.Guard(schema, stmt); err != nil {
 		return err
 	}
 	switch s := stmt.(type) {
-	case *sqlparse.CreateConnection:
+	case *sqlast.CreateConnection:
 		switch s.Kind {
 		case "OSS", "COS", "S3":
 		default:
@@ -37,25 +38,25 @@ func Check(schema string, stmt sqlparse.Statement) error {
 		if m["endpoint"] == "" {
 			return fmt.Errorf("storage connection %s: ENDPOINT = '…' is required", s.Name)
 		}
-	case *sqlparse.CreateVolume:
+	case *sqlast.CreateVolume:
 		if _, err := objstore.ParseLocation(s.Location); err != nil {
 			return fmt.Errorf("volume %s: %w", s.Name, err)
 		}
-	case *sqlparse.CreateTable:
+	case *sqlast.CreateTable:
 		for _, c := range s.Columns {
 			if _, err := schemas.ClickHouseType(c.Type, c.NotNull); err != nil {
 				return fmt.Errorf("column %s: %w", c.Name, err)
 			}
 		}
-	case *sqlparse.CopyIntoTable:
+	case *sqlast.CopyIntoTable:
 		return checkCopy(s)
-	case *sqlparse.CopyIntoVolume:
+	case *sqlast.CopyIntoVolume:
 		switch strings.ToUpper(s.FileFormat) {
 		case "CSV", "PARQUET":
 		default:
 			return fmt.Errorf("COPY INTO VOLUME: FILE_FORMAT = (TYPE = %s) is not supported (CSV or PARQUET)", s.FileFormat)
 		}
-	case *sqlparse.CreatePipe:
+	case *sqlast.CreatePipe:
 		if err := checkPipeProps(s.Props); err != nil {
 			return fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
@@ -63,7 +64,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 			return fmt.Errorf("pipe %s: AS COPY INTO … is required", s.Name)
 		}
 		return checkCopy(s.Copy)
-	case *sqlparse.AlterPipe:
+	case *sqlast.AlterPipe:
 		if s.Action == "SET_COPY" {
 			return fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE and CREATE PIPE again", s.Name)
 		}
@@ -81,7 +82,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 				}
 			}
 		}
-	case *sqlparse.CreateDynamicTable:
+	case *sqlast.CreateDynamicTable:
 		if s.IntervalN < 0 {
 			return fmt.Errorf("dynamic table %s: REFRESH INTERVAL must be positive", s.Name.Name())
 		}
@@ -89,7 +90,7 @@ func Check(schema string, stmt sqlparse.Statement) error {
 	return nil
 }
 
-func checkCopy(s *sqlparse.CopyIntoTable) error {
+func checkCopy(s *sqlast.CopyIntoTable) error {
 	if _, err := fileread.CopyOnError(s.Options); err != nil {
 		return err
 	}
@@ -185,7 +186,7 @@ func positiveInt(name string) func(string) error {
 	}
 }
 
-func checkPipeProps(ps []sqlparse.Property) error {
+func checkPipeProps(ps []sqlast.Property) error {
 	for _, p := range ps {
 		chk, ok := pipeProps[strings.ToLower(p.Key)]
 		if !ok {

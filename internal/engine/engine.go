@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -19,7 +21,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/query"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 )
 
@@ -84,84 +85,84 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 // ClickHouse's system tables, or calls a function reaching outside the
 // user's tables, is refused before anything runs: with a *GuardError, or a
 // *chsql.RefusedFunction for a scalar function.
-func (e *Engine) Exec(ctx context.Context, stmt sqlparse.Statement) (*core.Result, error) {
+func (e *Engine) Exec(ctx context.Context, stmt sqlast.Statement) (*core.Result, error) {
 	if err := e.Guard(stmt); err != nil {
 		return nil, err
 	}
 	switch s := stmt.(type) {
-	case *sqlparse.CreateConnection:
+	case *sqlast.CreateConnection:
 		return e.createConnection(ctx, s)
-	case *sqlparse.DropConnection:
+	case *sqlast.DropConnection:
 		return e.dropConnection(ctx, s)
-	case *sqlparse.ShowConnections:
+	case *sqlast.ShowConnections:
 		return e.showConnections(ctx, s)
-	case *sqlparse.DescConnection:
+	case *sqlast.DescConnection:
 		return e.descConnection(ctx, s)
-	case *sqlparse.CreateVolume:
+	case *sqlast.CreateVolume:
 		return e.createVolume(ctx, s)
-	case *sqlparse.AlterVolume:
+	case *sqlast.AlterVolume:
 		return e.alterVolume(ctx, s)
-	case *sqlparse.ShowVolumes:
+	case *sqlast.ShowVolumes:
 		return e.showVolumes(ctx, s)
-	case *sqlparse.DescVolume:
+	case *sqlast.DescVolume:
 		return e.descVolume(ctx, s)
-	case *sqlparse.DropVolume:
+	case *sqlast.DropVolume:
 		return e.dropVolume(ctx, s)
-	case *sqlparse.CreateTable:
+	case *sqlast.CreateTable:
 		return e.createTable(ctx, s)
-	case *sqlparse.DropTable:
+	case *sqlast.DropTable:
 		return e.dropTable(ctx, s)
-	case *sqlparse.UndropTable:
+	case *sqlast.UndropTable:
 		return e.undropTable(ctx, s)
-	case *sqlparse.AlterTable:
+	case *sqlast.AlterTable:
 		return e.alterTable(ctx, s)
-	case *sqlparse.ShowTables:
+	case *sqlast.ShowTables:
 		return e.showTables(ctx, s)
-	case *sqlparse.DescTable:
+	case *sqlast.DescTable:
 		return e.descTable(ctx, s)
-	case *sqlparse.Insert:
+	case *sqlast.Insert:
 		return e.insert(ctx, s)
-	case *sqlparse.Delete:
+	case *sqlast.Delete:
 		return e.delete(ctx, s)
-	case *sqlparse.Update:
+	case *sqlast.Update:
 		return e.update(ctx, s)
-	case *sqlparse.QueryStmt:
+	case *sqlast.QueryStmt:
 		return e.Query(ctx, s.Query)
-	case *sqlparse.CopyIntoTable:
+	case *sqlast.CopyIntoTable:
 		return e.CopyIntoTable(ctx, s)
-	case *sqlparse.CopyIntoVolume:
+	case *sqlast.CopyIntoVolume:
 		return e.CopyIntoVolume(ctx, s)
-	case *sqlparse.CreatePipe:
+	case *sqlast.CreatePipe:
 		return e.createPipe(ctx, s)
-	case *sqlparse.AlterPipe:
+	case *sqlast.AlterPipe:
 		return e.alterPipe(ctx, s)
-	case *sqlparse.DropPipe:
+	case *sqlast.DropPipe:
 		return e.dropPipe(ctx, s)
-	case *sqlparse.ShowPipes:
+	case *sqlast.ShowPipes:
 		return e.showPipes(ctx, s)
-	case *sqlparse.DescPipe:
+	case *sqlast.DescPipe:
 		return e.descPipe(ctx, s)
-	case *sqlparse.CreateDynamicTable:
+	case *sqlast.CreateDynamicTable:
 		return e.CreateDynamicTable(ctx, s)
-	case *sqlparse.RefreshDynamicTable:
+	case *sqlast.RefreshDynamicTable:
 		return e.RefreshDynamic(ctx, s)
-	case *sqlparse.ShowRefreshHistory:
+	case *sqlast.ShowRefreshHistory:
 		return e.ShowRefreshHistory(ctx, s)
-	case *sqlparse.ShowDynamicTables:
+	case *sqlast.ShowDynamicTables:
 		return e.ShowDynamicTables(ctx, s)
-	case *sqlparse.DescDynamicTable:
+	case *sqlast.DescDynamicTable:
 		return e.DescDynamicTable(ctx, s)
-	case *sqlparse.DropDynamicTable:
+	case *sqlast.DropDynamicTable:
 		return e.DropDynamicTable(ctx, s)
-	case *sqlparse.AlterDynamicTable:
+	case *sqlast.AlterDynamicTable:
 		return e.AlterDynamicTable(ctx, s)
-	case *sqlparse.CreateTableStream:
+	case *sqlast.CreateTableStream:
 		return e.createTableStream(ctx, s)
-	case *sqlparse.DropTableStream:
+	case *sqlast.DropTableStream:
 		return e.dropTableStream(ctx, s)
-	case *sqlparse.ShowTableStreams:
+	case *sqlast.ShowTableStreams:
 		return e.showTableStreams(ctx, s)
-	case *sqlparse.DescTableStream:
+	case *sqlast.DescTableStream:
 		return e.descTableStream(ctx, s)
 	}
 	_, text := stmt.Span()

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // WithOrchestrator returns a copy of the engine that runs pipes through o.
@@ -46,7 +47,7 @@ func (e *Engine) PipeParams(ctx context.Context, name string) (jobs.PipeParams, 
 	return e.ParamsOf(name, spec), nil
 }
 
-func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.Result, error) {
+func (e *Engine) createPipe(ctx context.Context, s *sqlast.CreatePipe) (*core.Result, error) {
 	if err := Check(e.Cfg.Schema, s); err != nil {
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlparse.CreatePipe) (*core.
 	return core.Message("pipe %s created; it runs as Temporal workflow %s", s.Name, id), nil
 }
 
-func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*core.Result, error) {
+func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Result, error) {
 	if s.Action == "SET_COPY" {
 		return nil, fmt.Errorf("the COPY statement of pipe %s cannot be altered: DROP PIPE %s and CREATE PIPE again", s.Name, s.Name)
 	}
@@ -184,7 +185,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlparse.AlterPipe) (*core.Re
 	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, core.ErrNotSupportedYet)
 }
 
-func (e *Engine) dropPipe(ctx context.Context, s *sqlparse.DropPipe) (*core.Result, error) {
+func (e *Engine) dropPipe(ctx context.Context, s *sqlast.DropPipe) (*core.Result, error) {
 	if _, err := e.PipeSpec(ctx, s.Name); err != nil {
 		if s.IfExists {
 			return core.Message("pipe %s does not exist", s.Name), nil
@@ -260,7 +261,7 @@ func (v pipeView) properties() string {
 	return strings.Join(parts, ", ")
 }
 
-func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*core.Result, error) {
+func (e *Engine) showPipes(ctx context.Context, s *sqlast.ShowPipes) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindPipe, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -312,7 +313,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlparse.ShowPipes) (*core.Re
 	return res, nil
 }
 
-func (e *Engine) descPipe(ctx context.Context, s *sqlparse.DescPipe) (*core.Result, error) {
+func (e *Engine) descPipe(ctx context.Context, s *sqlast.DescPipe) (*core.Result, error) {
 	spec, err := e.PipeSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -89,7 +91,7 @@ func (c secretCase) text() string { return c.join(c.spelling) }
 func (c secretCase) redacted() string {
 	stars := make([]string, len(c.spelling))
 	for i := range stars {
-		stars[i] = sqlparse.Redacted
+		stars[i] = sqlast.Redacted
 	}
 	return c.join(stars)
 }
@@ -138,7 +140,7 @@ func kafkaCase(r *rand.Rand) secretCase {
 // secret literal replaced by '***'; it holds no secret's value or spelling
 // (of 4 bytes or more) that does not occur elsewhere in the statement; it
 // parses to a statement of the same type, which core.Redact leaves alone.
-func checkRedacted(t *testing.T, c secretCase, stmt sqlparse.Statement) string {
+func checkRedacted(t *testing.T, c secretCase, stmt sqlast.Statement) string {
 	t.Helper()
 	text := c.text()
 	red := core.Redact(stmt)
@@ -188,9 +190,9 @@ func TestRedactRandomSecrets(t *testing.T) {
 		if err != nil || len(chunks) != 2 {
 			t.Fatalf("Split(%q) = %d chunks, %v", script, len(chunks), err)
 		}
-		for _, parse := range []func() (sqlparse.Statement, error){
-			func() (sqlparse.Statement, error) { return sqlparse.Parse(text) },
-			func() (sqlparse.Statement, error) { return sqlparse.ParseChunk(chunks[1]) },
+		for _, parse := range []func() (sqlast.Statement, error){
+			func() (sqlast.Statement, error) { return sqlparse.Parse(text) },
+			func() (sqlast.Statement, error) { return sqlparse.ParseChunk(chunks[1]) },
 		} {
 			stmt, err := parse()
 			if err != nil {
@@ -206,7 +208,7 @@ func TestRedactRandomSecrets(t *testing.T) {
 			// A Kafka pipe stores its COPY redacted, and the COPY as
 			// written as its secret: the first must be the redacted
 			// statement's COPY, the second must give back the secrets.
-			cp := stmt.(*sqlparse.CreatePipe).Copy
+			cp := stmt.(*sqlast.CreatePipe).Copy
 			if got, want := core.Redact(cp), strings.TrimPrefix(c.redacted(), kafkaPipePrefix); got != want {
 				t.Fatalf("core.Redact(COPY of %q)\n = %q\nwant %q", text, got, want)
 			}
@@ -214,13 +216,13 @@ func TestRedactRandomSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the kept COPY %q does not parse: %v", cp.Text, err)
 			}
-			_, fc, err := kafkaload.KafkaQuery(back.(*sqlparse.CopyIntoTable).Query)
+			_, fc, err := kafkaload.KafkaQuery(back.(*sqlast.CopyIntoTable).Query)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := fc.Args[11].(*sqlparse.FuncCall)
+			m := fc.Args[11].(*sqlast.FuncCall)
 			for j, v := range c.values {
-				if got := m.Args[3+4*j].(*sqlparse.Literal).Value; got != v {
+				if got := m.Args[3+4*j].(*sqlast.Literal).Value; got != v {
 					t.Fatalf("the kept COPY gives secret %d as %q, want %q", j, got, v)
 				}
 			}
@@ -279,19 +281,19 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("core.Redact(%q) = %q, which does not parse: %v", text, red, err)
 		}
 		// Is the literal where it was put the secret of its statement?
-		at := sqlparse.Range{Start: len(before), End: len(before) + len(lit)}
+		at := sqlast.Range{Start: len(before), End: len(before) + len(lit)}
 		ours := false
-		sqlparse.Inspect(stmt, func(n any) bool {
-			if f, ok := n.(*sqlparse.FuncCall); ok && f.Name == "map" {
+		sqlast.Inspect(stmt, func(n any) bool {
+			if f, ok := n.(*sqlast.FuncCall); ok && f.Name == "map" {
 				for i := 0; i+1 < len(f.Args); i += 2 {
-					k, kok := f.Args[i].(*sqlparse.Literal)
-					v, vok := f.Args[i+1].(*sqlparse.Literal)
+					k, kok := f.Args[i].(*sqlast.Literal)
+					v, vok := f.Args[i+1].(*sqlast.Literal)
 					ours = ours || kok && vok && k.Value == "sasl.password" && v.Span == at
 				}
 			}
 			return true
 		})
-		if c, ok := stmt.(*sqlparse.CreateConnection); ok {
+		if c, ok := stmt.(*sqlast.CreateConnection); ok {
 			for _, p := range c.Props {
 				ours = ours || p.ValueSpan == at && core.SecretKeys[strings.ToLower(p.Key)]
 			}
@@ -299,7 +301,7 @@ func FuzzRedact(f *testing.F) {
 		if !ours || secret == "" {
 			return
 		}
-		elsewhere := before + sqlparse.Redacted + after
+		elsewhere := before + sqlast.Redacted + after
 		for _, s := range []string{secret, lit} {
 			if len(s) >= 4 && !strings.Contains(elsewhere, s) && strings.Contains(red, s) {
 				t.Fatalf("core.Redact(%q) = %q: %q shows", text, red, s)

@@ -7,14 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableStream) (*core.Result, error) {
+func (e *Engine) createTableStream(ctx context.Context, s *sqlast.CreateTableStream) (*core.Result, error) {
 	schema, name, _, exists, err := e.StreamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -77,7 +78,7 @@ func (e *Engine) createTableStream(ctx context.Context, s *sqlparse.CreateTableS
 	return core.Message("table stream %s created on %s%s", core.Display(schema, name), spec.Table, note), nil
 }
 
-func (e *Engine) dropTableStream(ctx context.Context, s *sqlparse.DropTableStream) (*core.Result, error) {
+func (e *Engine) dropTableStream(ctx context.Context, s *sqlast.DropTableStream) (*core.Result, error) {
 	schema, name, _, ok, err := e.StreamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func (e *Engine) dropTableStream(ctx context.Context, s *sqlparse.DropTableStrea
 	return core.Message("table stream %s dropped", core.Display(schema, name)), nil
 }
 
-func (e *Engine) showTableStreams(ctx context.Context, s *sqlparse.ShowTableStreams) (*core.Result, error) {
+func (e *Engine) showTableStreams(ctx context.Context, s *sqlast.ShowTableStreams) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindStream, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func (e *Engine) showTableStreams(ctx context.Context, s *sqlparse.ShowTableStre
 	return res, nil
 }
 
-func (e *Engine) descTableStream(ctx context.Context, s *sqlparse.DescTableStream) (*core.Result, error) {
+func (e *Engine) descTableStream(ctx context.Context, s *sqlast.DescTableStream) (*core.Result, error) {
 	schema, name, spec, ok, err := e.StreamSpec(ctx, s.Name)
 	if err != nil {
 		return nil, err

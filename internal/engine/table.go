@@ -8,16 +8,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*core.Result, error) {
+func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.Result, error) {
 	schema, name, err := e.Qualify(s.Name)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func (e *Engine) createTable(ctx context.Context, s *sqlparse.CreateTable) (*cor
 		if err != nil {
 			return nil, fmt.Errorf("table %s column %s: %w", core.Display(schema, name), c.Name, err)
 		}
-		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlparse.FormatType(c.Type), CHType: ch}
+		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlast.FormatType(c.Type), CHType: ch}
 		if c.Comment != nil {
 			cs.Comment = *c.Comment
 		}
@@ -103,7 +104,7 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 	return nil
 }
 
-func (e *Engine) dropTable(ctx context.Context, s *sqlparse.DropTable) (*core.Result, error) {
+func (e *Engine) dropTable(ctx context.Context, s *sqlast.DropTable) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		if s.IfExists && schema != "" {
@@ -158,7 +159,7 @@ func (e *Engine) purgeTrash(ctx context.Context) {
 	}
 }
 
-func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*core.Result, error) {
+func (e *Engine) undropTable(ctx context.Context, s *sqlast.UndropTable) (*core.Result, error) {
 	schema, name, err := e.Qualify(s.Name)
 	if err != nil {
 		return nil, err
@@ -204,7 +205,7 @@ func (e *Engine) undropTable(ctx context.Context, s *sqlparse.UndropTable) (*cor
 // tableProperties are the properties ALTER TABLE … SET PROPERTIES knows.
 var tableProperties = map[string]bool{"change_tracking": true, "data_retention_days": true, "data_lifecycle": true, "comment": true}
 
-func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.Result, error) {
+func (e *Engine) alterTable(ctx context.Context, s *sqlast.AlterTable) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -247,7 +248,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.
 		if err != nil {
 			return nil, err
 		}
-		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlparse.FormatType(c.Type), CHType: ch}
+		cs := catalog.ColumnSpec{Name: c.Name, Type: sqlast.FormatType(c.Type), CHType: ch}
 		if c.Comment != nil {
 			cs.Comment = *c.Comment
 		}
@@ -294,7 +295,7 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlparse.AlterTable) (*core.
 	return core.Message("table %s altered", core.Display(schema, name)), nil
 }
 
-func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*core.Result, error) {
+func (e *Engine) showTables(ctx context.Context, s *sqlast.ShowTables) (*core.Result, error) {
 	res := &core.Result{Columns: []string{"schema_name", "table_name", "is_view", "is_materialized_view", "is_external", "is_dynamic"}}
 	for _, k := range []catalog.Kind{catalog.KindTable, catalog.KindDynamicTable} {
 		objs, err := e.Cat.List(ctx, k, e.Cfg.Schema)
@@ -311,7 +312,7 @@ func (e *Engine) showTables(ctx context.Context, s *sqlparse.ShowTables) (*core.
 	return res, nil
 }
 
-func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*core.Result, error) {
+func (e *Engine) descTable(ctx context.Context, s *sqlast.DescTable) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -344,7 +345,7 @@ func (e *Engine) descTable(ctx context.Context, s *sqlparse.DescTable) (*core.Re
 	return res, nil
 }
 
-func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, error) {
+func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
@@ -376,7 +377,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 				if err != nil {
 					return nil, err
 				}
-				if lit, ok := v.(*sqlparse.Literal); ok && lit.Kind == sqlparse.LitNumber {
+				if lit, ok := v.(*sqlast.Literal); ok && lit.Kind == sqlast.LitNumber {
 					// Through text, so that 8999.00 reaches a DECIMAL exactly.
 					x = chsql.QuoteString(lit.Value)
 				}
@@ -424,7 +425,7 @@ func (e *Engine) insert(ctx context.Context, s *sqlparse.Insert) (*core.Result, 
 	return core.Message("rows inserted into %s", core.Display(schema, name)), nil
 }
 
-func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*core.Result, error) {
+func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
@@ -468,7 +469,7 @@ func (e *Engine) delete(ctx context.Context, s *sqlparse.Delete) (*core.Result, 
 	return res, nil
 }
 
-func (e *Engine) update(ctx context.Context, s *sqlparse.Update) (*core.Result, error) {
+func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, error) {
 	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err

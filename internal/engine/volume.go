@@ -6,14 +6,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-func (e *Engine) createConnection(ctx context.Context, s *sqlparse.CreateConnection) (*core.Result, error) {
+func (e *Engine) createConnection(ctx context.Context, s *sqlast.CreateConnection) (*core.Result, error) {
 	var existing catalog.ConnectionSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &existing)
 	if err != nil {
@@ -63,7 +64,7 @@ func (e *Engine) createConnection(ctx context.Context, s *sqlparse.CreateConnect
 	return core.Message("storage connection %s created", s.Name), nil
 }
 
-func (e *Engine) dropConnection(ctx context.Context, s *sqlparse.DropConnection) (*core.Result, error) {
+func (e *Engine) dropConnection(ctx context.Context, s *sqlast.DropConnection) (*core.Result, error) {
 	var spec catalog.ConnectionSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &spec)
 	if err != nil {
@@ -99,7 +100,7 @@ func maskID(id string) string {
 	return id[:4] + strings.Repeat("*", 4)
 }
 
-func (e *Engine) showConnections(ctx context.Context, s *sqlparse.ShowConnections) (*core.Result, error) {
+func (e *Engine) showConnections(ctx context.Context, s *sqlast.ShowConnections) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindConnection, core.GlobalSchema)
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func (e *Engine) showConnections(ctx context.Context, s *sqlparse.ShowConnection
 	return res, nil
 }
 
-func (e *Engine) descConnection(ctx context.Context, s *sqlparse.DescConnection) (*core.Result, error) {
+func (e *Engine) descConnection(ctx context.Context, s *sqlast.DescConnection) (*core.Result, error) {
 	var c catalog.ConnectionSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, s.Name, &c)
 	if err != nil {
@@ -133,7 +134,7 @@ func (e *Engine) descConnection(ctx context.Context, s *sqlparse.DescConnection)
 	}), nil
 }
 
-func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*core.Result, error) {
+func (e *Engine) createVolume(ctx context.Context, s *sqlast.CreateVolume) (*core.Result, error) {
 	schema := e.Cfg.Schema
 	var existing catalog.VolumeSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindVolume, schema, s.Name, &existing)
@@ -178,7 +179,7 @@ func (e *Engine) createVolume(ctx context.Context, s *sqlparse.CreateVolume) (*c
 	return core.Message("volume %s created", s.Name), nil
 }
 
-func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*core.Result, error) {
+func (e *Engine) alterVolume(ctx context.Context, s *sqlast.AlterVolume) (*core.Result, error) {
 	vol, spec, err := e.Volume(ctx, s.Name)
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (e *Engine) alterVolume(ctx context.Context, s *sqlparse.AlterVolume) (*cor
 	return core.Message("volume %s refreshed: %s files", s.Name, n[0]), nil
 }
 
-func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*core.Result, error) {
+func (e *Engine) showVolumes(ctx context.Context, s *sqlast.ShowVolumes) (*core.Result, error) {
 	objs, err := e.Cat.List(ctx, catalog.KindVolume, e.Cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func (e *Engine) showVolumes(ctx context.Context, s *sqlparse.ShowVolumes) (*cor
 	return res, nil
 }
 
-func (e *Engine) descVolume(ctx context.Context, s *sqlparse.DescVolume) (*core.Result, error) {
+func (e *Engine) descVolume(ctx context.Context, s *sqlast.DescVolume) (*core.Result, error) {
 	var v catalog.VolumeSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name, &v)
 	if err != nil {
@@ -246,7 +247,7 @@ func (e *Engine) descVolume(ctx context.Context, s *sqlparse.DescVolume) (*core.
 	return core.PropertyRows(kv), nil
 }
 
-func (e *Engine) dropVolume(ctx context.Context, s *sqlparse.DropVolume) (*core.Result, error) {
+func (e *Engine) dropVolume(ctx context.Context, s *sqlast.DropVolume) (*core.Result, error) {
 	var v catalog.VolumeSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindVolume, e.Cfg.Schema, s.Name, &v)
 	if err != nil {

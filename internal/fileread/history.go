@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -31,12 +32,12 @@ func (e *Reader) RecordLoads(ctx context.Context, table, pipe, loadID string, lo
 }
 
 // LoadHistorySource renders load_history('t') as a subquery.
-func (e *Reader) LoadHistorySource(ctx context.Context, f *sqlparse.FuncCall) (string, error) {
+func (e *Reader) LoadHistorySource(ctx context.Context, f *sqlast.FuncCall) (string, error) {
 	if len(f.Args) != 1 {
 		return "", fmt.Errorf("load_history takes the table name, as in load_history('sales_ods')")
 	}
-	lit, ok := f.Args[0].(*sqlparse.Literal)
-	if !ok || lit.Kind != sqlparse.LitString {
+	lit, ok := f.Args[0].(*sqlast.Literal)
+	if !ok || lit.Kind != sqlast.LitString {
 		return "", fmt.Errorf("load_history takes the table name as a string, as in load_history('sales_ods')")
 	}
 	schema, name, spec, err := e.Table(ctx, core.NameFromString(lit.Value))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/changes"
@@ -20,7 +22,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -30,7 +31,7 @@ import (
 // backslash) is the user's error, refused (permanent: a pipe with one
 // pauses rather than retries) before anything is read. The Objects' paths
 // are as the store lists them, for the *Listed methods.
-func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sqlparse.VolumeSource) ([]objstore.Object, error) {
+func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sqlast.VolumeSource) ([]objstore.Object, error) {
 	var out []objstore.Object
 	if len(src.Files) > 0 {
 		for _, f := range src.Files {
@@ -79,14 +80,14 @@ func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 }
 
 // FileOptions is readOptions with the engine's reader limits.
-func (e *Reader) FileOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
+func (e *Reader) FileOptions(src *sqlast.VolumeSource) (formats.Options, error) {
 	opts, err := ReadOptions(src)
 	opts.Limits = e.Cfg.Limits
 	return opts, err
 }
 
 // ReadOptions turns OPTIONS(…) and an inline schema into reader options.
-func ReadOptions(src *sqlparse.VolumeSource) (formats.Options, error) {
+func ReadOptions(src *sqlast.VolumeSource) (formats.Options, error) {
 	kv := make(map[string]string, len(src.Options))
 	for _, p := range src.Options {
 		kv[p.Key] = p.Value
@@ -186,14 +187,14 @@ func MapColumns(file string, src []formats.Column, target core.LoadTarget, named
 
 // loadFile streams one file into the target. With onErrorAbort a bad row
 // fails the call; otherwise bad rows are counted in the result.
-func (e *Reader) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target core.LoadTarget, onError string) (FileLoad, error) {
+func (e *Reader) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts formats.Options, target core.LoadTarget, onError string) (FileLoad, error) {
 	return e.readFileInto(ctx, vol, obj, src, opts, target, onError, nil)
 }
 
 // readFileInto is loadFile; with staged set, the file's rows are not
 // written but kept in *staged (for chstore.InsertStaged with those of
 // other small files), and only when the file loads whole or in part.
-func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlparse.VolumeSource, opts formats.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
+func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts formats.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
 	var f objstore.File
@@ -346,7 +347,7 @@ func contentError(path string, err error) error {
 	return &FileError{err: fmt.Errorf("file %s: %w", path, err)}
 }
 
-func CopyOnError(opts []sqlparse.Property) (string, error) {
+func CopyOnError(opts []sqlast.Property) (string, error) {
 	for _, p := range opts {
 		if strings.EqualFold(p.Key, "on_error") {
 			switch v := strings.ToLower(p.Value); v {

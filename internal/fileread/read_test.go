@@ -9,34 +9,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-func props(kv ...string) []sqlparse.Property {
-	var out []sqlparse.Property
+func props(kv ...string) []sqlast.Property {
+	var out []sqlast.Property
 	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, sqlparse.Property{Key: kv[i], Value: kv[i+1]})
+		out = append(out, sqlast.Property{Key: kv[i], Value: kv[i+1]})
 	}
 	return out
 }
 
 func TestReadOptions(t *testing.T) {
-	intNotNull := sqlparse.ColumnDef{Name: "id", Type: sqlparse.TypeName{Name: "INT"}, NotNull: true}
-	str := sqlparse.ColumnDef{Name: "name", Type: sqlparse.TypeName{Name: "STRING"}}
+	intNotNull := sqlast.ColumnDef{Name: "id", Type: sqlast.TypeName{Name: "INT"}, NotNull: true}
+	str := sqlast.ColumnDef{Name: "name", Type: sqlast.TypeName{Name: "STRING"}}
 	cases := []struct {
 		name    string
-		src     sqlparse.VolumeSource
+		src     sqlast.VolumeSource
 		check   func(t *testing.T, o formats.Options)
 		wantErr string
 	}{
 		{
 			name: "no options: the reader defaults",
-			src:  sqlparse.VolumeSource{Format: "CSV"},
+			src:  sqlast.VolumeSource{Format: "CSV"},
 			check: func(t *testing.T, o formats.Options) {
 				if o.Header || o.Delimiter != ',' || o.Quote != '"' || o.NoQuote || o.Compression != formats.CompressionAuto || o.Schema != nil {
 					t.Errorf("defaults: %+v", o)
@@ -45,7 +46,7 @@ func TestReadOptions(t *testing.T) {
 		},
 		{
 			name: "keys are case-insensitive and aliases map to one option",
-			src:  sqlparse.VolumeSource{Options: props("HEADER", "true", "field_delimiter", "|")},
+			src:  sqlast.VolumeSource{Options: props("HEADER", "true", "field_delimiter", "|")},
 			check: func(t *testing.T, o formats.Options) {
 				if !o.Header || o.Delimiter != '|' {
 					t.Errorf("header %v delimiter %q", o.Header, o.Delimiter)
@@ -54,7 +55,7 @@ func TestReadOptions(t *testing.T) {
 		},
 		{
 			name: "tab, no quoting, a NULL marker",
-			src:  sqlparse.VolumeSource{Options: props("sep", `\t`, "quote", "", "nullvalue", `\N`)},
+			src:  sqlast.VolumeSource{Options: props("sep", `\t`, "quote", "", "nullvalue", `\N`)},
 			check: func(t *testing.T, o formats.Options) {
 				if o.Delimiter != '\t' || !o.NoQuote || !o.HasNullValue || o.NullValue != `\N` {
 					t.Errorf("%+v", o)
@@ -63,7 +64,7 @@ func TestReadOptions(t *testing.T) {
 		},
 		{
 			name: "compression spellings are canonical",
-			src:  sqlparse.VolumeSource{Options: props("compression", "GZ")},
+			src:  sqlast.VolumeSource{Options: props("compression", "GZ")},
 			check: func(t *testing.T, o formats.Options) {
 				if o.Compression != formats.CompressionGzip {
 					t.Errorf("compression %q", o.Compression)
@@ -72,7 +73,7 @@ func TestReadOptions(t *testing.T) {
 		},
 		{
 			name: "an inline schema names and types the columns; NOT NULL decides Nullable",
-			src:  sqlparse.VolumeSource{Schema: []sqlparse.ColumnDef{intNotNull, str}},
+			src:  sqlast.VolumeSource{Schema: []sqlast.ColumnDef{intNotNull, str}},
 			check: func(t *testing.T, o formats.Options) {
 				want := []formats.Column{{Name: "id", Type: "Int32"}, {Name: "name", Type: "Nullable(String)"}}
 				if !reflect.DeepEqual(o.Schema, want) {
@@ -80,16 +81,16 @@ func TestReadOptions(t *testing.T) {
 				}
 			},
 		},
-		{name: "unknown key", src: sqlparse.VolumeSource{Options: props("colour", "red")}, wantErr: `OPTIONS: unknown option "colour"`},
-		{name: "bad boolean", src: sqlparse.VolumeSource{Options: props("header", "maybe")}, wantErr: `OPTIONS: option "header": want true or false, got "maybe"`},
-		{name: "bad compression", src: sqlparse.VolumeSource{Options: props("compression", "lz4")}, wantErr: `OPTIONS: option "compression": unknown compression "lz4"`},
-		{name: "multi-byte delimiter", src: sqlparse.VolumeSource{Options: props("sep", "||")}, wantErr: `OPTIONS: option "sep": want a single character`},
-		{name: "delimiter equals quote", src: sqlparse.VolumeSource{Options: props("sep", `"`)}, wantErr: "OPTIONS: field delimiter and quote are both"},
-		{name: "two spellings of one option", src: sqlparse.VolumeSource{Options: props("sep", ";", "delimiter", ";")}, wantErr: "both set sep"},
-		{name: "negative skip_rows", src: sqlparse.VolumeSource{Options: props("skip_rows", "-1")}, wantErr: `option "skip_rows": want a non-negative integer`},
+		{name: "unknown key", src: sqlast.VolumeSource{Options: props("colour", "red")}, wantErr: `OPTIONS: unknown option "colour"`},
+		{name: "bad boolean", src: sqlast.VolumeSource{Options: props("header", "maybe")}, wantErr: `OPTIONS: option "header": want true or false, got "maybe"`},
+		{name: "bad compression", src: sqlast.VolumeSource{Options: props("compression", "lz4")}, wantErr: `OPTIONS: option "compression": unknown compression "lz4"`},
+		{name: "multi-byte delimiter", src: sqlast.VolumeSource{Options: props("sep", "||")}, wantErr: `OPTIONS: option "sep": want a single character`},
+		{name: "delimiter equals quote", src: sqlast.VolumeSource{Options: props("sep", `"`)}, wantErr: "OPTIONS: field delimiter and quote are both"},
+		{name: "two spellings of one option", src: sqlast.VolumeSource{Options: props("sep", ";", "delimiter", ";")}, wantErr: "both set sep"},
+		{name: "negative skip_rows", src: sqlast.VolumeSource{Options: props("skip_rows", "-1")}, wantErr: `option "skip_rows": want a non-negative integer`},
 		{
 			name:    "a schema type lakepipe does not know names the column",
-			src:     sqlparse.VolumeSource{Schema: []sqlparse.ColumnDef{intNotNull, {Name: "blob", Type: sqlparse.TypeName{Name: "GEOGRAPHY"}}}},
+			src:     sqlast.VolumeSource{Schema: []sqlast.ColumnDef{intNotNull, {Name: "blob", Type: sqlast.TypeName{Name: "GEOGRAPHY"}}}},
 			wantErr: "column blob: ",
 		},
 	}
@@ -115,14 +116,14 @@ func TestReadOptions(t *testing.T) {
 func TestFileOptionsCarriesLimits(t *testing.T) {
 	var e Reader
 	e.Cfg.Limits = formats.Limits{MaxLineBytes: 123, MaxColumns: 7}
-	o, err := e.FileOptions(&sqlparse.VolumeSource{Options: props("header", "true")})
+	o, err := e.FileOptions(&sqlast.VolumeSource{Options: props("header", "true")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Limits != e.Cfg.Limits || !o.Header {
 		t.Errorf("limits %+v header %v, want %+v and true", o.Limits, o.Header, e.Cfg.Limits)
 	}
-	if _, err := e.FileOptions(&sqlparse.VolumeSource{Options: props("nope", "1")}); err == nil {
+	if _, err := e.FileOptions(&sqlast.VolumeSource{Options: props("nope", "1")}); err == nil {
 		t.Error("FileOptions accepted an unknown option")
 	}
 }
@@ -176,7 +177,7 @@ func TestMapColumns(t *testing.T) {
 
 func TestCopyOnError(t *testing.T) {
 	cases := []struct {
-		opts    []sqlparse.Property
+		opts    []sqlast.Property
 		want    string
 		wantErr string
 	}{

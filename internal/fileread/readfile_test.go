@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // serveFiles makes readFileInto read files from memory instead of a
@@ -206,7 +207,7 @@ func TestReadFileInto(t *testing.T) {
 			}
 			var e Reader
 			obj := objstore.Object{Path: "f.csv", Size: int64(len(sixRows)), ETag: "e1"}
-			got, err := e.readFileInto(context.Background(), nil, obj, &sqlparse.VolumeSource{Format: "CSV"}, opts, twoCols, c.onError, staged)
+			got, err := e.readFileInto(context.Background(), nil, obj, &sqlast.VolumeSource{Format: "CSV"}, opts, twoCols, c.onError, staged)
 			if c.wantErr != "" {
 				var fe *FileError
 				if !errors.As(err, &fe) || err.Error() != c.wantErr {
@@ -258,7 +259,7 @@ func TestReadFileIntoMapsByNameWhenNamed(t *testing.T) {
 			in := &fakeInserter{}
 			useInserter(t, in, nil)
 			var e Reader
-			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f"}, &sqlparse.VolumeSource{Format: c.format}, c.opts, twoCols, OnErrorAbort, nil)
+			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f"}, &sqlast.VolumeSource{Format: c.format}, c.opts, twoCols, OnErrorAbort, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +319,7 @@ func TestReadFileIntoFailures(t *testing.T) {
 				staged = new(chstore.Staged)
 			}
 			var e Reader
-			_, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlparse.VolumeSource{Format: format}, formats.Options{Limits: formats.Limits{MaxLineBytes: c.lines}}, twoCols, OnErrorAbort, staged)
+			_, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: format}, formats.Options{Limits: formats.Limits{MaxLineBytes: c.lines}}, twoCols, OnErrorAbort, staged)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -346,7 +347,7 @@ func TestReadFileIntoCountsReaderRowErrors(t *testing.T) {
 	in := &fakeInserter{}
 	useInserter(t, in, nil)
 	var e Reader
-	got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlparse.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, onErrorContinue, nil)
+	got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, onErrorContinue, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +377,7 @@ func TestReadFileIntoStagedWithRealInserter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.onError, func(t *testing.T) {
 			var staged chstore.Staged
-			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlparse.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, c.onError, &staged)
+			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, c.onError, &staged)
 			var fe *FileError
 			if errors.As(err, &fe) != c.fileErr || (err != nil && !c.fileErr) {
 				t.Fatalf("err = %v, want a FileError: %v", err, c.fileErr)

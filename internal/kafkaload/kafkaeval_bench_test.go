@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/formats"
@@ -27,7 +29,7 @@ func BenchmarkKafkaEvalConvert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	prog, err := recordeval.Compile(q.Body.(*sqlparse.Select), "raw", "raw")
+	prog, err := recordeval.Compile(q.Body.(*sqlast.Select), "raw", "raw")
 	if err != nil {
 		b.Fatal(err)
 	}

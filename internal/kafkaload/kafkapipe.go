@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -56,15 +58,15 @@ type readKafka struct {
 }
 
 // KafkaQuery finds the READ_KAFKA call of a pipe's SELECT.
-func KafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error) {
-	sel, ok := q.Body.(*sqlparse.Select)
+func KafkaQuery(q *sqlast.Query) (*sqlast.Select, *sqlast.FuncCall, error) {
+	sel, ok := q.Body.(*sqlast.Select)
 	if !ok || len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
 		return nil, nil, fmt.Errorf("a Kafka pipe's COPY reads FROM (SELECT … FROM READ_KAFKA(…) [WHERE …]): no UNION, WITH, ORDER BY or LIMIT")
 	}
 	if len(sel.From) != 1 {
 		return nil, nil, fmt.Errorf("a Kafka pipe's SELECT reads from exactly one READ_KAFKA(…)")
 	}
-	fr, ok := sel.From[0].(*sqlparse.FuncRef)
+	fr, ok := sel.From[0].(*sqlast.FuncRef)
 	if !ok || fr.Func.Name != "read_kafka" {
 		return nil, nil, fmt.Errorf("a pipe's COPY INTO … FROM (SELECT …) must read FROM READ_KAFKA(…) (or use FROM VOLUME for files)")
 	}
@@ -74,15 +76,15 @@ func KafkaQuery(q *sqlparse.Query) (*sqlparse.Select, *sqlparse.FuncCall, error)
 	return sel, fr.Func, nil
 }
 
-func ParseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
+func ParseReadKafka(fc *sqlast.FuncCall) (readKafka, error) {
 	var rk readKafka
 	const usage = "READ_KAFKA(bootstrap, topic, '', group_id, '', '', '', '', key_format, value_format, max_errors, map(…))"
 	if len(fc.Args) != 12 {
 		return rk, fmt.Errorf("READ_KAFKA takes 12 arguments, %d given: %s", len(fc.Args), usage)
 	}
 	str := func(i int, what string) (string, error) {
-		l, ok := fc.Args[i].(*sqlparse.Literal)
-		if !ok || (l.Kind != sqlparse.LitString && l.Kind != sqlparse.LitNumber) {
+		l, ok := fc.Args[i].(*sqlast.Literal)
+		if !ok || (l.Kind != sqlast.LitString && l.Kind != sqlast.LitNumber) {
 			return "", fmt.Errorf("READ_KAFKA argument %d (%s) must be a string literal: %s", i+1, what, usage)
 		}
 		return strings.TrimSpace(l.Value), nil
@@ -133,14 +135,14 @@ func ParseReadKafka(fc *sqlparse.FuncCall) (readKafka, error) {
 	if rk.MaxErrors, err = strconv.ParseInt(me, 10, 64); err != nil || rk.MaxErrors < 0 {
 		return rk, fmt.Errorf("READ_KAFKA: max_errors (argument 11) is %q: expected a whole number ≥ 0", me)
 	}
-	m, ok := fc.Args[11].(*sqlparse.FuncCall)
+	m, ok := fc.Args[11].(*sqlast.FuncCall)
 	if !ok || m.Name != "map" || len(m.Args)%2 != 0 {
 		return rk, fmt.Errorf("READ_KAFKA: the last argument must be map('key', 'value', …)")
 	}
 	rk.Src.Config = map[string]string{}
 	for i := 0; i < len(m.Args); i += 2 {
-		k, kok := m.Args[i].(*sqlparse.Literal)
-		v, vok := m.Args[i+1].(*sqlparse.Literal)
+		k, kok := m.Args[i].(*sqlast.Literal)
+		v, vok := m.Args[i+1].(*sqlast.Literal)
 		if !kok || !vok {
 			return rk, fmt.Errorf("READ_KAFKA: map(…) takes string literals")
 		}
@@ -170,7 +172,7 @@ type KafkaPipeRun struct {
 }
 
 // compileKafka checks a Kafka pipe's COPY against its target table.
-func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlparse.CopyIntoTable) (*KafkaPipeRun, error) {
+func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.CopyIntoTable) (*KafkaPipeRun, error) {
 	sel, fc, err := KafkaQuery(cp.Query)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
@@ -257,7 +259,7 @@ func TypedFits(typed, chType string) bool {
 }
 
 // CreateKafkaPipe is CREATE PIPE … AS COPY INTO t FROM (SELECT … FROM READ_KAFKA(…)).
-func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlparse.CreatePipe, orch core.Orchestrator) (*core.Result, error) {
+func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlast.CreatePipe, orch core.Orchestrator) (*core.Result, error) {
 	cp := s.Copy
 	if cp.Overwrite {
 		return nil, fmt.Errorf("pipe %s: COPY OVERWRITE cannot run continuously; use COPY INTO", s.Name)
@@ -333,7 +335,7 @@ func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*Kafka
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err)
 	}
-	cp, ok := stmt.(*sqlparse.CopyIntoTable)
+	cp, ok := stmt.(*sqlast.CopyIntoTable)
 	if !ok || cp.Query == nil {
 		return nil, fmt.Errorf("pipe %s: not a Kafka pipe", p.Name)
 	}

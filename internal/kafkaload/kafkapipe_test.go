@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
@@ -30,7 +32,7 @@ func TestReadKafkaArguments(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cp := stmt.(*sqlparse.CreatePipe)
+			cp := stmt.(*sqlast.CreatePipe)
 			_, fc, err := KafkaQuery(cp.Copy.Query)
 			if err != nil {
 				t.Fatal(err)

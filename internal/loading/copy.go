@@ -6,15 +6,16 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlparse.CopyIntoTable) (*core.Result, error) {
+func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*core.Result, error) {
 	if s.Volume == nil {
 		return nil, fmt.Errorf("COPY INTO … FROM (SELECT …): %w outside a pipe (use INSERT INTO … SELECT)", core.ErrNotSupportedYet)
 	}
@@ -97,7 +98,7 @@ var exportExt = map[string]string{"CSV": "csv", "PARQUET": "parquet", "JSON": "j
 // exportFileBytes is where an export starts its next file.
 const exportFileBytes = 256 << 20
 
-func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume) (*core.Result, error) {
+func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlast.CopyIntoVolume) (*core.Result, error) {
 	format := strings.ToUpper(s.FileFormat)
 	ext, ok := exportExt[format]
 	if !ok || format == "JSON" {
@@ -116,9 +117,9 @@ func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlparse.CopyIntoVolume)
 	defer sess.Close()
 	var query string
 	if s.FromTable != nil {
-		q := &sqlparse.Query{Body: &sqlparse.Select{
-			Items: []sqlparse.SelectItem{{Star: true}},
-			From:  []sqlparse.TableRef{&sqlparse.TableName{Name: *s.FromTable}},
+		q := &sqlast.Query{Body: &sqlast.Select{
+			Items: []sqlast.SelectItem{{Star: true}},
+			From:  []sqlast.TableRef{&sqlast.TableName{Name: *s.FromTable}},
 		}}
 		if query, err = sess.Translate(q); err != nil {
 			return nil, err

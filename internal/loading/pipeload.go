@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -31,7 +33,7 @@ type PipeRun struct {
 	e       *Loader
 	Name    string
 	Spec    catalog.PipeSpec
-	copy    *sqlparse.CopyIntoTable
+	copy    *sqlast.CopyIntoTable
 	vol     *objstore.Volume
 	target  core.LoadTarget
 	opts    formats.Options
@@ -59,7 +61,7 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	if err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: its COPY statement no longer parses: %w", p.Name, err))
 	}
-	cp, ok := stmt.(*sqlparse.CopyIntoTable)
+	cp, ok := stmt.(*sqlast.CopyIntoTable)
 	if !ok || cp.Volume == nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: not a volume pipe", p.Name))
 	}

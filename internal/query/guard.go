@@ -4,8 +4,9 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -59,11 +60,11 @@ func reservedDatabase(db string) (hint string, reserved bool) {
 
 // guardName refuses a table (or other schema object) name of a reserved
 // database; an unqualified name is in the session's schema.
-func (e *Runner) guardName(n sqlparse.ObjectName) error {
+func (e *Runner) guardName(n sqlast.ObjectName) error {
 	return guardName(e.Cfg.Schema, n)
 }
 
-func guardName(schema string, n sqlparse.ObjectName) error {
+func guardName(schema string, n sqlast.ObjectName) error {
 	db := schema
 	if len(n.Parts) >= 2 {
 		db = n.Parts[len(n.Parts)-2]
@@ -77,16 +78,16 @@ func guardName(schema string, n sqlparse.ObjectName) error {
 // Guard checks every table a user statement names — its targets, and the
 // sources of its queries at any depth (subqueries, JOINs, CTEs, UNION
 // branches, IN (SELECT …)) — and every function it calls.
-func (e *Runner) Guard(stmt sqlparse.Statement) error {
+func (e *Runner) Guard(stmt sqlast.Statement) error {
 	return Guard(e.Cfg.Schema, stmt)
 }
 
 // Guard is Engine.guard for a session in schema (`lakepipe sql --check`
 // runs it without an engine).
-func Guard(schema string, stmt sqlparse.Statement) error {
+func Guard(schema string, stmt sqlast.Statement) error {
 	ctes := map[string]bool{}
-	sqlparse.Inspect(stmt, func(n any) bool {
-		if q, ok := n.(*sqlparse.Query); ok {
+	sqlast.Inspect(stmt, func(n any) bool {
+		if q, ok := n.(*sqlast.Query); ok {
 			for _, c := range q.With {
 				ctes[c.Name] = true
 			}
@@ -94,38 +95,38 @@ func Guard(schema string, stmt sqlparse.Statement) error {
 		return true
 	})
 	var err error
-	sqlparse.Inspect(stmt, func(n any) bool {
+	sqlast.Inspect(stmt, func(n any) bool {
 		if err != nil {
 			return false // the first refusal is the answer
 		}
 		switch n := n.(type) {
-		case sqlparse.Statement:
+		case sqlast.Statement:
 			for _, name := range statementNames(n) {
 				if err = guardName(schema, name); err != nil {
 					break
 				}
 			}
-		case *sqlparse.TableName:
+		case *sqlast.TableName:
 			if len(n.Name.Parts) != 1 || !ctes[n.Name.Parts[0]] {
 				err = guardName(schema, n.Name)
 			}
-		case *sqlparse.FuncRef:
+		case *sqlast.FuncRef:
 			if !allowedTableFunctions[strings.ToLower(n.Func.Name)] {
 				err = &GuardError{msg: n.Func.Name + "(…): only load_history('t') and READ_KAFKA(…) can be used as table functions; " +
 					"ClickHouse's table functions (remote, cluster, s3, url, file, mysql, merge, …) are not available in lakepipe SQL"}
 			}
-		case *sqlparse.FuncCall:
+		case *sqlast.FuncCall:
 			err = chsql.CheckFunction(n.Name)
-		case *sqlparse.ColumnRef:
+		case *sqlast.ColumnRef:
 			// db.table.column (or workspace.db.table.column).
 			if len(n.Parts) >= 3 {
-				err = guardName(schema, sqlparse.ObjectName{Parts: n.Parts[:len(n.Parts)-1]})
+				err = guardName(schema, sqlast.ObjectName{Parts: n.Parts[:len(n.Parts)-1]})
 			}
-		case *sqlparse.InExpr:
+		case *sqlast.InExpr:
 			// x IN (db.table): ClickHouse reads a bare table name there.
 			for _, x := range n.List {
-				if c, ok := x.(*sqlparse.ColumnRef); ok && len(c.Parts) == 2 && err == nil {
-					err = guardName(schema, sqlparse.ObjectName{Parts: c.Parts})
+				if c, ok := x.(*sqlast.ColumnRef); ok && len(c.Parts) == 2 && err == nil {
+					err = guardName(schema, sqlast.ObjectName{Parts: c.Parts})
 				}
 			}
 		}
@@ -134,28 +135,28 @@ func Guard(schema string, stmt sqlparse.Statement) error {
 	return err
 }
 
-var objectNameType = reflect.TypeFor[sqlparse.ObjectName]()
+var objectNameType = reflect.TypeFor[sqlast.ObjectName]()
 
 // statementNames lists the object names a statement holds in its own fields
 // (the table of INSERT, DELETE, COPY INTO, CREATE …, a stream's table, …),
 // found by type so that a statement added later is covered too. Names in
 // its queries are found by walking them.
-func statementNames(stmt sqlparse.Statement) []sqlparse.ObjectName {
+func statementNames(stmt sqlast.Statement) []sqlast.ObjectName {
 	v := reflect.ValueOf(stmt)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return nil
 	}
 	v = v.Elem()
-	var names []sqlparse.ObjectName
+	var names []sqlast.ObjectName
 	for i := range v.NumField() {
 		if !v.Type().Field(i).IsExported() {
 			continue
 		}
 		switch f := v.Field(i); {
 		case f.Type() == objectNameType:
-			names = append(names, f.Interface().(sqlparse.ObjectName))
+			names = append(names, f.Interface().(sqlast.ObjectName))
 		case f.Type() == reflect.PointerTo(objectNameType) && !f.IsNil():
-			names = append(names, *f.Interface().(*sqlparse.ObjectName))
+			names = append(names, *f.Interface().(*sqlast.ObjectName))
 		}
 	}
 	return names

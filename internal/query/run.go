@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -15,7 +17,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/objstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // A query reading a table stream is translated from what this process
@@ -26,7 +27,7 @@ import (
 // the entries' version checks. The result counts only if the check held.
 // So a stream read costs one round trip (and a cheap one alongside) when
 // nothing changed, and three when something did.
-func (e *Runner) Query(ctx context.Context, q *sqlparse.Query) (*core.Result, error) {
+func (e *Runner) Query(ctx context.Context, q *sqlast.Query) (*core.Result, error) {
 	mode := querySpeculative
 	for {
 		res, again, err := e.queryOnce(ctx, q, mode)
@@ -48,7 +49,7 @@ const (
 
 // queryOnce runs a query; again, when not zero, says a cache turned out
 // outdated and how to run it again.
-func (e *Runner) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMode) (_ *core.Result, again queryMode, _ error) {
+func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode) (_ *core.Result, again queryMode, _ error) {
 	sess := e.Session(ctx)
 	sess.cached = mode >= queryCached
 	sess.speculate = mode == querySpeculative
@@ -125,28 +126,28 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlparse.Query, mode queryMod
 // UniqueOutputNames renames the SELECT items of an INSERT's query whose
 // output names repeat (SELECT a, a …): the rows are wrapped in a subquery
 // to add the commit id, and a subquery keeps one column per name.
-func UniqueOutputNames(q *sqlparse.Query) {
-	var walk func(b sqlparse.SetExpr)
-	walk = func(b sqlparse.SetExpr) {
+func UniqueOutputNames(q *sqlast.Query) {
+	var walk func(b sqlast.SetExpr)
+	walk = func(b sqlast.SetExpr) {
 		switch x := b.(type) {
-		case *sqlparse.Query:
+		case *sqlast.Query:
 			walk(x.Body)
-		case *sqlparse.SetOp:
+		case *sqlast.SetOp:
 			walk(x.Left)
 			walk(x.Right)
-		case *sqlparse.Select:
+		case *sqlast.Select:
 			seen := map[string]int{}
-			name := func(it sqlparse.SelectItem) string {
+			name := func(it sqlast.SelectItem) string {
 				switch {
 				case it.Alias != "":
 					return strings.ToLower(it.Alias)
 				case it.Star:
 					return ""
 				}
-				if c, ok := it.Expr.(*sqlparse.ColumnRef); ok {
+				if c, ok := it.Expr.(*sqlast.ColumnRef); ok {
 					return strings.ToLower(c.Parts[len(c.Parts)-1])
 				}
-				return strings.ToLower(sqlparse.FormatExpr(it.Expr))
+				return strings.ToLower(sqlast.FormatExpr(it.Expr))
 			}
 			for _, it := range x.Items {
 				if n := name(it); n != "" {

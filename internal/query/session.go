@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -17,7 +19,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -177,7 +178,7 @@ type streamLookup struct {
 }
 
 // stream looks a name up as a table stream, once per statement.
-func (s *Session) stream(n sqlparse.ObjectName) (streamLookup, error) {
+func (s *Session) stream(n sqlast.ObjectName) (streamLookup, error) {
 	key := strings.Join(n.Parts, ".")
 	if l, ok := s.specs[key]; ok {
 		return l, nil
@@ -200,7 +201,7 @@ func (s *Session) stream(n sqlparse.ObjectName) (streamLookup, error) {
 func (e *Runner) Session(ctx context.Context) *Session {
 	s := &Session{e: e, ctx: ctx}
 	s.Tr = &chsql.Translator{
-		Table: func(n sqlparse.ObjectName) (string, error) {
+		Table: func(n sqlast.ObjectName) (string, error) {
 			// Again here, for the queries of dynamic tables stored
 			// before Exec checked them.
 			if err := e.guardName(n); err != nil {
@@ -214,7 +215,7 @@ func (e *Runner) Session(ctx context.Context) *Session {
 			return e.TableRef(ctx, n)
 		},
 		Source: s.source,
-		Columns: func(n sqlparse.ObjectName) ([]string, bool) {
+		Columns: func(n sqlast.ObjectName) ([]string, bool) {
 			var extra []string
 			var spec catalog.TableSpec
 			if l, err := s.stream(n); err == nil && l.ok {
@@ -236,7 +237,7 @@ func (e *Runner) Session(ctx context.Context) *Session {
 	return s
 }
 
-func (s *Session) Translate(q *sqlparse.Query) (string, error) { return s.Tr.Query(q) }
+func (s *Session) Translate(q *sqlast.Query) (string, error) { return s.Tr.Query(q) }
 
 // Close drops the temporary tables, on a fresh context so that a cancelled
 // statement still cleans up.
@@ -246,13 +247,13 @@ func (s *Session) Close() {
 	}
 }
 
-func (s *Session) source(ref sqlparse.TableRef) (string, error) {
+func (s *Session) source(ref sqlast.TableRef) (string, error) {
 	switch r := ref.(type) {
-	case *sqlparse.DirectoryRef:
+	case *sqlast.DirectoryRef:
 		return s.e.directorySource(s.ctx, r.Volume)
-	case *sqlparse.VolumeRef:
+	case *sqlast.VolumeRef:
 		return s.volumeSource(&r.Source)
-	case *sqlparse.FuncRef:
+	case *sqlast.FuncRef:
 		switch strings.ToLower(r.Func.Name) {
 		case "load_history":
 			return s.e.LoadHistorySource(s.ctx, r.Func)
@@ -274,7 +275,7 @@ func tempName() string {
 // Memory table and returns that table, so that ClickHouse can run any query
 // over them. Columns are named by the schema, the header or the file
 // (Parquet, JSON), else f0, f1, ….
-func (s *Session) volumeSource(src *sqlparse.VolumeSource) (string, error) {
+func (s *Session) volumeSource(src *sqlast.VolumeSource) (string, error) {
 	e := s.e
 	vol, _, err := e.Volume(s.ctx, src.Volume)
 	if err != nil {

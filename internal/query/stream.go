@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // Stream modes.
@@ -23,7 +24,7 @@ const (
 // streamColumns are the metadata columns a stream adds to its table's.
 var streamColumns = []string{"__change_type", "__commit_version", "__commit_timestamp"}
 
-func (e *Runner) StreamSpec(ctx context.Context, n sqlparse.ObjectName) (schema, name string, spec catalog.StreamSpec, ok bool, err error) {
+func (e *Runner) StreamSpec(ctx context.Context, n sqlast.ObjectName) (schema, name string, spec catalog.StreamSpec, ok bool, err error) {
 	if schema, name, err = e.Qualify(n); err != nil {
 		return
 	}
@@ -77,13 +78,13 @@ type streamRead struct {
 
 // ReadsChangeColumns reports whether a query may read a stream's metadata
 // columns: it names one of them, or selects *.
-func ReadsChangeColumns(q *sqlparse.Query) bool {
+func ReadsChangeColumns(q *sqlast.Query) bool {
 	found := false
-	sqlparse.Inspect(q, func(n any) bool {
+	sqlast.Inspect(q, func(n any) bool {
 		switch x := n.(type) {
-		case *sqlparse.Select:
-			found = found || slices.ContainsFunc(x.Items, func(it sqlparse.SelectItem) bool { return it.Star })
-		case *sqlparse.ColumnRef:
+		case *sqlast.Select:
+			found = found || slices.ContainsFunc(x.Items, func(it sqlast.SelectItem) bool { return it.Star })
+		case *sqlast.ColumnRef:
 			last := x.Parts[len(x.Parts)-1]
 			found = found || slices.ContainsFunc(streamColumns, func(c string) bool { return strings.EqualFold(c, last) })
 		}

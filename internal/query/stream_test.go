@@ -3,6 +3,8 @@ package query
 import (
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -26,7 +28,7 @@ func TestReadsChangeColumns(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.sql, err)
 		}
-		q, ok := stmts[0].(*sqlparse.QueryStmt)
+		q, ok := stmts[0].(*sqlast.QueryStmt)
 		if !ok {
 			t.Fatalf("%s: a %T, not a query", tc.sql, stmts[0])
 		}

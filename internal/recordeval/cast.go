@@ -7,10 +7,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -29,8 +30,8 @@ var (
 )
 
 // targetOf maps a declared SQL type to a cast target.
-func targetOf(t sqlparse.TypeName) (target, error) {
-	name := sqlparse.FormatType(t)
+func targetOf(t sqlast.TypeName) (target, error) {
+	name := sqlast.FormatType(t)
 	switch t.Name {
 	case "STRING", "VARCHAR", "CHAR", "TEXT", "BINARY":
 		return target{k: kString, name: name}, nil

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // Compile checks and compiles sel, the SELECT of a Kafka pipe; its FROM (the
@@ -16,7 +16,7 @@ import (
 // (listing what is available), an aggregate, window function or subquery
 // (the SELECT is evaluated per record), a bad cast target, pattern or JSON
 // path.
-func Compile(sel *sqlparse.Select, keyFormat, valueFormat string) (*Program, error) {
+func Compile(sel *sqlast.Select, keyFormat, valueFormat string) (*Program, error) {
 	if sel == nil {
 		return nil, errors.New("recordeval: no SELECT to compile")
 	}
@@ -53,7 +53,7 @@ func Compile(sel *sqlparse.Select, keyFormat, valueFormat string) (*Program, err
 		}
 		n, err := c.expr(it.Expr)
 		if err != nil {
-			return nil, fmt.Errorf("select item %d (%s): %w", i+1, sqlparse.FormatExpr(it.Expr), err)
+			return nil, fmt.Errorf("select item %d (%s): %w", i+1, sqlast.FormatExpr(it.Expr), err)
 		}
 		p.Columns = append(p.Columns, outputName(it, i+1))
 		p.cols = append(p.cols, n)
@@ -86,23 +86,23 @@ func perRecord(what string) error {
 
 // outputName is the alias, else the column name, else the last ['key'] of
 // an index (looking through casts and parentheses), else col<n>.
-func outputName(it sqlparse.SelectItem, n int) string {
+func outputName(it sqlast.SelectItem, n int) string {
 	if it.Alias != "" {
 		return it.Alias
 	}
 	e := it.Expr
 	for {
 		switch x := e.(type) {
-		case *sqlparse.ParenExpr:
+		case *sqlast.ParenExpr:
 			e = x.X
 			continue
-		case *sqlparse.CastExpr:
+		case *sqlast.CastExpr:
 			e = x.X
 			continue
-		case *sqlparse.ColumnRef:
+		case *sqlast.ColumnRef:
 			return x.Parts[len(x.Parts)-1]
-		case *sqlparse.IndexExpr:
-			if l, ok := x.Index.(*sqlparse.Literal); ok && l.Kind == sqlparse.LitString {
+		case *sqlast.IndexExpr:
+			if l, ok := x.Index.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
 				return l.Value
 			}
 		}
@@ -125,16 +125,16 @@ func (c *compiler) slot(key string) int {
 	return s
 }
 
-func (c *compiler) expr(e sqlparse.Expr) (node, error) {
+func (c *compiler) expr(e sqlast.Expr) (node, error) {
 	switch e := e.(type) {
-	case *sqlparse.ColumnRef:
+	case *sqlast.ColumnRef:
 		return c.column(e)
-	case *sqlparse.Literal:
+	case *sqlast.Literal:
 		return literal(e.Kind, e.Value)
-	case *sqlparse.ParenExpr:
+	case *sqlast.ParenExpr:
 		return c.expr(e.X)
-	case *sqlparse.UnaryExpr:
-		if l, ok := e.X.(*sqlparse.Literal); ok && l.Kind == sqlparse.LitNumber && e.Op == "-" {
+	case *sqlast.UnaryExpr:
+		if l, ok := e.X.(*sqlast.Literal); ok && l.Kind == sqlast.LitNumber && e.Op == "-" {
 			return literal(l.Kind, "-"+l.Value)
 		}
 		x, err := c.expr(e.X)
@@ -148,11 +148,11 @@ func (c *compiler) expr(e sqlparse.Expr) (node, error) {
 			return x, nil
 		}
 		return &notNode{x: x}, nil
-	case *sqlparse.BinaryExpr:
+	case *sqlast.BinaryExpr:
 		return c.binary(e)
-	case *sqlparse.FuncCall:
+	case *sqlast.FuncCall:
 		return c.call(e)
-	case *sqlparse.CastExpr:
+	case *sqlast.CastExpr:
 		t, err := targetOf(e.Type)
 		if err != nil {
 			return nil, err
@@ -162,11 +162,11 @@ func (c *compiler) expr(e sqlparse.Expr) (node, error) {
 			return nil, err
 		}
 		return &castNode{x: x, t: t, try: e.Try}, nil
-	case *sqlparse.IndexExpr:
+	case *sqlast.IndexExpr:
 		return c.index(e)
-	case *sqlparse.CaseExpr:
+	case *sqlast.CaseExpr:
 		return c.caseExpr(e)
-	case *sqlparse.InExpr:
+	case *sqlast.InExpr:
 		if e.Query != nil {
 			return nil, perRecord("IN (subquery)")
 		}
@@ -179,29 +179,29 @@ func (c *compiler) expr(e sqlparse.Expr) (node, error) {
 			return nil, err
 		}
 		return &inNode{x: x, list: list, not: e.Not}, nil
-	case *sqlparse.BetweenExpr:
-		ns, err := c.exprs([]sqlparse.Expr{e.X, e.Lo, e.Hi})
+	case *sqlast.BetweenExpr:
+		ns, err := c.exprs([]sqlast.Expr{e.X, e.Lo, e.Hi})
 		if err != nil {
 			return nil, err
 		}
 		return &betweenNode{x: ns[0], lo: ns[1], hi: ns[2], not: e.Not}, nil
-	case *sqlparse.IsNullExpr:
+	case *sqlast.IsNullExpr:
 		x, err := c.expr(e.X)
 		if err != nil {
 			return nil, err
 		}
 		return &isNullNode{x: x, not: e.Not}, nil
-	case *sqlparse.SubqueryExpr, *sqlparse.ExistsExpr:
+	case *sqlast.SubqueryExpr, *sqlast.ExistsExpr:
 		return nil, perRecord("a subquery")
-	case *sqlparse.IntervalExpr:
+	case *sqlast.IntervalExpr:
 		return nil, errors.New("INTERVAL is only supported as timestamp + INTERVAL n UNIT or timestamp - INTERVAL n UNIT")
-	case *sqlparse.StarExpr:
+	case *sqlast.StarExpr:
 		return nil, errors.New("* is only allowed as SELECT *")
 	}
-	return nil, fmt.Errorf("unsupported expression %s", sqlparse.FormatExpr(e))
+	return nil, fmt.Errorf("unsupported expression %s", sqlast.FormatExpr(e))
 }
 
-func (c *compiler) exprs(es []sqlparse.Expr) ([]node, error) {
+func (c *compiler) exprs(es []sqlast.Expr) ([]node, error) {
 	out := make([]node, len(es))
 	for i, e := range es {
 		n, err := c.expr(e)
@@ -213,7 +213,7 @@ func (c *compiler) exprs(es []sqlparse.Expr) ([]node, error) {
 	return out, nil
 }
 
-func (c *compiler) column(e *sqlparse.ColumnRef) (node, error) {
+func (c *compiler) column(e *sqlast.ColumnRef) (node, error) {
 	name := strings.ToLower(e.Parts[len(e.Parts)-1])
 	for i, col := range recordColumns {
 		if name == col {
@@ -228,18 +228,18 @@ func (c *compiler) column(e *sqlparse.ColumnRef) (node, error) {
 			return &nowNode{date: true}, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown column %s (a Kafka record has %s)", sqlparse.FormatExpr(e), strings.Join(recordColumns, ", "))
+	return nil, fmt.Errorf("unknown column %s (a Kafka record has %s)", sqlast.FormatExpr(e), strings.Join(recordColumns, ", "))
 }
 
 // literal compiles a constant: integers are BIGINT (DECIMAL beyond),
 // other numbers DOUBLE.
 func literal(k, text string) (node, error) {
 	switch k {
-	case sqlparse.LitString:
+	case sqlast.LitString:
 		return &constNode{strV([]byte(text))}, nil
-	case sqlparse.LitBool:
+	case sqlast.LitBool:
 		return &constNode{boolV(strings.EqualFold(text, "true"))}, nil
-	case sqlparse.LitNull:
+	case sqlast.LitNull:
 		return &constNode{}, nil
 	}
 	b := []byte(text)
@@ -255,12 +255,12 @@ func literal(k, text string) (node, error) {
 	return &constNode{floatV(f)}, nil
 }
 
-func (c *compiler) binary(e *sqlparse.BinaryExpr) (node, error) {
+func (c *compiler) binary(e *sqlast.BinaryExpr) (node, error) {
 	if e.Op == "+" || e.Op == "-" {
-		if iv, ok := e.R.(*sqlparse.IntervalExpr); ok {
+		if iv, ok := e.R.(*sqlast.IntervalExpr); ok {
 			return c.interval(e.L, iv, e.Op == "-")
 		}
-		if iv, ok := e.L.(*sqlparse.IntervalExpr); ok && e.Op == "+" {
+		if iv, ok := e.L.(*sqlast.IntervalExpr); ok && e.Op == "+" {
 			return c.interval(e.R, iv, false)
 		}
 	}
@@ -300,9 +300,9 @@ func (c *compiler) binary(e *sqlparse.BinaryExpr) (node, error) {
 	return nil, fmt.Errorf("operator %s is not supported", e.Op)
 }
 
-func (c *compiler) like(x node, e *sqlparse.BinaryExpr) (node, error) {
+func (c *compiler) like(x node, e *sqlast.BinaryExpr) (node, error) {
 	n := &likeNode{x: x, fold: strings.HasSuffix(e.Op, "ILIKE"), not: strings.HasPrefix(e.Op, "NOT ")}
-	if l, ok := e.R.(*sqlparse.Literal); ok && l.Kind == sqlparse.LitString {
+	if l, ok := e.R.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
 		p := []byte(l.Value)
 		if n.fold {
 			p = appendLower(nil, p)
@@ -318,24 +318,24 @@ func (c *compiler) like(x node, e *sqlparse.BinaryExpr) (node, error) {
 	return n, nil
 }
 
-func (c *compiler) interval(x sqlparse.Expr, iv *sqlparse.IntervalExpr, minus bool) (node, error) {
+func (c *compiler) interval(x sqlast.Expr, iv *sqlast.IntervalExpr, minus bool) (node, error) {
 	unit, val := iv.Unit, iv.Value
 	if unit == "" { // INTERVAL '3 hours'
-		l, ok := val.(*sqlparse.Literal)
+		l, ok := val.(*sqlast.Literal)
 		f := []string(nil)
-		if ok && l.Kind == sqlparse.LitString {
+		if ok && l.Kind == sqlast.LitString {
 			f = strings.Fields(l.Value)
 		}
 		if len(f) != 2 {
-			return nil, fmt.Errorf("%s: expected INTERVAL n UNIT", sqlparse.FormatExpr(iv))
+			return nil, fmt.Errorf("%s: expected INTERVAL n UNIT", sqlast.FormatExpr(iv))
 		}
-		val = &sqlparse.Literal{Kind: sqlparse.LitString, Value: f[0]}
+		val = &sqlast.Literal{Kind: sqlast.LitString, Value: f[0]}
 		unit = strings.TrimSuffix(strings.ToUpper(f[1]), "S")
 	}
 	switch unit {
 	case "YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND":
 	default:
-		return nil, fmt.Errorf("%s: unknown unit %s", sqlparse.FormatExpr(iv), unit)
+		return nil, fmt.Errorf("%s: unknown unit %s", sqlast.FormatExpr(iv), unit)
 	}
 	xn, err := c.expr(x)
 	if err != nil {
@@ -352,7 +352,7 @@ func (c *compiler) interval(x sqlparse.Expr, iv *sqlparse.IntervalExpr, minus bo
 	return n, nil
 }
 
-func (c *compiler) index(e *sqlparse.IndexExpr) (node, error) {
+func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 	x, err := c.expr(e.X)
 	if err != nil {
 		return nil, err
@@ -366,7 +366,7 @@ func (c *compiler) index(e *sqlparse.IndexExpr) (node, error) {
 		if col, ok := x.(*colNode); ok && (col.col == colKey || col.col == colValue) {
 			hint = fmt.Sprintf("use PARSE_JSON(%s::STRING)[…] or READ_KAFKA's 'json' %s format", recordColumns[col.col], recordColumns[col.col])
 		}
-		return nil, fmt.Errorf("cannot index %s: it is a %s, not JSON (%s)", sqlparse.FormatExpr(e.X), k, hint)
+		return nil, fmt.Errorf("cannot index %s: it is a %s, not JSON (%s)", sqlast.FormatExpr(e.X), k, hint)
 	}
 	idx, err := c.expr(e.Index)
 	if err != nil {
@@ -391,7 +391,7 @@ func (c *compiler) index(e *sqlparse.IndexExpr) (node, error) {
 		case kInt:
 			n.index, n.n = nil, k.v.i
 		default:
-			return nil, fmt.Errorf("%s: an index is a 'key' or an integer", sqlparse.FormatExpr(e))
+			return nil, fmt.Errorf("%s: an index is a 'key' or an integer", sqlast.FormatExpr(e))
 		}
 	}
 	return n, nil
@@ -428,7 +428,7 @@ func staticKind(n node) kind {
 	return kUnknown
 }
 
-func (c *compiler) caseExpr(e *sqlparse.CaseExpr) (node, error) {
+func (c *compiler) caseExpr(e *sqlast.CaseExpr) (node, error) {
 	n := &caseNode{}
 	var err error
 	if e.Operand != nil {
@@ -455,7 +455,7 @@ func (c *compiler) caseExpr(e *sqlparse.CaseExpr) (node, error) {
 	return n, nil
 }
 
-func (c *compiler) call(f *sqlparse.FuncCall) (node, error) {
+func (c *compiler) call(f *sqlast.FuncCall) (node, error) {
 	name := strings.ToLower(f.Name)
 	if f.Over != nil {
 		return nil, perRecord(fmt.Sprintf("window function %s(…) OVER (…)", name))

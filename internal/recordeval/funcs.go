@@ -13,9 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/shopspring/decimal"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/shopspring/decimal"
 )
 
 // fnImpl computes a function from its evaluated arguments.
@@ -29,7 +29,7 @@ type funcDef struct {
 	nullArgs bool // impl sees NULL arguments; otherwise a NULL argument gives NULL
 	// build compiles special forms (lazy arguments, constant patterns,
 	// memoized JSON); impl is unused then.
-	build func(c *compiler, f *sqlparse.FuncCall, args []node) (node, error)
+	build func(c *compiler, f *sqlast.FuncCall, args []node) (node, error)
 }
 
 // funcs are the scalar functions, by lower-case name. Filled by init, as
@@ -54,7 +54,7 @@ func init() {
 	}
 	coalesce := &funcDef{min: 1, max: -1, build: buildCoalesce}
 	ifFn := &funcDef{min: 3, max: 3, build: buildIf}
-	now := &funcDef{min: 0, max: 0, kind: kTime, build: func(*compiler, *sqlparse.FuncCall, []node) (node, error) { return &nowNode{}, nil }}
+	now := &funcDef{min: 0, max: 0, kind: kTime, build: func(*compiler, *sqlast.FuncCall, []node) (node, error) { return &nowNode{}, nil }}
 	jsonGet := &funcDef{min: 2, max: 2, kind: kString, build: buildGetJSON}
 	funcs = map[string]*funcDef{
 		// text
@@ -107,7 +107,7 @@ func init() {
 		"second":            part(func(t time.Time) int { return t.Second() }),
 		"current_timestamp": now,
 		"now":               now,
-		"current_date": {min: 0, max: 0, kind: kDate, build: func(*compiler, *sqlparse.FuncCall, []node) (node, error) {
+		"current_date": {min: 0, max: 0, kind: kDate, build: func(*compiler, *sqlast.FuncCall, []node) (node, error) {
 			return &nowNode{date: true}, nil
 		}},
 		// JSON
@@ -405,7 +405,7 @@ func constRegexp(n node) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-func buildRegexpLike(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildRegexpLike(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	re, err := constRegexp(args[1])
 	if err != nil {
 		return nil, err
@@ -425,7 +425,7 @@ type regexpExtractNode struct {
 	g             int64
 }
 
-func buildRegexpExtract(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildRegexpExtract(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	n := &regexpExtractNode{s: args[0], g: 1}
 	var err error
 	if n.re, err = constRegexp(args[1]); err != nil {
@@ -494,7 +494,7 @@ type regexpReplaceNode struct {
 	tmpl        []byte // Go template of the constant replacement
 }
 
-func buildRegexpReplace(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildRegexpReplace(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	n := &regexpReplaceNode{s: args[0]}
 	var err error
 	if n.re, err = constRegexp(args[1]); err != nil {
@@ -578,11 +578,11 @@ func javaReplacement(r []byte, groups int) []byte {
 
 // ---- NULL handling ----
 
-func buildCoalesce(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildCoalesce(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	return &coalesceNode{args: args}, nil
 }
 
-func buildIf(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildIf(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	return &ifNode{cond: args[0], a: args[1], b: args[2]}, nil
 }
 
@@ -784,8 +784,8 @@ type toTimeNode struct {
 	name   string
 }
 
-func buildToTime(k kind, try bool) func(*compiler, *sqlparse.FuncCall, []node) (node, error) {
-	return func(_ *compiler, f *sqlparse.FuncCall, args []node) (node, error) {
+func buildToTime(k kind, try bool) func(*compiler, *sqlast.FuncCall, []node) (node, error) {
+	return func(_ *compiler, f *sqlast.FuncCall, args []node) (node, error) {
 		if len(args) == 1 {
 			t := timestampTarget
 			if k == kDate {
@@ -846,7 +846,7 @@ type fromUnixtimeNode struct {
 	layout layoutArg
 }
 
-func buildFromUnixtime(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildFromUnixtime(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	l, err := newLayoutArg(args, 1, defaultLayout)
 	if err != nil {
 		return nil, err
@@ -880,7 +880,7 @@ type unixTimestampNode struct {
 	layout *layoutArg
 }
 
-func buildUnixTimestamp(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildUnixTimestamp(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	n := &unixTimestampNode{}
 	if len(args) > 0 {
 		n.x = args[0]
@@ -927,7 +927,7 @@ type dateFormatNode struct {
 	layout layoutArg
 }
 
-func buildDateFormat(_ *compiler, _ *sqlparse.FuncCall, args []node) (node, error) {
+func buildDateFormat(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 	l, err := newLayoutArg(args, 1, "")
 	if err != nil {
 		return nil, err
@@ -955,15 +955,15 @@ func (n *dateFormatNode) eval(st *state) (value, error) {
 
 // ---- JSON ----
 
-func buildParseJSON(try bool) func(*compiler, *sqlparse.FuncCall, []node) (node, error) {
-	return func(c *compiler, f *sqlparse.FuncCall, args []node) (node, error) {
-		what := sqlparse.FormatExpr(f.Args[0])
+func buildParseJSON(try bool) func(*compiler, *sqlast.FuncCall, []node) (node, error) {
+	return func(c *compiler, f *sqlast.FuncCall, args []node) (node, error) {
+		what := sqlast.FormatExpr(f.Args[0])
 		return &parseJSONNode{x: args[0], slot: c.slot(what), what: what, try: try}, nil
 	}
 }
 
-func buildGetJSON(c *compiler, f *sqlparse.FuncCall, args []node) (node, error) {
-	what := sqlparse.FormatExpr(f.Args[0])
+func buildGetJSON(c *compiler, f *sqlast.FuncCall, args []node) (node, error) {
+	what := sqlast.FormatExpr(f.Args[0])
 	n := &getJSONNode{x: args[0], slot: c.slot(what), what: what}
 	if p, ok := constText(args[1]); ok {
 		steps, err := parsePath(p)

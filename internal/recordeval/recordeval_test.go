@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -57,10 +59,10 @@ func compilePipe(t testing.TB, sql string) *Program {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel := st.(*sqlparse.CreatePipe).Copy.Query.Body.(*sqlparse.Select)
-	args := sel.From[0].(*sqlparse.FuncRef).Func.Args
-	kf := args[8].(*sqlparse.Literal).Value
-	vf := args[9].(*sqlparse.Literal).Value
+	sel := st.(*sqlast.CreatePipe).Copy.Query.Body.(*sqlast.Select)
+	args := sel.From[0].(*sqlast.FuncRef).Func.Args
+	kf := args[8].(*sqlast.Literal).Value
+	vf := args[9].(*sqlast.Literal).Value
 	p, err := Compile(sel, kf, vf)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func compileSelect(list, where, keyFormat, valueFormat string) (*Program, error)
 	if err != nil {
 		return nil, err
 	}
-	return Compile(q.Body.(*sqlparse.Select), keyFormat, valueFormat)
+	return Compile(q.Body.(*sqlast.Select), keyFormat, valueFormat)
 }
 
 const nullCell = "NULL"
@@ -920,11 +922,11 @@ func TestCompileErrors(t *testing.T) {
 		}
 	}
 	q, _ := sqlparse.ParseQuery("SELECT DISTINCT value FROM t")
-	if _, err := Compile(q.Body.(*sqlparse.Select), "raw", "raw"); err == nil || !strings.Contains(err.Error(), "SELECT DISTINCT is not supported") {
+	if _, err := Compile(q.Body.(*sqlast.Select), "raw", "raw"); err == nil || !strings.Contains(err.Error(), "SELECT DISTINCT is not supported") {
 		t.Errorf("DISTINCT: %v", err)
 	}
 	q, _ = sqlparse.ParseQuery("SELECT key FROM t GROUP BY key")
-	if _, err := Compile(q.Body.(*sqlparse.Select), "raw", "raw"); err == nil || !strings.Contains(err.Error(), "GROUP BY is not supported") {
+	if _, err := Compile(q.Body.(*sqlast.Select), "raw", "raw"); err == nil || !strings.Contains(err.Error(), "GROUP BY is not supported") {
 		t.Errorf("GROUP BY: %v", err)
 	}
 	if _, err := compileSelect("value", "", "raw", "avro"); err == nil || err.Error() != `value format "avro": READ_KAFKA supports 'raw' and 'json'` {

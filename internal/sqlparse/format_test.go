@@ -1,6 +1,10 @@
 package sqlparse
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+)
 
 // TestRoundTripEdges round-trips shapes that need care in Format: nested
 // parentheses around queries, signs, keyword-named objects, property keys
@@ -34,18 +38,18 @@ func TestRoundTripEdges(t *testing.T) {
 }
 
 func TestFormatQuoting(t *testing.T) {
-	e := &ColumnRef{Parts: []string{"select", "Mixed", "ok_1", "1x", "", "a`b", "数据"}}
-	eq(t, "idents", FormatExpr(e), "`select`.`Mixed`.ok_1.`1x`.``.`a``b`.`数据`")
-	eq(t, "string", FormatExpr(&Literal{Kind: LitString, Value: "it's\\\n\t\r\x00"}), `'it''s\\\n\t\r\0'`)
-	eq(t, "func", FormatExpr(&FuncCall{Name: "exists", Args: []Expr{&Literal{Kind: LitNumber, Value: "1"}}}), "`exists`(1)")
+	e := &sqlast.ColumnRef{Parts: []string{"select", "Mixed", "ok_1", "1x", "", "a`b", "数据"}}
+	eq(t, "idents", sqlast.FormatExpr(e), "`select`.`Mixed`.ok_1.`1x`.``.`a``b`.`数据`")
+	eq(t, "string", sqlast.FormatExpr(&sqlast.Literal{Kind: sqlast.LitString, Value: "it's\\\n\t\r\x00"}), `'it''s\\\n\t\r\0'`)
+	eq(t, "func", sqlast.FormatExpr(&sqlast.FuncCall{Name: "exists", Args: []sqlast.Expr{&sqlast.Literal{Kind: sqlast.LitNumber, Value: "1"}}}), "`exists`(1)")
 	// Trees built by hand get the parentheses their shape needs.
-	sum := &BinaryExpr{Op: "+", L: &ColumnRef{Parts: []string{"a"}}, R: &ColumnRef{Parts: []string{"b"}}}
-	eq(t, "parens", FormatExpr(&BinaryExpr{Op: "*", L: sum, R: sum}), "(a + b) * (a + b)")
-	eq(t, "right assoc", FormatExpr(&BinaryExpr{Op: "-", L: &ColumnRef{Parts: []string{"a"}}, R: sum}), "a - (a + b)")
-	eq(t, "not", FormatExpr(&BinaryExpr{Op: "=", L: &UnaryExpr{Op: "NOT", X: &ColumnRef{Parts: []string{"a"}}}, R: &Literal{Kind: LitBool, Value: "true"}}), "(NOT a) = TRUE")
-	eq(t, "type", FormatType(TypeName{Name: "MAP", Elems: []TypeName{{Name: "STRING"}, {Name: "ARRAY", Elems: []TypeName{{Name: "DECIMAL", Params: []int{10, 2}}}}}}), "MAP<STRING, ARRAY<DECIMAL(10, 2)>>")
-	eq(t, "struct", FormatType(TypeName{Name: "STRUCT", Fields: []TypeField{{Name: "a", Type: TypeName{Name: "INT"}}, {Name: "B c", Type: TypeName{Name: "STRING"}}}}), "STRUCT<a: INT, `B c`: STRING>")
-	set := &SetOp{Op: "UNION", Left: &Select{Items: []SelectItem{{Star: true}}}, Right: &SetOp{Op: "UNION", All: true, Left: &Select{Items: []SelectItem{{Star: true}}}, Right: &Select{Items: []SelectItem{{Star: true}}}}}
-	eq(t, "set ops", FormatQuery(&Query{Body: set}), "SELECT * UNION (SELECT * UNION ALL SELECT *)")
-	eq(t, "nil", Format(nil)+FormatExpr(nil)+FormatQuery(nil), "")
+	sum := &sqlast.BinaryExpr{Op: "+", L: &sqlast.ColumnRef{Parts: []string{"a"}}, R: &sqlast.ColumnRef{Parts: []string{"b"}}}
+	eq(t, "parens", sqlast.FormatExpr(&sqlast.BinaryExpr{Op: "*", L: sum, R: sum}), "(a + b) * (a + b)")
+	eq(t, "right assoc", sqlast.FormatExpr(&sqlast.BinaryExpr{Op: "-", L: &sqlast.ColumnRef{Parts: []string{"a"}}, R: sum}), "a - (a + b)")
+	eq(t, "not", sqlast.FormatExpr(&sqlast.BinaryExpr{Op: "=", L: &sqlast.UnaryExpr{Op: "NOT", X: &sqlast.ColumnRef{Parts: []string{"a"}}}, R: &sqlast.Literal{Kind: sqlast.LitBool, Value: "true"}}), "(NOT a) = TRUE")
+	eq(t, "type", sqlast.FormatType(sqlast.TypeName{Name: "MAP", Elems: []sqlast.TypeName{{Name: "STRING"}, {Name: "ARRAY", Elems: []sqlast.TypeName{{Name: "DECIMAL", Params: []int{10, 2}}}}}}), "MAP<STRING, ARRAY<DECIMAL(10, 2)>>")
+	eq(t, "struct", sqlast.FormatType(sqlast.TypeName{Name: "STRUCT", Fields: []sqlast.TypeField{{Name: "a", Type: sqlast.TypeName{Name: "INT"}}, {Name: "B c", Type: sqlast.TypeName{Name: "STRING"}}}}), "STRUCT<a: INT, `B c`: STRING>")
+	set := &sqlast.SetOp{Op: "UNION", Left: &sqlast.Select{Items: []sqlast.SelectItem{{Star: true}}}, Right: &sqlast.SetOp{Op: "UNION", All: true, Left: &sqlast.Select{Items: []sqlast.SelectItem{{Star: true}}}, Right: &sqlast.Select{Items: []sqlast.SelectItem{{Star: true}}}}}
+	eq(t, "set ops", sqlast.FormatQuery(&sqlast.Query{Body: set}), "SELECT * UNION (SELECT * UNION ALL SELECT *)")
+	eq(t, "nil", sqlast.Format(nil)+sqlast.FormatExpr(nil)+sqlast.FormatQuery(nil), "")
 }

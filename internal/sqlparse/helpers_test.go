@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // as asserts that v has type T.
@@ -25,12 +27,12 @@ func eq(t *testing.T, what string, got, want any) {
 	}
 }
 
-func name(parts ...string) ObjectName { return ObjectName{Parts: parts} }
+func name(parts ...string) sqlast.ObjectName { return sqlast.ObjectName{Parts: parts} }
 
 func str(s string) *string { return &s }
 
 // kv renders properties as key=value, without positions.
-func kv(props []Property) []string {
+func kv(props []sqlast.Property) []string {
 	var out []string
 	for _, p := range props {
 		out = append(out, p.Key+"="+p.Value)
@@ -39,20 +41,20 @@ func kv(props []Property) []string {
 }
 
 // cols renders column definitions canonically.
-func cols(cs []ColumnDef) []string {
+func cols(cs []sqlast.ColumnDef) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, formatColumnDef(c))
+		out = append(out, sqlast.FormatColumnDef(c))
 	}
 	return out
 }
 
-func formatItems(items []SelectItem) string {
-	s := formatSelect(&Select{Items: items})
+func formatItems(items []sqlast.SelectItem) string {
+	s := sqlast.FormatSelect(&sqlast.Select{Items: items})
 	return strings.TrimPrefix(s, "SELECT ")
 }
 
-func mustParse(t *testing.T, src string) Statement {
+func mustParse(t *testing.T, src string) sqlast.Statement {
 	t.Helper()
 	s, err := Parse(src)
 	if err != nil {
@@ -62,9 +64,9 @@ func mustParse(t *testing.T, src string) Statement {
 }
 
 var (
-	posType       = reflect.TypeOf(Pos{})
-	rangeType     = reflect.TypeOf(Range{})
-	stmtBaseType  = reflect.TypeOf(StmtBase{})
+	posType       = reflect.TypeOf(sqlast.Pos{})
+	rangeType     = reflect.TypeOf(sqlast.Range{})
+	stmtBaseType  = reflect.TypeOf(sqlast.StmtBase{})
 	queryTextName = "QueryText"
 )
 
@@ -112,14 +114,14 @@ func clearValue(v reflect.Value) {
 
 // checkRoundTrip asserts that Format(s) parses back into the same tree and
 // that formatting is then stable.
-func checkRoundTrip(t *testing.T, s Statement) {
+func checkRoundTrip(t *testing.T, s sqlast.Statement) {
 	t.Helper()
-	text := Format(s)
+	text := sqlast.Format(s)
 	s2, err := Parse(text)
 	if err != nil {
 		t.Fatalf("Parse(Format(s)) failed: %v\nformatted: %s", err, text)
 	}
-	if text2 := Format(s2); text2 != text {
+	if text2 := sqlast.Format(s2); text2 != text {
 		t.Errorf("Format is not stable:\n first: %s\nsecond: %s", text, text2)
 	}
 	clearSpans(s)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // tokKind classifies a token.
@@ -26,22 +28,22 @@ type token struct {
 	text  string // raw source text
 	val   string // word: lower-cased; quoted identifier or string: content; number/op: text
 	upper string // word: upper-cased, for keyword comparison
-	pos   Pos
+	pos   sqlast.Pos
 	end   int // absolute byte offset just after the token
 }
 
 // lexer turns source text into tokens, skipping whitespace and comments.
 type lexer struct {
 	src  string
-	base Pos
+	base sqlast.Pos
 	i    int // byte index into src
 	line int
 	col  int
 }
 
 // pos returns the absolute position of the lexer's current byte.
-func (l *lexer) pos() Pos {
-	return Pos{Offset: l.base.Offset + l.i, Line: l.line, Col: l.col}
+func (l *lexer) pos() sqlast.Pos {
+	return sqlast.Pos{Offset: l.base.Offset + l.i, Line: l.line, Col: l.col}
 }
 
 // runeAt returns the rune at byte index j and its width (0 at the end).
@@ -68,7 +70,7 @@ func (l *lexer) advance() {
 	}
 }
 
-func (l *lexer) errAt(p Pos, near, msg string) *SyntaxError {
+func (l *lexer) errAt(p sqlast.Pos, near, msg string) *SyntaxError {
 	return &SyntaxError{Pos: p, Near: shorten(near), Msg: msg}
 }
 
@@ -78,10 +80,10 @@ func (l *lexer) errAt(p Pos, near, msg string) *SyntaxError {
 // "at end of input" errors point at the end of the statement rather than at
 // trailing comments. Only unterminated strings, identifiers and comments are
 // errors here; other stray characters become tIllegal tokens.
-func lex(src string, base Pos) ([]token, *SyntaxError) {
+func lex(src string, base sqlast.Pos) ([]token, *SyntaxError) {
 	l := &lexer{src: src, base: base, line: base.Line, col: base.Col}
 	toks := make([]token, 0, len(src)/3+1)
-	eofPos := Pos{}
+	eofPos := sqlast.Pos{}
 	for {
 		if err := l.skipSpace(); err != nil {
 			return nil, err
@@ -323,7 +325,7 @@ type Chunk struct {
 	// after it (comments inside are kept).
 	Text string
 	// Start is the position of Text's first byte in the whole script.
-	Start Pos
+	Start sqlast.Pos
 }
 
 // Split cuts a script into statements at the semicolons that are tokens:
@@ -333,7 +335,7 @@ type Chunk struct {
 // check the statements' syntax; its only errors are unterminated strings,
 // identifiers and comments, reported as *SyntaxError with their position.
 func Split(src string) ([]Chunk, error) {
-	toks, err := lex(src, Pos{Offset: 0, Line: 1, Col: 1})
+	toks, err := lex(src, sqlast.Pos{Offset: 0, Line: 1, Col: 1})
 	if err != nil {
 		return nil, err
 	}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // SyntaxError is the error of every entry point of this package.
 type SyntaxError struct {
 	// Pos is where the offending token starts; at the end of the input it is
 	// just after the last token.
-	Pos Pos
+	Pos sqlast.Pos
 	// Near is the offending token's source text (shortened), "" at the end
 	// of the input.
 	Near string
@@ -34,26 +36,26 @@ func (e *SyntaxError) Error() string {
 // hostile input cannot exhaust the stack.
 const maxDepth = 200
 
-var startPos = Pos{Offset: 0, Line: 1, Col: 1}
+var startPos = sqlast.Pos{Offset: 0, Line: 1, Col: 1}
 
 // Parse parses exactly one statement; a trailing semicolon is allowed.
 // Positions count from the start of src (line 1, column 1; columns count
 // characters, not bytes). The statement's StmtBase holds the position of its
 // first token and its source text without the semicolon and without leading
 // or trailing comments. Parse never panics; every error is a *SyntaxError.
-func Parse(src string) (Statement, error) {
+func Parse(src string) (sqlast.Statement, error) {
 	return parseStatementAt(src, startPos, true)
 }
 
 // ParseScript splits src with Split and parses every statement, with all
 // positions (in statements and in errors) relative to the whole script. It
 // stops at the first error, which is a *SyntaxError.
-func ParseScript(src string) ([]Statement, error) {
+func ParseScript(src string) ([]sqlast.Statement, error) {
 	chunks, err := Split(src)
 	if err != nil {
 		return nil, err
 	}
-	stmts := make([]Statement, 0, len(chunks))
+	stmts := make([]sqlast.Statement, 0, len(chunks))
 	for _, c := range chunks {
 		s, err := ParseChunk(c)
 		if err != nil {
@@ -68,14 +70,14 @@ func ParseScript(src string) ([]Statement, error) {
 // statement and in a *SyntaxError) relative to the whole script Split was
 // given, so that a caller running a script statement by statement reports
 // script lines without adjusting anything.
-func ParseChunk(c Chunk) (Statement, error) {
+func ParseChunk(c Chunk) (sqlast.Statement, error) {
 	return parseStatementAt(c.Text, c.Start, false)
 }
 
 // ParseQuery parses one query (SELECT, WITH … SELECT, set operations, a
 // parenthesised query); a trailing semicolon is allowed.
-func ParseQuery(src string) (*Query, error) {
-	var q *Query
+func ParseQuery(src string) (*sqlast.Query, error) {
+	var q *sqlast.Query
 	err := run(src, startPos, func(p *parser) {
 		q = p.parseQuery()
 		p.acceptOp(";")
@@ -88,8 +90,8 @@ func ParseQuery(src string) (*Query, error) {
 }
 
 // ParseExpr parses one scalar expression and nothing else.
-func ParseExpr(src string) (Expr, error) {
-	var e Expr
+func ParseExpr(src string) (sqlast.Expr, error) {
+	var e sqlast.Expr
 	err := run(src, startPos, func(p *parser) {
 		e = p.parseExpr()
 		p.expectEnd()
@@ -100,8 +102,8 @@ func ParseExpr(src string) (Expr, error) {
 	return e, nil
 }
 
-func parseStatementAt(src string, base Pos, allowSemicolon bool) (Statement, error) {
-	var s Statement
+func parseStatementAt(src string, base sqlast.Pos, allowSemicolon bool) (sqlast.Statement, error) {
+	var s sqlast.Statement
 	err := run(src, base, func(p *parser) {
 		first := p.tok()
 		s = p.parseStatement()
@@ -119,7 +121,7 @@ func parseStatementAt(src string, base Pos, allowSemicolon bool) (Statement, err
 
 // run lexes src (whose first byte is at base) and calls parse, turning the
 // parser's panics into the returned error.
-func run(src string, base Pos, parse func(p *parser)) (err error) {
+func run(src string, base sqlast.Pos, parse func(p *parser)) (err error) {
 	toks, lerr := lex(src, base)
 	if lerr != nil {
 		return lerr
@@ -197,26 +199,21 @@ func (p *parser) text(from token) string {
 
 // rangeFrom returns the range from token from's start to the end of the
 // last consumed token.
-func (p *parser) rangeFrom(from token) Range {
+func (p *parser) rangeFrom(from token) sqlast.Range {
 	if p.i == 0 {
-		return Range{}
+		return sqlast.Range{}
 	}
-	return Range{Start: from.pos.Offset, End: p.toks[p.i-1].end}
+	return sqlast.Range{Start: from.pos.Offset, End: p.toks[p.i-1].end}
 }
 
 // tokRange is the range of one token.
-func tokRange(t token) Range { return Range{Start: t.pos.Offset, End: t.end} }
+func tokRange(t token) sqlast.Range { return sqlast.Range{Start: t.pos.Offset, End: t.end} }
 
 // setSpan records where statement s starts and its source text.
-func (p *parser) setSpan(s Statement, first token) {
-	if b, ok := s.(interface{ setSpan(Pos, string) }); ok {
-		b.setSpan(first.pos, p.text(first))
+func (p *parser) setSpan(s sqlast.Statement, first token) {
+	if b, ok := s.(interface{ SetSpan(sqlast.Pos, string) }); ok {
+		b.SetSpan(first.pos, p.text(first))
 	}
-}
-
-func (b *StmtBase) setSpan(start Pos, text string) {
-	b.Start = start
-	b.Text = text
 }
 
 func (p *parser) fail(t token, msg string) {
@@ -254,7 +251,7 @@ func (p *parser) leave() { p.depth-- }
 
 // tryQueryInParens parses "query )" speculatively at the current token. On
 // failure it restores the position and reports false.
-func (p *parser) tryQueryInParens() (q *Query, ok bool) {
+func (p *parser) tryQueryInParens() (q *sqlast.Query, ok bool) {
 	start := p.i
 	if p.failedQuery[start] {
 		return nil, false
@@ -350,7 +347,7 @@ func (p *parser) parseIdent(what string) string {
 	if !isIdentTok(t) {
 		p.fail(t, "expected "+what)
 	}
-	if t.kind == tWord && reservedInExpr[t.val] {
+	if t.kind == tWord && sqlast.ReservedInExpr[t.val] {
 		p.fail(t, "expected "+what) // a reserved word; back-quoted it would do
 	}
 	if t.val == "" {
@@ -361,8 +358,8 @@ func (p *parser) parseIdent(what string) string {
 }
 
 // parseObjectName parses [workspace.][schema.]name.
-func (p *parser) parseObjectName(what string) ObjectName {
-	var n ObjectName
+func (p *parser) parseObjectName(what string) sqlast.ObjectName {
+	var n sqlast.ObjectName
 	n.Parts = append(n.Parts, p.parseIdent(what))
 	for p.atOp(".") {
 		if len(n.Parts) == 3 {
@@ -482,13 +479,13 @@ func (p *parser) atKeyValue() bool {
 // parseKeyValue parses KEY = value. Unquoted keys are lower-cased, quoted
 // keys kept; the value is a string's content, a number's text, "true" or
 // "false", or a bare word as written.
-func (p *parser) parseKeyValue() Property {
+func (p *parser) parseKeyValue() sqlast.Property {
 	t := p.tok()
 	if !(t.kind == tWord || t.kind == tQIdent || t.kind == tString) {
 		p.fail(t, "expected a property name")
 	}
 	p.i++
-	prop := Property{Key: t.val, Pos: t.pos}
+	prop := sqlast.Property{Key: t.val, Pos: t.pos}
 	p.expectOp("=")
 	from := p.tok()
 	prop.Value = p.parsePropValue()
@@ -522,9 +519,9 @@ func (p *parser) parsePropValue() string {
 }
 
 // parsePropList parses ( 'k' = 'v' [,] … ), possibly empty.
-func (p *parser) parsePropList() []Property {
+func (p *parser) parsePropList() []sqlast.Property {
 	p.expectOp("(")
-	var props []Property
+	var props []sqlast.Property
 	for !p.atOp(")") {
 		props = append(props, p.parseKeyValue())
 		if !p.acceptOp(",") && !p.atKeyValue() {
@@ -537,18 +534,18 @@ func (p *parser) parsePropList() []Property {
 
 // ---- statements ----
 
-func (p *parser) parseStatement() Statement {
+func (p *parser) parseStatement() sqlast.Statement {
 	t := p.tok()
 	if t.kind == tEOF {
 		p.fail(t, "expected a statement")
 	}
 	if isOp(t, "(") {
-		return &QueryStmt{Query: p.parseQuery()}
+		return &sqlast.QueryStmt{Query: p.parseQuery()}
 	}
 	switch t.upper {
 	case "SELECT", "WITH":
 		if t.kind == tWord {
-			return &QueryStmt{Query: p.parseQuery()}
+			return &sqlast.QueryStmt{Query: p.parseQuery()}
 		}
 	case "CREATE":
 		return p.parseCreate()
@@ -557,7 +554,7 @@ func (p *parser) parseStatement() Statement {
 	case "UNDROP":
 		p.i++
 		p.expectKw("TABLE", "expected TABLE after UNDROP")
-		return &UndropTable{Name: p.parseObjectName("a table name")}
+		return &sqlast.UndropTable{Name: p.parseObjectName("a table name")}
 	case "ALTER":
 		return p.parseAlter()
 	case "SHOW":
@@ -577,7 +574,7 @@ func (p *parser) parseStatement() Statement {
 		if !p.acceptKws("DYNAMIC", "TABLE") {
 			p.fail(p.tok(), "expected DYNAMIC TABLE after REFRESH")
 		}
-		return &RefreshDynamicTable{Name: p.parseObjectName("a dynamic table name")}
+		return &sqlast.RefreshDynamicTable{Name: p.parseObjectName("a dynamic table name")}
 	}
 	p.fail(t, "expected a statement (SELECT, INSERT, COPY, CREATE, ALTER, DROP, SHOW, DESC, …)")
 	return nil

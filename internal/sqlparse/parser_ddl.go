@@ -3,6 +3,8 @@ package sqlparse
 import (
 	"strconv"
 	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // connectionKinds are the storage services a connection may point at.
@@ -33,7 +35,7 @@ func (p *parser) atTableStream(k int, create bool) bool {
 	return isKw(p.peek(j), "ON")
 }
 
-func (p *parser) parseCreate() Statement {
+func (p *parser) parseCreate() sqlast.Statement {
 	p.advance() // CREATE
 	orReplace := p.acceptKws("OR", "REPLACE")
 	t := p.tok()
@@ -64,8 +66,8 @@ func (p *parser) parseCreate() Statement {
 // parseCreateConnection parses the rest of CREATE STORAGE CONNECTION: name,
 // TYPE kind and KEY = 'value' pairs in any order, separated by whitespace or
 // commas, and COMMENT '…'.
-func (p *parser) parseCreateConnection() Statement {
-	s := &CreateConnection{}
+func (p *parser) parseCreateConnection() sqlast.Statement {
+	s := &sqlast.CreateConnection{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a connection name")
 	seen, afterComma := clauses{}, false
@@ -103,8 +105,8 @@ func (p *parser) parseCreateConnection() Statement {
 
 // parseCreateVolume parses the rest of CREATE EXTERNAL VOLUME; its clauses
 // may come in any order.
-func (p *parser) parseCreateVolume() Statement {
-	s := &CreateVolume{}
+func (p *parser) parseCreateVolume() sqlast.Statement {
+	s := &sqlast.CreateVolume{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a volume name")
 	seen := clauses{}
@@ -166,8 +168,8 @@ func (p *parser) parseCreateVolume() Statement {
 
 // parseCreateTable parses the rest of CREATE TABLE: a column list and/or
 // AS query, with PARTITIONED BY, COMMENT and PROPERTIES in any order.
-func (p *parser) parseCreateTable() Statement {
-	s := &CreateTable{}
+func (p *parser) parseCreateTable() sqlast.Statement {
+	s := &sqlast.CreateTable{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseObjectName("a table name")
 	if p.atOp("(") && !p.atQueryStart(1) {
@@ -203,9 +205,9 @@ func (p *parser) parseCreateTable() Statement {
 }
 
 // parseColumnDefs parses ( col TYPE [NOT NULL] [DEFAULT e] [COMMENT '…'], … ).
-func (p *parser) parseColumnDefs(typeOptional bool) []ColumnDef {
+func (p *parser) parseColumnDefs(typeOptional bool) []sqlast.ColumnDef {
 	p.expectOp("(")
-	var cols []ColumnDef
+	var cols []sqlast.ColumnDef
 	for {
 		cols = append(cols, p.parseColumnDef(typeOptional))
 		if !p.acceptOp(",") {
@@ -216,8 +218,8 @@ func (p *parser) parseColumnDefs(typeOptional bool) []ColumnDef {
 	return cols
 }
 
-func (p *parser) parseColumnDef(typeOptional bool) ColumnDef {
-	c := ColumnDef{Pos: p.tok().pos}
+func (p *parser) parseColumnDef(typeOptional bool) sqlast.ColumnDef {
+	c := sqlast.ColumnDef{Pos: p.tok().pos}
 	seen := clauses{}
 	c.Name = p.parseIdent("a column name")
 	if !typeOptional || p.atTypeName() {
@@ -248,8 +250,8 @@ func (p *parser) parseColumnDef(typeOptional bool) ColumnDef {
 
 // parseCreatePipe parses the rest of CREATE PIPE: name, KEY = 'value'
 // properties and COMMENT in any order, then AS COPY INTO ….
-func (p *parser) parseCreatePipe() Statement {
-	s := &CreatePipe{}
+func (p *parser) parseCreatePipe() sqlast.Statement {
+	s := &sqlast.CreatePipe{}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseIdent("a pipe name")
 	seen := clauses{}
@@ -273,16 +275,16 @@ func (p *parser) parseCreatePipe() Statement {
 }
 
 // parsePipeCopy parses the COPY INTO <table> of a pipe, with its own span.
-func (p *parser) parsePipeCopy() *CopyIntoTable {
+func (p *parser) parsePipeCopy() *sqlast.CopyIntoTable {
 	t := p.tok()
 	if !isKw(t, "COPY") {
 		p.fail(t, "expected COPY INTO <table> after AS")
 	}
-	c, ok := p.parseCopy().(*CopyIntoTable)
+	c, ok := p.parseCopy().(*sqlast.CopyIntoTable)
 	if !ok {
 		p.fail(t, "a pipe loads into a table: expected COPY INTO <table>, not COPY INTO VOLUME")
 	}
-	c.setSpan(t.pos, p.text(t))
+	c.SetSpan(t.pos, p.text(t))
 	return c
 }
 
@@ -297,8 +299,8 @@ var refreshUnits = map[string]string{
 // parseCreateDynamicTable parses the rest of CREATE DYNAMIC TABLE: name,
 // optional column list, REFRESH INTERVAL, VCLUSTER and COMMENT in any order,
 // then AS query.
-func (p *parser) parseCreateDynamicTable(orReplace bool) Statement {
-	s := &CreateDynamicTable{OrReplace: orReplace}
+func (p *parser) parseCreateDynamicTable(orReplace bool) sqlast.Statement {
+	s := &sqlast.CreateDynamicTable{OrReplace: orReplace}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseObjectName("a dynamic table name")
 	if p.atOp("(") && !p.atQueryStart(1) {
@@ -357,8 +359,8 @@ func (p *parser) parseCreateDynamicTable(orReplace bool) Statement {
 }
 
 // parseCreateTableStream parses the rest of CREATE TABLE STREAM.
-func (p *parser) parseCreateTableStream(orReplace bool) Statement {
-	s := &CreateTableStream{OrReplace: orReplace}
+func (p *parser) parseCreateTableStream(orReplace bool) sqlast.Statement {
+	s := &sqlast.CreateTableStream{OrReplace: orReplace}
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseObjectName("a table stream name")
 	p.expectKw("ON", "expected ON TABLE <table>")
@@ -383,33 +385,33 @@ func (p *parser) parseCreateTableStream(orReplace bool) Statement {
 	}
 }
 
-func (p *parser) parseDrop() Statement {
+func (p *parser) parseDrop() sqlast.Statement {
 	p.advance() // DROP
 	t := p.tok()
 	switch {
 	case p.acceptKws("STORAGE", "CONNECTION"), p.acceptKw("CONNECTION"):
-		s := &DropConnection{IfExists: p.parseIfExists()}
+		s := &sqlast.DropConnection{IfExists: p.parseIfExists()}
 		s.Name = p.parseIdent("a connection name")
 		return s
 	case p.acceptKws("EXTERNAL", "VOLUME"), p.acceptKw("VOLUME"):
-		s := &DropVolume{IfExists: p.parseIfExists()}
+		s := &sqlast.DropVolume{IfExists: p.parseIfExists()}
 		s.Name = p.parseIdent("a volume name")
 		return s
 	case p.acceptKw("PIPE"):
-		s := &DropPipe{IfExists: p.parseIfExists()}
+		s := &sqlast.DropPipe{IfExists: p.parseIfExists()}
 		s.Name = p.parseIdent("a pipe name")
 		return s
 	case p.acceptKws("DYNAMIC", "TABLE"):
-		s := &DropDynamicTable{IfExists: p.parseIfExists()}
+		s := &sqlast.DropDynamicTable{IfExists: p.parseIfExists()}
 		s.Name = p.parseObjectName("a dynamic table name")
 		return s
 	case isKw(t, "TABLE") && p.atTableStream(1, false):
 		p.i += 2
-		s := &DropTableStream{IfExists: p.parseIfExists()}
+		s := &sqlast.DropTableStream{IfExists: p.parseIfExists()}
 		s.Name = p.parseObjectName("a table stream name")
 		return s
 	case p.acceptKw("TABLE"):
-		s := &DropTable{IfExists: p.parseIfExists()}
+		s := &sqlast.DropTable{IfExists: p.parseIfExists()}
 		s.Name = p.parseObjectName("a table name")
 		return s
 	}
@@ -417,17 +419,17 @@ func (p *parser) parseDrop() Statement {
 	return nil
 }
 
-func (p *parser) parseAlter() Statement {
+func (p *parser) parseAlter() sqlast.Statement {
 	p.advance() // ALTER
 	t := p.tok()
 	switch {
 	case p.acceptKws("EXTERNAL", "VOLUME"), p.acceptKw("VOLUME"):
-		s := &AlterVolume{Name: p.parseIdent("a volume name")}
+		s := &sqlast.AlterVolume{Name: p.parseIdent("a volume name")}
 		p.expectKw("REFRESH", "expected REFRESH")
 		s.Action = "REFRESH"
 		return s
 	case p.acceptKws("DYNAMIC", "TABLE"):
-		s := &AlterDynamicTable{Name: p.parseObjectName("a dynamic table name")}
+		s := &sqlast.AlterDynamicTable{Name: p.parseObjectName("a dynamic table name")}
 		a := p.tok()
 		if !isKw(a, "SUSPEND") && !isKw(a, "RESUME") {
 			p.fail(a, "expected SUSPEND or RESUME")
@@ -444,8 +446,8 @@ func (p *parser) parseAlter() Statement {
 	return nil
 }
 
-func (p *parser) parseAlterTable() Statement {
-	s := &AlterTable{Name: p.parseObjectName("a table name")}
+func (p *parser) parseAlterTable() sqlast.Statement {
+	s := &sqlast.AlterTable{Name: p.parseObjectName("a table name")}
 	t := p.tok()
 	switch {
 	case p.acceptKws("SET", "PROPERTIES"), p.acceptKws("SET", "TBLPROPERTIES"):
@@ -470,8 +472,8 @@ func (p *parser) parseAlterTable() Statement {
 	return s
 }
 
-func (p *parser) parseAlterPipe() Statement {
-	s := &AlterPipe{Name: p.parseIdent("a pipe name")}
+func (p *parser) parseAlterPipe() sqlast.Statement {
+	s := &sqlast.AlterPipe{Name: p.parseIdent("a pipe name")}
 	t := p.tok()
 	switch {
 	case p.acceptKw("REFRESH"):
@@ -498,22 +500,22 @@ func (p *parser) parseAlterPipe() Statement {
 	return s
 }
 
-func (p *parser) parseShow() Statement {
+func (p *parser) parseShow() sqlast.Statement {
 	p.advance() // SHOW
 	t := p.tok()
 	switch {
 	case p.acceptKws("STORAGE", "CONNECTIONS"), p.acceptKw("CONNECTIONS"):
-		return &ShowConnections{Like: p.parseLike()}
+		return &sqlast.ShowConnections{Like: p.parseLike()}
 	case p.acceptKws("EXTERNAL", "VOLUMES"), p.acceptKw("VOLUMES"):
-		return &ShowVolumes{Like: p.parseLike()}
+		return &sqlast.ShowVolumes{Like: p.parseLike()}
 	case p.acceptKw("TABLES"):
-		return &ShowTables{Like: p.parseLike()}
+		return &sqlast.ShowTables{Like: p.parseLike()}
 	case p.acceptKw("PIPES"):
-		return &ShowPipes{Like: p.parseLike()}
+		return &sqlast.ShowPipes{Like: p.parseLike()}
 	case p.acceptKws("DYNAMIC", "TABLES"):
-		return &ShowDynamicTables{Like: p.parseLike()}
+		return &sqlast.ShowDynamicTables{Like: p.parseLike()}
 	case p.acceptKws("DYNAMIC", "TABLE", "REFRESH", "HISTORY"):
-		s := &ShowRefreshHistory{}
+		s := &sqlast.ShowRefreshHistory{}
 		if p.acceptKw("WHERE") {
 			s.Where = p.parseExpr()
 		}
@@ -523,7 +525,7 @@ func (p *parser) parseShow() Statement {
 		}
 		return s
 	case p.acceptKws("TABLE", "STREAMS"):
-		return &ShowTableStreams{Like: p.parseLike()}
+		return &sqlast.ShowTableStreams{Like: p.parseLike()}
 	}
 	p.fail(t, "expected TABLES, VOLUMES, CONNECTIONS, PIPES, DYNAMIC TABLES, DYNAMIC TABLE REFRESH HISTORY or TABLE STREAMS after SHOW")
 	return nil
@@ -539,7 +541,7 @@ func (p *parser) acceptExtended() bool {
 	return false
 }
 
-func (p *parser) parseDesc() Statement {
+func (p *parser) parseDesc() sqlast.Statement {
 	p.advance() // DESC | DESCRIBE
 	ext := p.acceptExtended()
 	t := p.tok()
@@ -547,19 +549,19 @@ func (p *parser) parseDesc() Statement {
 	switch {
 	case isKw(t, "STORAGE") && isKw(p.peek(1), "CONNECTION") && named(2):
 		p.i += 2
-		return &DescConnection{Name: p.parseIdent("a connection name")}
+		return &sqlast.DescConnection{Name: p.parseIdent("a connection name")}
 	case isKw(t, "CONNECTION") && named(1):
 		p.i++
-		return &DescConnection{Name: p.parseIdent("a connection name")}
+		return &sqlast.DescConnection{Name: p.parseIdent("a connection name")}
 	case isKw(t, "EXTERNAL") && isKw(p.peek(1), "VOLUME") && named(2):
 		p.i += 2
-		return &DescVolume{Name: p.parseIdent("a volume name")}
+		return &sqlast.DescVolume{Name: p.parseIdent("a volume name")}
 	case isKw(t, "VOLUME") && named(1):
 		p.i++
-		return &DescVolume{Name: p.parseIdent("a volume name")}
+		return &sqlast.DescVolume{Name: p.parseIdent("a volume name")}
 	case isKw(t, "PIPE") && named(1):
 		p.i++
-		s := &DescPipe{Extended: ext}
+		s := &sqlast.DescPipe{Extended: ext}
 		if p.acceptExtended() {
 			s.Extended = true
 		}
@@ -570,17 +572,17 @@ func (p *parser) parseDesc() Statement {
 		return s
 	case isKw(t, "DYNAMIC") && isKw(p.peek(1), "TABLE") && named(2):
 		p.i += 2
-		return &DescDynamicTable{Name: p.parseObjectName("a dynamic table name")}
+		return &sqlast.DescDynamicTable{Name: p.parseObjectName("a dynamic table name")}
 	case isKw(t, "TABLE") && p.atTableStream(1, false):
 		p.i += 2
-		return &DescTableStream{Name: p.parseObjectName("a table stream name")}
+		return &sqlast.DescTableStream{Name: p.parseObjectName("a table stream name")}
 	case isKw(t, "TABLE") && named(1):
 		p.i++
 		if p.acceptExtended() {
 			ext = true
 		}
 	}
-	s := &DescTable{Extended: ext}
+	s := &sqlast.DescTable{Extended: ext}
 	s.Name = p.parseObjectName("a table name")
 	if p.acceptKw("EXTENDED") {
 		s.Extended = true

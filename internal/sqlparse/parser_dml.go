@@ -1,6 +1,10 @@
 package sqlparse
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+)
 
 // fileFormats are the formats of USING and FILE_FORMAT = (TYPE = …).
 var fileFormats = map[string]bool{"CSV": true, "JSON": true, "PARQUET": true}
@@ -11,9 +15,9 @@ func (p *parser) atQueryStart(k int) bool {
 	return isKw(t, "SELECT") || isKw(t, "WITH") || isOp(t, "(")
 }
 
-func (p *parser) parseInsert() Statement {
+func (p *parser) parseInsert() sqlast.Statement {
 	p.advance() // INSERT
-	s := &Insert{}
+	s := &sqlast.Insert{}
 	switch {
 	case p.acceptKw("INTO"):
 	case p.acceptKw("OVERWRITE"):
@@ -46,22 +50,22 @@ func (p *parser) parseInsert() Statement {
 	return s
 }
 
-func (p *parser) parseDelete() Statement {
+func (p *parser) parseDelete() sqlast.Statement {
 	p.advance() // DELETE
 	p.expectKw("FROM", "expected FROM after DELETE")
-	s := &Delete{Table: p.parseObjectName("a table name")}
+	s := &sqlast.Delete{Table: p.parseObjectName("a table name")}
 	if p.acceptKw("WHERE") {
 		s.Where = p.parseExpr()
 	}
 	return s
 }
 
-func (p *parser) parseUpdate() Statement {
+func (p *parser) parseUpdate() sqlast.Statement {
 	p.advance() // UPDATE
-	s := &Update{Table: p.parseObjectName("a table name")}
+	s := &sqlast.Update{Table: p.parseObjectName("a table name")}
 	p.expectKw("SET", "expected SET column = value")
 	for {
-		a := Assignment{Column: p.parseIdent("a column name")}
+		a := sqlast.Assignment{Column: p.parseIdent("a column name")}
 		p.expectOp("=")
 		a.Value = p.parseExpr()
 		s.Set = append(s.Set, a)
@@ -76,7 +80,7 @@ func (p *parser) parseUpdate() Statement {
 }
 
 // parseCopy parses COPY INTO|OVERWRITE <table> … and COPY INTO VOLUME ….
-func (p *parser) parseCopy() Statement {
+func (p *parser) parseCopy() sqlast.Statement {
 	p.advance() // COPY
 	t := p.tok()
 	overwrite := false
@@ -97,7 +101,7 @@ func (p *parser) parseCopy() Statement {
 		p.i++
 		return p.parseCopyIntoVolume()
 	}
-	s := &CopyIntoTable{Overwrite: overwrite}
+	s := &sqlast.CopyIntoTable{Overwrite: overwrite}
 	s.Table = p.parseObjectName("a table name")
 	if p.atOp("(") {
 		s.Columns = p.parseIdentList("a column name")
@@ -134,9 +138,9 @@ func (p *parser) parseCopy() Statement {
 }
 
 // parseVolumeHead parses VOLUME v [(col TYPE, …)] USING CSV|JSON|PARQUET.
-func (p *parser) parseVolumeHead() VolumeSource {
+func (p *parser) parseVolumeHead() sqlast.VolumeSource {
 	p.expectKw("VOLUME", "expected VOLUME")
-	vs := VolumeSource{Volume: p.parseIdent("a volume name")}
+	vs := sqlast.VolumeSource{Volume: p.parseIdent("a volume name")}
 	if p.atOp("(") {
 		vs.Schema = p.parseColumnDefs(false)
 	}
@@ -152,7 +156,7 @@ func (p *parser) parseVolumeHead() VolumeSource {
 
 // parseVolumeClause parses one of OPTIONS(…), FILES(…), SUBDIRECTORY '…'
 // and REGEXP '…' if it comes next, reporting whether it did.
-func (p *parser) parseVolumeClause(vs *VolumeSource) bool {
+func (p *parser) parseVolumeClause(vs *sqlast.VolumeSource) bool {
 	t := p.tok()
 	if t.kind != tWord {
 		return false
@@ -194,8 +198,8 @@ func (p *parser) parseVolumeClause(vs *VolumeSource) bool {
 
 // parseCopyIntoVolume parses the rest of COPY INTO VOLUME v: SUBDIRECTORY,
 // FROM TABLE t | FROM (query), FILE_FORMAT = (…) and options in any order.
-func (p *parser) parseCopyIntoVolume() Statement {
-	s := &CopyIntoVolume{Volume: p.parseIdent("a volume name")}
+func (p *parser) parseCopyIntoVolume() sqlast.Statement {
+	s := &sqlast.CopyIntoVolume{Volume: p.parseIdent("a volume name")}
 	seen, afterComma := clauses{}, false
 	for {
 		t := p.tok()
@@ -239,7 +243,7 @@ func (p *parser) parseCopyIntoVolume() Statement {
 }
 
 // parseFileFormat parses ( TYPE = CSV [,] other = value … ).
-func (p *parser) parseFileFormat(s *CopyIntoVolume) {
+func (p *parser) parseFileFormat(s *sqlast.CopyIntoVolume) {
 	p.expectOp("(")
 	seen := clauses{}
 	for !p.atOp(")") {

@@ -1,5 +1,7 @@
 package sqlparse
 
+import "github.com/lakepipe/lakepipe/internal/sqlast"
+
 // Expression grammar, loosest first:
 //
 //	OR < AND < NOT < comparison (= <> != < <= > >= LIKE ILIKE RLIKE IN
@@ -8,15 +10,15 @@ package sqlparse
 //
 // Binary operators of one level associate to the left.
 
-func (p *parser) parseExpr() Expr {
+func (p *parser) parseExpr() sqlast.Expr {
 	p.enter()
 	defer p.leave()
 	return p.parseOr()
 }
 
 // parseExprList parses expr, expr, … (at least one).
-func (p *parser) parseExprList() []Expr {
-	var out []Expr
+func (p *parser) parseExprList() []sqlast.Expr {
+	var out []sqlast.Expr
 	for {
 		out = append(out, p.parseExpr())
 		if !p.acceptOp(",") {
@@ -25,24 +27,24 @@ func (p *parser) parseExprList() []Expr {
 	}
 }
 
-func (p *parser) parseOr() Expr {
+func (p *parser) parseOr() sqlast.Expr {
 	l := p.parseAnd()
 	for p.acceptKw("OR") {
-		l = &BinaryExpr{Op: "OR", L: l, R: p.parseAnd()}
+		l = &sqlast.BinaryExpr{Op: "OR", L: l, R: p.parseAnd()}
 	}
 	return l
 }
 
-func (p *parser) parseAnd() Expr {
+func (p *parser) parseAnd() sqlast.Expr {
 	l := p.parseNot()
 	for p.acceptKw("AND") {
-		l = &BinaryExpr{Op: "AND", L: l, R: p.parseNot()}
+		l = &sqlast.BinaryExpr{Op: "AND", L: l, R: p.parseNot()}
 	}
 	return l
 }
 
 // parseNot parses NOT x. NOT EXISTS (…) becomes an ExistsExpr with Not set.
-func (p *parser) parseNot() Expr {
+func (p *parser) parseNot() sqlast.Expr {
 	if !p.atKw("NOT") {
 		return p.parseComparison()
 	}
@@ -50,16 +52,16 @@ func (p *parser) parseNot() Expr {
 	p.enter()
 	defer p.leave()
 	x := p.parseNot()
-	if e, ok := x.(*ExistsExpr); ok && !e.Not {
+	if e, ok := x.(*sqlast.ExistsExpr); ok && !e.Not {
 		e.Not = true
 		return e
 	}
-	return &UnaryExpr{Op: "NOT", X: x}
+	return &sqlast.UnaryExpr{Op: "NOT", X: x}
 }
 
 var comparisonOps = map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
-func (p *parser) parseComparison() Expr {
+func (p *parser) parseComparison() sqlast.Expr {
 	l := p.parseConcat()
 	for {
 		t := p.tok()
@@ -69,7 +71,7 @@ func (p *parser) parseComparison() Expr {
 				return l
 			}
 			p.i++
-			l = &BinaryExpr{Op: op, L: l, R: p.parseConcat()}
+			l = &sqlast.BinaryExpr{Op: op, L: l, R: p.parseConcat()}
 			continue
 		}
 		if t.kind != tWord {
@@ -93,19 +95,19 @@ func (p *parser) parseComparison() Expr {
 			if not {
 				op = "NOT " + op
 			}
-			l = &BinaryExpr{Op: op, L: l, R: p.parseConcat()}
+			l = &sqlast.BinaryExpr{Op: op, L: l, R: p.parseConcat()}
 		case "IN":
 			p.i++
 			l = p.parseIn(l, not)
 		case "BETWEEN":
 			p.i++
-			b := &BetweenExpr{X: l, Not: not, Lo: p.parseConcat()}
+			b := &sqlast.BetweenExpr{X: l, Not: not, Lo: p.parseConcat()}
 			p.expectKw("AND", "expected AND in BETWEEN … AND …")
 			b.Hi = p.parseConcat()
 			l = b
 		case "IS":
 			p.i++
-			e := &IsNullExpr{X: l, Not: p.acceptKw("NOT")}
+			e := &sqlast.IsNullExpr{X: l, Not: p.acceptKw("NOT")}
 			p.expectKw("NULL", "expected NULL after IS [NOT]")
 			l = e
 		default:
@@ -115,8 +117,8 @@ func (p *parser) parseComparison() Expr {
 }
 
 // parseIn parses the ( list ) or ( query ) after [NOT] IN.
-func (p *parser) parseIn(x Expr, not bool) Expr {
-	e := &InExpr{X: x, Not: not}
+func (p *parser) parseIn(x sqlast.Expr, not bool) sqlast.Expr {
+	e := &sqlast.InExpr{X: x, Not: not}
 	p.expectOp("(")
 	switch {
 	case p.atKw("SELECT"), p.atKw("WITH"):
@@ -134,15 +136,15 @@ func (p *parser) parseIn(x Expr, not bool) Expr {
 	return e
 }
 
-func (p *parser) parseConcat() Expr {
+func (p *parser) parseConcat() sqlast.Expr {
 	l := p.parseAdditive()
 	for p.acceptOp("||") {
-		l = &BinaryExpr{Op: "||", L: l, R: p.parseAdditive()}
+		l = &sqlast.BinaryExpr{Op: "||", L: l, R: p.parseAdditive()}
 	}
 	return l
 }
 
-func (p *parser) parseAdditive() Expr {
+func (p *parser) parseAdditive() sqlast.Expr {
 	l := p.parseMultiplicative()
 	for {
 		t := p.tok()
@@ -150,11 +152,11 @@ func (p *parser) parseAdditive() Expr {
 			return l
 		}
 		p.i++
-		l = &BinaryExpr{Op: t.val, L: l, R: p.parseMultiplicative()}
+		l = &sqlast.BinaryExpr{Op: t.val, L: l, R: p.parseMultiplicative()}
 	}
 }
 
-func (p *parser) parseMultiplicative() Expr {
+func (p *parser) parseMultiplicative() sqlast.Expr {
 	l := p.parseUnary()
 	for {
 		t := p.tok()
@@ -162,29 +164,29 @@ func (p *parser) parseMultiplicative() Expr {
 			return l
 		}
 		p.i++
-		l = &BinaryExpr{Op: t.val, L: l, R: p.parseUnary()}
+		l = &sqlast.BinaryExpr{Op: t.val, L: l, R: p.parseUnary()}
 	}
 }
 
-func (p *parser) parseUnary() Expr {
+func (p *parser) parseUnary() sqlast.Expr {
 	t := p.tok()
 	if isOp(t, "-") || isOp(t, "+") {
 		p.i++
 		p.enter()
 		defer p.leave()
-		return &UnaryExpr{Op: t.val, X: p.parseUnary()}
+		return &sqlast.UnaryExpr{Op: t.val, X: p.parseUnary()}
 	}
 	return p.parsePostfix()
 }
 
-func (p *parser) parsePostfix() Expr {
+func (p *parser) parsePostfix() sqlast.Expr {
 	x := p.parsePrimary()
 	for {
 		switch {
 		case p.acceptOp("::"):
-			x = &CastExpr{X: x, Type: p.parseType(), DoubleColon: true}
+			x = &sqlast.CastExpr{X: x, Type: p.parseType(), DoubleColon: true}
 		case p.acceptOp("["):
-			x = &IndexExpr{X: x, Index: p.parseExpr()}
+			x = &sqlast.IndexExpr{X: x, Index: p.parseExpr()}
 			p.expectOp("]")
 		default:
 			return x
@@ -204,9 +206,9 @@ func init() {
 
 // typedLiteralTypes are the types usable as DATE '…' literals, parsed as a
 // CAST of the string.
-var typedLiteralTypes = wordSet("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ")
+var typedLiteralTypes = sqlast.WordSet("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ")
 
-func (p *parser) parsePrimary() Expr {
+func (p *parser) parsePrimary() sqlast.Expr {
 	p.enter()
 	defer p.leave()
 	t := p.tok()
@@ -214,10 +216,10 @@ func (p *parser) parsePrimary() Expr {
 	switch t.kind {
 	case tNumber:
 		p.i++
-		return &Literal{Kind: LitNumber, Value: t.val, Span: tokRange(t)}
+		return &sqlast.Literal{Kind: sqlast.LitNumber, Value: t.val, Span: tokRange(t)}
 	case tString:
 		p.i++
-		return &Literal{Kind: LitString, Value: t.val, Span: tokRange(t)}
+		return &sqlast.Literal{Kind: sqlast.LitString, Value: t.val, Span: tokRange(t)}
 	case tOp:
 		if t.val == "(" {
 			return p.parseParen()
@@ -236,16 +238,16 @@ func (p *parser) parsePrimary() Expr {
 		switch t.upper {
 		case "NULL":
 			p.i++
-			return &Literal{Kind: LitNull, Span: tokRange(t)}
+			return &sqlast.Literal{Kind: sqlast.LitNull, Span: tokRange(t)}
 		case "TRUE", "FALSE":
 			p.i++
-			return &Literal{Kind: LitBool, Value: t.val, Span: tokRange(t)}
+			return &sqlast.Literal{Kind: sqlast.LitBool, Value: t.val, Span: tokRange(t)}
 		case "CASE":
 			return p.parseCase()
 		case "CAST", "TRY_CAST":
 			if isOp(next, "(") {
 				p.i += 2
-				c := &CastExpr{X: p.parseExpr(), Try: t.upper == "TRY_CAST"}
+				c := &sqlast.CastExpr{X: p.parseExpr(), Try: t.upper == "TRY_CAST"}
 				p.expectKw("AS", "expected AS <type> in CAST")
 				c.Type = p.parseType()
 				p.expectOp(")")
@@ -256,12 +258,12 @@ func (p *parser) parsePrimary() Expr {
 				p.i += 2
 				q := p.parseQuery()
 				p.expectOp(")")
-				return &ExistsExpr{Query: q}
+				return &sqlast.ExistsExpr{Query: q}
 			}
 		case "INTERVAL":
 			if next.kind == tString || next.kind == tNumber || isOp(next, "-") || isOp(next, "+") || isOp(next, "(") {
 				p.i++
-				e := &IntervalExpr{Value: p.parseUnary()}
+				e := &sqlast.IntervalExpr{Value: p.parseUnary()}
 				if u := p.tok(); u.kind == tWord && intervalUnits[u.upper] != "" {
 					p.i++
 					e.Unit = intervalUnits[u.upper]
@@ -271,9 +273,9 @@ func (p *parser) parsePrimary() Expr {
 		}
 		if typedLiteralTypes[t.upper] && next.kind == tString {
 			p.i += 2
-			return &CastExpr{X: &Literal{Kind: LitString, Value: next.val, Span: tokRange(next)}, Type: TypeName{Name: t.upper}}
+			return &sqlast.CastExpr{X: &sqlast.Literal{Kind: sqlast.LitString, Value: next.val, Span: tokRange(next)}, Type: sqlast.TypeName{Name: t.upper}}
 		}
-		if reservedInExpr[t.val] {
+		if sqlast.ReservedInExpr[t.val] {
 			p.fail(t, "expected an expression")
 		}
 		if isOp(next, "(") {
@@ -291,26 +293,26 @@ func (p *parser) parsePrimary() Expr {
 
 // parseParen parses ( expr ), ( query ) or, for "((", whichever of the two
 // fits.
-func (p *parser) parseParen() Expr {
+func (p *parser) parseParen() sqlast.Expr {
 	p.i++ // (
 	switch {
 	case p.atKw("SELECT"), p.atKw("WITH"):
 		q := p.parseQuery()
 		p.expectOp(")")
-		return &SubqueryExpr{Query: q}
+		return &sqlast.SubqueryExpr{Query: q}
 	case p.atOp("("):
 		if q, ok := p.tryQueryInParens(); ok {
-			return &SubqueryExpr{Query: q}
+			return &sqlast.SubqueryExpr{Query: q}
 		}
 	}
 	x := p.parseExpr()
 	p.expectOp(")")
-	return &ParenExpr{X: x}
+	return &sqlast.ParenExpr{X: x}
 }
 
 // parseColumnRef parses a, t.a or s.t.a.
-func (p *parser) parseColumnRef() Expr {
-	c := &ColumnRef{Parts: []string{p.parseIdent("a column name")}}
+func (p *parser) parseColumnRef() sqlast.Expr {
+	c := &sqlast.ColumnRef{Parts: []string{p.parseIdent("a column name")}}
 	for p.atOp(".") && (p.peek(1).kind == tWord || p.peek(1).kind == tQIdent) {
 		p.i++
 		c.Parts = append(c.Parts, p.parseIdent("a column name"))
@@ -319,9 +321,9 @@ func (p *parser) parseColumnRef() Expr {
 }
 
 // parseFuncCall parses the ( args ) of a call to name, at the '('.
-func (p *parser) parseFuncCall(name string, allowOver bool) *FuncCall {
+func (p *parser) parseFuncCall(name string, allowOver bool) *sqlast.FuncCall {
 	p.expectOp("(")
-	f := &FuncCall{Name: name}
+	f := &sqlast.FuncCall{Name: name}
 	switch {
 	case p.atOp(")"):
 	case p.atOp("*") && isOp(p.peek(1), ")"):
@@ -342,9 +344,9 @@ func (p *parser) parseFuncCall(name string, allowOver bool) *FuncCall {
 	return f
 }
 
-func (p *parser) parseWindowSpec() *WindowSpec {
+func (p *parser) parseWindowSpec() *sqlast.WindowSpec {
 	p.expectOp("(")
-	w := &WindowSpec{}
+	w := &sqlast.WindowSpec{}
 	if p.acceptKws("PARTITION", "BY") {
 		w.PartitionBy = p.parseExprList()
 	}
@@ -358,14 +360,14 @@ func (p *parser) parseWindowSpec() *WindowSpec {
 	return w
 }
 
-func (p *parser) parseCase() Expr {
+func (p *parser) parseCase() sqlast.Expr {
 	p.advance() // CASE
-	c := &CaseExpr{}
+	c := &sqlast.CaseExpr{}
 	if !p.atKw("WHEN") {
 		c.Operand = p.parseExpr()
 	}
 	for p.acceptKw("WHEN") {
-		w := When{Cond: p.parseExpr()}
+		w := sqlast.When{Cond: p.parseExpr()}
 		p.expectKw("THEN", "expected THEN")
 		w.Result = p.parseExpr()
 		c.Whens = append(c.Whens, w)
@@ -399,7 +401,7 @@ func (p *parser) atTypeName() bool {
 }
 
 // parseType parses a column type; Name is upper-cased.
-func (p *parser) parseType() TypeName {
+func (p *parser) parseType() sqlast.TypeName {
 	p.enter()
 	defer p.leave()
 	t := p.tok()
@@ -407,11 +409,11 @@ func (p *parser) parseType() TypeName {
 		p.fail(t, "expected a type name (INT, BIGINT, DECIMAL(p,s), STRING, TIMESTAMP, ARRAY<…>, …)")
 	}
 	p.i++
-	tn := TypeName{Name: t.upper}
+	tn := sqlast.TypeName{Name: t.upper}
 	switch tn.Name {
 	case "ARRAY":
 		p.expectOp("<")
-		tn.Elems = []TypeName{p.parseType()}
+		tn.Elems = []sqlast.TypeName{p.parseType()}
 		p.expectOp(">")
 	case "MAP":
 		p.expectOp("<")
@@ -419,14 +421,14 @@ func (p *parser) parseType() TypeName {
 		p.expectOp(",")
 		v := p.parseType()
 		p.expectOp(">")
-		tn.Elems = []TypeName{k, v}
+		tn.Elems = []sqlast.TypeName{k, v}
 	case "STRUCT":
 		if p.acceptOp("<>") {
 			break
 		}
 		p.expectOp("<")
 		for !p.atOp(">") {
-			f := TypeField{Name: p.parseIdent("a field name")}
+			f := sqlast.TypeField{Name: p.parseIdent("a field name")}
 			p.acceptOp(":")
 			f.Type = p.parseType()
 			tn.Fields = append(tn.Fields, f)

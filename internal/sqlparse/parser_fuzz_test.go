@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // FuzzParse checks that no input makes the parser panic or report an
@@ -42,12 +44,12 @@ func FuzzParse(f *testing.F) {
 			checkSyntaxError(t, src, err)
 			return
 		}
-		text := Format(s)
+		text := sqlast.Format(s)
 		s2, err := Parse(text)
 		if err != nil {
 			t.Fatalf("Parse(Format(s)) failed: %v\ninput:     %q\nformatted: %q", err, src, text)
 		}
-		if text2 := Format(s2); text2 != text {
+		if text2 := sqlast.Format(s2); text2 != text {
 			t.Fatalf("Format not stable\ninput:  %q\nfirst:  %q\nsecond: %q", src, text, text2)
 		}
 		clearSpans(s)

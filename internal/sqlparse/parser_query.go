@@ -1,46 +1,15 @@
 package sqlparse
 
-func wordSet(words ...string) map[string]bool {
-	m := make(map[string]bool, len(words))
-	for _, w := range words {
-		m[w] = true
-	}
-	return m
-}
-
-// reservedInExpr are the words that cannot be a column, a function name or
-// an alias without back quotes, because they end or continue an expression.
-var reservedInExpr = wordSet("select", "from", "where", "group", "having", "order", "limit",
-	"union", "intersect", "except", "minus", "join", "on", "as", "and", "or", "with",
-	"then", "else", "end", "when", "into", "values", "distinct", "is", "in", "like",
-	"ilike", "rlike", "between", "not", "case", "null", "true", "false")
-
-// selectAliasStop are the words that end a select item rather than alias it.
-var selectAliasStop = union(reservedInExpr, wordSet("offset", "window", "qualify", "over"))
-
-// tableAliasStop are the words that follow a FROM source rather than alias it.
-var tableAliasStop = union(reservedInExpr, wordSet("left", "right", "full", "inner", "cross",
-	"outer", "natural", "offset", "using", "window", "qualify", "lateral", "set",
-	"options", "files", "subdirectory", "regexp"))
-
-func union(sets ...map[string]bool) map[string]bool {
-	m := map[string]bool{}
-	for _, s := range sets {
-		for w := range s {
-			m[w] = true
-		}
-	}
-	return m
-}
+import "github.com/lakepipe/lakepipe/internal/sqlast"
 
 // parseQuery parses [WITH …] body [ORDER BY …] [LIMIT n] [OFFSET m].
-func (p *parser) parseQuery() *Query {
+func (p *parser) parseQuery() *sqlast.Query {
 	p.enter()
 	defer p.leave()
-	q := &Query{}
+	q := &sqlast.Query{}
 	if p.acceptKw("WITH") {
 		for {
-			c := CTE{Name: p.parseIdent("a CTE name")}
+			c := sqlast.CTE{Name: p.parseIdent("a CTE name")}
 			p.expectKw("AS", "expected AS (SELECT …)")
 			p.expectOp("(")
 			c.Query = p.parseQuery()
@@ -66,7 +35,7 @@ func (p *parser) parseQuery() *Query {
 
 // parseSetExpr parses UNION / EXCEPT (MINUS) chains, left-associative, over
 // INTERSECT chains, which bind tighter.
-func (p *parser) parseSetExpr() SetExpr {
+func (p *parser) parseSetExpr() sqlast.SetExpr {
 	left := p.parseSetTerm()
 	for {
 		t := p.tok()
@@ -81,15 +50,15 @@ func (p *parser) parseSetExpr() SetExpr {
 		}
 		p.i++
 		all := p.parseSetQuantifier()
-		left = &SetOp{Op: op, All: all, Left: left, Right: p.parseSetTerm()}
+		left = &sqlast.SetOp{Op: op, All: all, Left: left, Right: p.parseSetTerm()}
 	}
 }
 
-func (p *parser) parseSetTerm() SetExpr {
+func (p *parser) parseSetTerm() sqlast.SetExpr {
 	left := p.parseSetPrimary()
 	for p.acceptKw("INTERSECT") {
 		all := p.parseSetQuantifier()
-		left = &SetOp{Op: "INTERSECT", All: all, Left: left, Right: p.parseSetPrimary()}
+		left = &sqlast.SetOp{Op: "INTERSECT", All: all, Left: left, Right: p.parseSetPrimary()}
 	}
 	return left
 }
@@ -102,7 +71,7 @@ func (p *parser) parseSetQuantifier() bool {
 	return false
 }
 
-func (p *parser) parseSetPrimary() SetExpr {
+func (p *parser) parseSetPrimary() sqlast.SetExpr {
 	switch t := p.tok(); {
 	case isKw(t, "SELECT"):
 		return p.parseSelect()
@@ -117,9 +86,9 @@ func (p *parser) parseSetPrimary() SetExpr {
 	}
 }
 
-func (p *parser) parseSelect() *Select {
+func (p *parser) parseSelect() *sqlast.Select {
 	p.advance() // SELECT
-	s := &Select{}
+	s := &sqlast.Select{}
 	if p.acceptKw("DISTINCT") {
 		s.Distinct = true
 	} else {
@@ -151,18 +120,18 @@ func (p *parser) parseSelect() *Select {
 	return s
 }
 
-func (p *parser) parseSelectItem() SelectItem {
+func (p *parser) parseSelectItem() sqlast.SelectItem {
 	t := p.tok()
 	if isOp(t, "*") {
 		p.i++
-		return SelectItem{Star: true}
+		return sqlast.SelectItem{Star: true}
 	}
 	if (t.kind == tWord || t.kind == tQIdent) && t.val != "" && isOp(p.peek(1), ".") && isOp(p.peek(2), "*") {
 		p.i += 3
-		return SelectItem{Star: true, Qualifier: t.val}
+		return sqlast.SelectItem{Star: true, Qualifier: t.val}
 	}
-	it := SelectItem{Expr: p.parseExpr()}
-	it.Alias = p.parseAlias(selectAliasStop)
+	it := sqlast.SelectItem{Expr: p.parseExpr()}
+	it.Alias = p.parseAlias(sqlast.SelectAliasStop)
 	return it
 }
 
@@ -178,10 +147,10 @@ func (p *parser) parseAlias(stop map[string]bool) string {
 	return ""
 }
 
-func (p *parser) parseOrderItems() []OrderItem {
-	var items []OrderItem
+func (p *parser) parseOrderItems() []sqlast.OrderItem {
+	var items []sqlast.OrderItem
 	for {
-		it := OrderItem{Expr: p.parseExpr()}
+		it := sqlast.OrderItem{Expr: p.parseExpr()}
 		if p.acceptKw("DESC") {
 			it.Desc = true
 		} else {
@@ -203,14 +172,14 @@ func (p *parser) parseOrderItems() []OrderItem {
 
 // parseJoinTree parses a source followed by any number of joins,
 // left-associative.
-func (p *parser) parseJoinTree() TableRef {
+func (p *parser) parseJoinTree() sqlast.TableRef {
 	left := p.parseTablePrimary()
 	for {
 		kind := p.parseJoinKind()
 		if kind == "" {
 			return left
 		}
-		j := &JoinRef{Kind: kind, Left: left, Right: p.parseTablePrimary()}
+		j := &sqlast.JoinRef{Kind: kind, Left: left, Right: p.parseTablePrimary()}
 		if kind != "CROSS" {
 			if p.acceptKw("ON") {
 				j.On = p.parseExpr()
@@ -241,7 +210,7 @@ func (p *parser) parseJoinKind() string {
 // parseTablePrimary parses one FROM source: a table, a subquery, a
 // parenthesised join, VOLUME …, DIRECTORY(VOLUME v), a table function or
 // TABLE(function(…)).
-func (p *parser) parseTablePrimary() TableRef {
+func (p *parser) parseTablePrimary() sqlast.TableRef {
 	p.enter()
 	defer p.leave()
 	t := p.tok()
@@ -251,43 +220,43 @@ func (p *parser) parseTablePrimary() TableRef {
 		if isKw(p.tok(), "SELECT") || isKw(p.tok(), "WITH") {
 			q := p.parseQuery()
 			p.expectOp(")")
-			return &SubqueryRef{Query: q, Alias: p.parseAlias(tableAliasStop)}
+			return &sqlast.SubqueryRef{Query: q, Alias: p.parseAlias(sqlast.TableAliasStop)}
 		}
 		if p.atOp("(") {
 			if q, ok := p.tryQueryInParens(); ok {
-				return &SubqueryRef{Query: q, Alias: p.parseAlias(tableAliasStop)}
+				return &sqlast.SubqueryRef{Query: q, Alias: p.parseAlias(sqlast.TableAliasStop)}
 			}
 		}
 		ref := p.parseJoinTree()
 		p.expectOp(")")
 		return ref
-	case isKw(t, "VOLUME") && (p.peek(1).kind == tQIdent || p.peek(1).kind == tWord && !tableAliasStop[p.peek(1).val]):
+	case isKw(t, "VOLUME") && (p.peek(1).kind == tQIdent || p.peek(1).kind == tWord && !sqlast.TableAliasStop[p.peek(1).val]):
 		// VOLUME v …; a table named volume must be back-quoted when aliased
 		vs := p.parseVolumeHead()
 		for p.parseVolumeClause(&vs) {
 		}
-		return &VolumeRef{Source: vs, Alias: p.parseAlias(tableAliasStop)}
+		return &sqlast.VolumeRef{Source: vs, Alias: p.parseAlias(sqlast.TableAliasStop)}
 	case isKw(t, "DIRECTORY") && isOp(p.peek(1), "(") && isKw(p.peek(2), "VOLUME") && isIdentTok(p.peek(3)) && isOp(p.peek(4), ")"):
 		p.i += 3
-		d := &DirectoryRef{Volume: p.parseIdent("a volume name")}
+		d := &sqlast.DirectoryRef{Volume: p.parseIdent("a volume name")}
 		p.expectOp(")")
-		d.Alias = p.parseAlias(tableAliasStop)
+		d.Alias = p.parseAlias(sqlast.TableAliasStop)
 		return d
 	case isKw(t, "TABLE") && isOp(p.peek(1), "("):
 		p.i += 2
 		fn := p.parseTableFunc()
 		p.expectOp(")")
-		return &FuncRef{Func: fn, Wrapped: true, Alias: p.parseAlias(tableAliasStop)}
+		return &sqlast.FuncRef{Func: fn, Wrapped: true, Alias: p.parseAlias(sqlast.TableAliasStop)}
 	case (t.kind == tWord || t.kind == tQIdent) && isOp(p.peek(1), "("):
 		fn := p.parseTableFunc()
-		return &FuncRef{Func: fn, Alias: p.parseAlias(tableAliasStop)}
+		return &sqlast.FuncRef{Func: fn, Alias: p.parseAlias(sqlast.TableAliasStop)}
 	}
 	n := p.parseObjectName("a table name")
-	return &TableName{Name: n, Alias: p.parseAlias(tableAliasStop)}
+	return &sqlast.TableName{Name: n, Alias: p.parseAlias(sqlast.TableAliasStop)}
 }
 
 // parseTableFunc parses name(args) in FROM.
-func (p *parser) parseTableFunc() *FuncCall {
+func (p *parser) parseTableFunc() *sqlast.FuncCall {
 	t := p.tok()
 	if !(t.kind == tWord || t.kind == tQIdent) || !isOp(p.peek(1), "(") {
 		p.fail(t, "expected a table function call such as READ_KAFKA(…)")

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 func TestSeedStatements(t *testing.T) {
@@ -14,7 +16,7 @@ func TestSeedStatements(t *testing.T) {
 			continue
 		}
 		start, text := s.Span()
-		if start != (Pos{Offset: 0, Line: 1, Col: 1}) {
+		if start != (sqlast.Pos{Offset: 0, Line: 1, Col: 1}) {
 			t.Errorf("example %d: Start = %+v", i, start)
 		}
 		if want := strings.TrimSuffix(c.sql, ";"); text != want {
@@ -79,13 +81,13 @@ PURGE = TRUE;`
 		lines = append(lines, start.Line)
 	}
 	eq(t, "start lines", lines, []int{2, 8, 14, 20})
-	as[*CreateConnection](t, stmts[0])
-	as[*CreateVolume](t, stmts[1])
-	as[*CreateTable](t, stmts[2])
-	p := as[*CreatePipe](t, stmts[3])
+	as[*sqlast.CreateConnection](t, stmts[0])
+	as[*sqlast.CreateVolume](t, stmts[1])
+	as[*sqlast.CreateTable](t, stmts[2])
+	p := as[*sqlast.CreatePipe](t, stmts[3])
 	eq(t, "pipe text starts", strings.HasPrefix(p.Text, "CREATE PIPE orders_oss_pipe\nVIRTUAL_CLUSTER"), true)
-	eq(t, "copy start", p.Copy.Start, Pos{Offset: strings.Index(script, "COPY INTO orders"), Line: 24, Col: 1})
-	eq(t, "table text", stmts[2].(*CreateTable).Text, "CREATE TABLE IF NOT EXISTS orders (\norder_id INT,\namount DECIMAL(10,2),\nstatus STRING\n)")
+	eq(t, "copy start", p.Copy.Start, sqlast.Pos{Offset: strings.Index(script, "COPY INTO orders"), Line: 24, Col: 1})
+	eq(t, "table text", stmts[2].(*sqlast.CreateTable).Text, "CREATE TABLE IF NOT EXISTS orders (\norder_id INT,\namount DECIMAL(10,2),\nstatus STRING\n)")
 
 	// The end-to-end example flattens its scripts onto one line, so a leading
 	// "-- label" comments out the whole line: nothing is left to run.
@@ -127,7 +129,7 @@ DROP PIPE orders_oss_pipe;`
 		"ALTER PIPE orders_oss_pipe SET PIPE_EXECUTION_PAUSED = TRUE",
 		"ALTER PIPE orders_oss_pipe SET PIPE_EXECUTION_PAUSED = FALSE", "DROP PIPE orders_oss_pipe"})
 	start, _ := stmts[5].Span()
-	eq(t, "DROP start", start, Pos{Offset: strings.Index(monitoring, "DROP PIPE"), Line: 12, Col: 1})
+	eq(t, "DROP start", start, sqlast.Pos{Offset: strings.Index(monitoring, "DROP PIPE"), Line: 12, Col: 1})
 }
 
 // grammarCases are statements beyond the ClickZetta Lakehouse documentation with their canonical form.
@@ -269,7 +271,7 @@ func TestGrammar(t *testing.T) {
 			t.Errorf("Parse(%q): %v", c.src, err)
 			continue
 		}
-		if got := Format(s); got != c.want {
+		if got := sqlast.Format(s); got != c.want {
 			t.Errorf("Format(Parse(%q))\n got: %s\nwant: %s", c.src, got, c.want)
 		}
 		checkRoundTrip(t, s)
@@ -277,13 +279,13 @@ func TestGrammar(t *testing.T) {
 }
 
 // sexpr renders an expression fully parenthesised, to check precedence.
-func sexpr(e Expr) string {
+func sexpr(e sqlast.Expr) string {
 	switch e := e.(type) {
-	case *BinaryExpr:
+	case *sqlast.BinaryExpr:
 		return "(" + e.Op + " " + sexpr(e.L) + " " + sexpr(e.R) + ")"
-	case *UnaryExpr:
+	case *sqlast.UnaryExpr:
 		return "(" + e.Op + " " + sexpr(e.X) + ")"
-	case *InExpr:
+	case *sqlast.InExpr:
 		op := "IN"
 		if e.Not {
 			op = "NOT IN"
@@ -293,21 +295,21 @@ func sexpr(e Expr) string {
 			items = append(items, sexpr(x))
 		}
 		return "(" + op + " " + sexpr(e.X) + " [" + strings.Join(items, " ") + "])"
-	case *BetweenExpr:
+	case *sqlast.BetweenExpr:
 		return "(BETWEEN " + sexpr(e.X) + " " + sexpr(e.Lo) + " " + sexpr(e.Hi) + ")"
-	case *IsNullExpr:
+	case *sqlast.IsNullExpr:
 		if e.Not {
 			return "(IS NOT NULL " + sexpr(e.X) + ")"
 		}
 		return "(IS NULL " + sexpr(e.X) + ")"
-	case *CastExpr:
-		return "(CAST " + sexpr(e.X) + " " + FormatType(e.Type) + ")"
-	case *IndexExpr:
+	case *sqlast.CastExpr:
+		return "(CAST " + sexpr(e.X) + " " + sqlast.FormatType(e.Type) + ")"
+	case *sqlast.IndexExpr:
 		return "(INDEX " + sexpr(e.X) + " " + sexpr(e.Index) + ")"
-	case *ParenExpr:
+	case *sqlast.ParenExpr:
 		return "(PAREN " + sexpr(e.X) + ")"
 	}
-	return FormatExpr(e)
+	return sqlast.FormatExpr(e)
 }
 
 func TestPrecedence(t *testing.T) {
@@ -346,7 +348,7 @@ func TestPrecedence(t *testing.T) {
 		if got := sexpr(e); got != c.want {
 			t.Errorf("ParseExpr(%q) = %s, want %s", c.src, got, c.want)
 		}
-		f := FormatExpr(e)
+		f := sqlast.FormatExpr(e)
 		e2, err := ParseExpr(f)
 		if err != nil || sexpr(e2) != c.want {
 			t.Errorf("round trip of %q via %q: %v %v", c.src, f, e2, err)
@@ -356,67 +358,67 @@ func TestPrecedence(t *testing.T) {
 
 func TestTrees(t *testing.T) {
 	s := mustParse(t, "SELECT a FROM t WHERE NOT EXISTS (SELECT 1) AND x NOT IN ((SELECT y FROM u))")
-	w := as[*BinaryExpr](t, as[*Select](t, as[*QueryStmt](t, s).Query.Body).Where)
-	ex := as[*ExistsExpr](t, w.L)
+	w := as[*sqlast.BinaryExpr](t, as[*sqlast.Select](t, as[*sqlast.QueryStmt](t, s).Query.Body).Where)
+	ex := as[*sqlast.ExistsExpr](t, w.L)
 	eq(t, "Exists.Not", ex.Not, true)
-	in := as[*InExpr](t, w.R)
+	in := as[*sqlast.InExpr](t, w.R)
 	eq(t, "In.Not", in.Not, true)
-	eq(t, "In.Query body", FormatQuery(as[*Query](t, in.Query.Body)), "SELECT y FROM u")
+	eq(t, "In.Query body", sqlast.FormatQuery(as[*sqlast.Query](t, in.Query.Body)), "SELECT y FROM u")
 
 	s = mustParse(t, "SELECT * FROM a JOIN b ON a.x = b.x LEFT JOIN c USING (y, z)")
-	j := as[*JoinRef](t, as[*Select](t, as[*QueryStmt](t, s).Query.Body).From[0])
+	j := as[*sqlast.JoinRef](t, as[*sqlast.Select](t, as[*sqlast.QueryStmt](t, s).Query.Body).From[0])
 	eq(t, "Kind", j.Kind, "LEFT")
 	eq(t, "Using", j.Using, []string{"y", "z"})
-	eq(t, "Right", j.Right, TableRef(&TableName{Name: name("c")}))
-	inner := as[*JoinRef](t, j.Left)
+	eq(t, "Right", j.Right, sqlast.TableRef(&sqlast.TableName{Name: name("c")}))
+	inner := as[*sqlast.JoinRef](t, j.Left)
 	eq(t, "inner Kind", inner.Kind, "INNER")
-	eq(t, "inner On", FormatExpr(inner.On), "a.x = b.x")
+	eq(t, "inner On", sqlast.FormatExpr(inner.On), "a.x = b.x")
 
 	s = mustParse(t, "ALTER PIPE p AS COPY INTO t FROM VOLUME v USING CSV")
-	ap := as[*AlterPipe](t, s)
+	ap := as[*sqlast.AlterPipe](t, s)
 	eq(t, "Action", ap.Action, "SET_COPY")
 	eq(t, "Copy.Text", ap.Copy.Text, "COPY INTO t FROM VOLUME v USING CSV")
-	eq(t, "Copy.Start", ap.Copy.Start, Pos{Offset: 16, Line: 1, Col: 17})
+	eq(t, "Copy.Start", ap.Copy.Start, sqlast.Pos{Offset: 16, Line: 1, Col: 17})
 
 	s = mustParse(t, "CREATE DYNAMIC TABLE d REFRESH INTERVAL '30' SECONDS AS\n  SELECT 1 -- trailing\n")
-	dt := as[*CreateDynamicTable](t, s)
+	dt := as[*sqlast.CreateDynamicTable](t, s)
 	eq(t, "IntervalN", dt.IntervalN, 30)
 	eq(t, "IntervalUnit", dt.IntervalUnit, "SECOND")
 	eq(t, "QueryText", dt.QueryText, "SELECT 1")
 	eq(t, "Text", dt.Text, "CREATE DYNAMIC TABLE d REFRESH INTERVAL '30' SECONDS AS\n  SELECT 1")
 
 	s = mustParse(t, "CREATE TABLE STREAM s ON TABLE t WITH PROPERTIES ('TABLE_STREAM_MODE' = 'STANDARD')")
-	ts := as[*CreateTableStream](t, s)
+	ts := as[*sqlast.CreateTableStream](t, s)
 	eq(t, "Props", kv(ts.Props), []string{"TABLE_STREAM_MODE=STANDARD"})
 	eq(t, "Table", ts.Table, name("t"))
 
 	s = mustParse(t, "CREATE STORAGE CONNECTION c TYPE OSS 'Endpoint' = 'e' `Region` = 'r'")
-	eq(t, "string keys kept", kv(as[*CreateConnection](t, s).Props), []string{"Endpoint=e", "Region=r"})
+	eq(t, "string keys kept", kv(as[*sqlast.CreateConnection](t, s).Props), []string{"Endpoint=e", "Region=r"})
 
 	s = mustParse(t, "COPY INTO VOLUME v FROM TABLE t FILE_FORMAT = (TYPE = CSV, FIELD_DELIMITER = '|', header = true)")
-	cv := as[*CopyIntoVolume](t, s)
+	cv := as[*sqlast.CopyIntoVolume](t, s)
 	eq(t, "FormatOptions", kv(cv.FormatOptions), []string{"field_delimiter=|", "header=true"})
 
 	s = mustParse(t, "SELECT * FROM t ORDER BY a NULLS FIRST, b DESC NULLS LAST")
-	ob := as[*QueryStmt](t, s).Query.OrderBy
+	ob := as[*sqlast.QueryStmt](t, s).Query.OrderBy
 	eq(t, "NullsFirst[0]", *ob[0].NullsFirst, true)
 	eq(t, "NullsFirst[1]", *ob[1].NullsFirst, false)
 	eq(t, "Desc[1]", ob[1].Desc, true)
 
 	s = mustParse(t, "SHOW DYNAMIC TABLE REFRESH HISTORY LIMIT 3")
-	eq(t, "Limit", *as[*ShowRefreshHistory](t, s).Limit, 3)
+	eq(t, "Limit", *as[*sqlast.ShowRefreshHistory](t, s).Limit, 3)
 
 	e, err := ParseExpr("INTERVAL '1' DAY")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "interval", unspanned(e), Expr(&IntervalExpr{Value: &Literal{Kind: LitString, Value: "1"}, Unit: "DAY"}))
+	eq(t, "interval", unspanned(e), sqlast.Expr(&sqlast.IntervalExpr{Value: &sqlast.Literal{Kind: sqlast.LitString, Value: "1"}, Unit: "DAY"}))
 
 	q, err := ParseQuery("SELECT 1;")
 	if err != nil {
 		t.Fatal(err)
 	}
-	eq(t, "ParseQuery", FormatQuery(q), "SELECT 1")
+	eq(t, "ParseQuery", sqlast.FormatQuery(q), "SELECT 1")
 }
 
 func TestErrors(t *testing.T) {
@@ -505,12 +507,12 @@ func TestScriptErrorPositions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var starts []Pos
+	var starts []sqlast.Pos
 	for _, s := range stmts {
 		p, _ := s.Span()
 		starts = append(starts, p)
 	}
-	eq(t, "starts", starts, []Pos{{Offset: 2, Line: 1, Col: 3}, {Offset: 23, Line: 2, Col: 11}})
+	eq(t, "starts", starts, []sqlast.Pos{{Offset: 2, Line: 1, Col: 3}, {Offset: 23, Line: 2, Col: 11}})
 	_, text := stmts[1].Span()
 	eq(t, "text", text, "SELECT\n 2")
 }
@@ -530,8 +532,8 @@ func TestSplit(t *testing.T) {
 		}
 	}
 	eq(t, "texts", texts, []string{"SELECT ';'", `SELECT "a;b"`, "SELECT `c;d`", "SELECT 1", `SELECT 'it''s;', 'a\';b'`})
-	eq(t, "start 4", chunks[3].Start, Pos{Offset: 48, Line: 2, Col: 2})
-	eq(t, "start 5", chunks[4].Start, Pos{Offset: strings.Index(src, "SELECT 'it"), Line: 3, Col: 1})
+	eq(t, "start 4", chunks[3].Start, sqlast.Pos{Offset: 48, Line: 2, Col: 2})
+	eq(t, "start 5", chunks[4].Start, sqlast.Pos{Offset: strings.Index(src, "SELECT 'it"), Line: 3, Col: 1})
 
 	for _, empty := range []string{"", "  ", ";;", "-- c;\n", "/* a; */ ; -- b"} {
 		chunks, err := Split(empty)
@@ -548,7 +550,7 @@ func TestInspect(t *testing.T) {
 	s := mustParse(t, "INSERT INTO t SELECT a, f(b) FROM u JOIN (SELECT c FROM v WHERE d IN (SELECT e FROM w)) x ON u.k = x.k")
 	var cols []string
 	depth, maxDepth := 0, 0
-	Inspect(s, func(n any) bool {
+	sqlast.Inspect(s, func(n any) bool {
 		if n == nil {
 			depth--
 			return true
@@ -557,7 +559,7 @@ func TestInspect(t *testing.T) {
 		if depth > maxDepth {
 			maxDepth = depth
 		}
-		if c, ok := n.(*ColumnRef); ok {
+		if c, ok := n.(*sqlast.ColumnRef); ok {
 			cols = append(cols, strings.Join(c.Parts, "."))
 		}
 		return true
@@ -570,11 +572,11 @@ func TestInspect(t *testing.T) {
 
 	// Returning false prunes: subqueries are not entered.
 	cols = nil
-	Inspect(s, func(n any) bool {
-		if _, ok := n.(*SubqueryRef); ok {
+	sqlast.Inspect(s, func(n any) bool {
+		if _, ok := n.(*sqlast.SubqueryRef); ok {
 			return false
 		}
-		if c, ok := n.(*ColumnRef); ok {
+		if c, ok := n.(*sqlast.ColumnRef); ok {
 			cols = append(cols, strings.Join(c.Parts, "."))
 		}
 		return true
@@ -584,12 +586,12 @@ func TestInspect(t *testing.T) {
 	// Pipes reach their COPY's query; table functions are visited.
 	p := mustParse(t, seedCases[5].sql)
 	var funcs []string
-	Inspect(p, func(n any) bool {
-		if f, ok := n.(*FuncCall); ok {
+	sqlast.Inspect(p, func(n any) bool {
+		if f, ok := n.(*sqlast.FuncCall); ok {
 			funcs = append(funcs, f.Name)
 		}
 		return true
 	})
 	eq(t, "funcs", funcs, []string{"read_kafka", "map"})
-	Inspect(nil, func(any) bool { t.Error("called for nil"); return true })
+	sqlast.Inspect(nil, func(any) bool { t.Error("called for nil"); return true })
 }

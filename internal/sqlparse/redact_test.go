@@ -1,6 +1,10 @@
 package sqlparse
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+)
 
 // TestValueSpans: a property's ValueSpan and a literal's Span cover the
 // value as written, quotes, escapes and sign included, in the frame of
@@ -20,7 +24,7 @@ func TestValueSpans(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := as[*CreateConnection](t, mustChunk(t, chunks[len(chunks)-1]))
+			s := as[*sqlast.CreateConnection](t, mustChunk(t, chunks[len(chunks)-1]))
 			found := false
 			for _, p := range s.Props {
 				if p.Key == tc.key {
@@ -39,8 +43,8 @@ func TestValueSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	Inspect(mustChunk(t, chunks[1]), func(n any) bool {
-		if l, ok := n.(*Literal); ok {
+	sqlast.Inspect(mustChunk(t, chunks[1]), func(n any) bool {
+		if l, ok := n.(*sqlast.Literal); ok {
 			got = append(got, src[l.Span.Start:l.Span.End])
 		}
 		return true
@@ -48,7 +52,7 @@ func TestValueSpans(t *testing.T) {
 	eq(t, "literal sources", got, []string{`'sasl.password'`, `'p''w\'d'`, `'n'`, `12`, `'b'`, `TRUE`, `'z'`, `NULL`, `'d'`, `'2024-01-01'`})
 }
 
-func mustChunk(t *testing.T, c Chunk) Statement {
+func mustChunk(t *testing.T, c Chunk) sqlast.Statement {
 	t.Helper()
 	s, err := ParseChunk(c)
 	if err != nil {
@@ -66,19 +70,19 @@ func TestRedact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := as[*CreateConnection](t, mustChunk(t, chunks[1]))
+	s := as[*sqlast.CreateConnection](t, mustChunk(t, chunks[1]))
 	id, key := s.Props[1].ValueSpan, s.Props[2].ValueSpan
 	for _, tc := range []struct {
 		name string
-		hide []Range
+		hide []sqlast.Range
 		want string
 	}{
 		{"none", nil, chunks[1].Text},
-		{"one", []Range{key}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = 'a''b' ACCESS_KEY = '***'"},
-		{"two, out of order", []Range{key, id}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = '***' ACCESS_KEY = '***'"},
-		{"overlap and outside", []Range{key, {key.Start + 1, key.End - 1}, {0, 4}, {key.Start, key.End + 1}, {id.Start, id.Start}}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = 'a''b' ACCESS_KEY = '***'"},
+		{"one", []sqlast.Range{key}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = 'a''b' ACCESS_KEY = '***'"},
+		{"two, out of order", []sqlast.Range{key, id}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = '***' ACCESS_KEY = '***'"},
+		{"overlap and outside", []sqlast.Range{key, {Start: key.Start + 1, End: key.End - 1}, {Start: 0, End: 4}, {Start: key.Start, End: key.End + 1}, {Start: id.Start, End: id.Start}}, "CREATE STORAGE CONNECTION c TYPE S3 ENDPOINT = 'http://h' ACCESS_ID = 'a''b' ACCESS_KEY = '***'"},
 	} {
-		got := Redact(s, tc.hide)
+		got := sqlast.Redact(s, tc.hide)
 		eq(t, tc.name, got, tc.want)
 		if _, err := Parse(got); err != nil {
 			t.Errorf("%s: %q does not parse: %v", tc.name, got, err)

@@ -1,12 +1,4 @@
-// Package sqlparse parses lakepipe's SQL dialect (the statements of the ClickZetta Lakehouse documentation:
-// connections, volumes, tables, COPY, pipes, dynamic tables, table streams and
-// queries) into a syntax tree. It does no I/O and knows nothing of ClickHouse:
-// translation to ClickHouse SQL lives in package chsql.
-//
-// Unquoted identifiers are case-insensitive and are stored lower-cased;
-// back-quoted (and double-quoted) identifiers keep their case. Keywords are
-// case-insensitive. Strings are single-quoted.
-package sqlparse
+package sqlast
 
 // Pos is a position in the parsed text; Line and Col count from 1.
 type Pos struct {
@@ -39,7 +31,15 @@ type StmtBase struct {
 }
 
 func (b *StmtBase) Span() (Pos, string) { return b.Start, b.Text }
-func (*StmtBase) stmt()                 {}
+
+// SetSpan records where the statement starts and its source text (the
+// parser's job).
+func (b *StmtBase) SetSpan(start Pos, text string) {
+	b.Start = start
+	b.Text = text
+}
+
+func (*StmtBase) stmt() {}
 
 // ObjectName is a possibly qualified name: [workspace.][schema.]name.
 type ObjectName struct {
@@ -98,8 +98,6 @@ type ColumnDef struct {
 	Default Expr
 	Pos     Pos
 }
-
-// ---- connections and volumes ----
 
 // CreateConnection is CREATE STORAGE CONNECTION. Props holds ENDPOINT,
 // ACCESS_ID, ACCESS_KEY, REGION, … with lower-cased keys, in source order.
@@ -163,8 +161,6 @@ type DropVolume struct {
 	IfExists bool
 	Name     string
 }
-
-// ---- tables ----
 
 type CreateTable struct {
 	StmtBase
@@ -244,8 +240,6 @@ type QueryStmt struct {
 	Query *Query
 }
 
-// ---- COPY ----
-
 // VolumeSource is FROM VOLUME v [(schema)] USING fmt [OPTIONS(…)]
 // [FILES(…)] [SUBDIRECTORY '…'], in COPY INTO table and in SELECT's FROM.
 type VolumeSource struct {
@@ -282,8 +276,6 @@ type CopyIntoVolume struct {
 	FormatOptions []Property // other FILE_FORMAT = (…) keys
 	Options       []Property // trailing options (OVERWRITE = TRUE, …)
 }
-
-// ---- pipes ----
 
 // CreatePipe is CREATE PIPE; Props holds VIRTUAL_CLUSTER, INGEST_MODE,
 // BATCH_INTERVAL_IN_SECONDS, POLL_INTERVAL_IN_SECONDS, … lower-cased.
@@ -322,8 +314,6 @@ type DropPipe struct {
 	IfExists bool
 	Name     string
 }
-
-// ---- dynamic tables ----
 
 type CreateDynamicTable struct {
 	StmtBase
@@ -373,8 +363,6 @@ type AlterDynamicTable struct {
 	Action string // SUSPEND, RESUME
 }
 
-// ---- table streams ----
-
 type CreateTableStream struct {
 	StmtBase
 	OrReplace   bool
@@ -400,8 +388,6 @@ type DropTableStream struct {
 	IfExists bool
 	Name     ObjectName
 }
-
-// ---- queries ----
 
 // Query is [WITH …] body [ORDER BY …] [LIMIT n [OFFSET m]].
 type Query struct {
@@ -452,8 +438,10 @@ type OrderItem struct {
 }
 
 func (*Select) setExpr() {}
-func (*SetOp) setExpr()  {}
-func (*Query) setExpr()  {}
+
+func (*SetOp) setExpr() {}
+
+func (*Query) setExpr() {}
 
 // TableRef is one source in FROM.
 type TableRef interface{ tableRef() }
@@ -496,12 +484,17 @@ type FuncRef struct {
 	Alias   string
 }
 
-func (*TableName) tableRef()    {}
-func (*SubqueryRef) tableRef()  {}
-func (*JoinRef) tableRef()      {}
-func (*VolumeRef) tableRef()    {}
+func (*TableName) tableRef() {}
+
+func (*SubqueryRef) tableRef() {}
+
+func (*JoinRef) tableRef() {}
+
+func (*VolumeRef) tableRef() {}
+
 func (*DirectoryRef) tableRef() {}
-func (*FuncRef) tableRef()      {}
+
+func (*FuncRef) tableRef() {}
 
 // Expr is a scalar expression.
 type Expr interface{ expr() }
@@ -622,19 +615,34 @@ type IntervalExpr struct {
 	Unit  string
 }
 
-func (*ColumnRef) expr()    {}
-func (*Literal) expr()      {}
-func (*StarExpr) expr()     {}
-func (*BinaryExpr) expr()   {}
-func (*UnaryExpr) expr()    {}
-func (*FuncCall) expr()     {}
-func (*CastExpr) expr()     {}
-func (*CaseExpr) expr()     {}
-func (*InExpr) expr()       {}
-func (*BetweenExpr) expr()  {}
-func (*IsNullExpr) expr()   {}
-func (*IndexExpr) expr()    {}
-func (*ParenExpr) expr()    {}
+func (*ColumnRef) expr() {}
+
+func (*Literal) expr() {}
+
+func (*StarExpr) expr() {}
+
+func (*BinaryExpr) expr() {}
+
+func (*UnaryExpr) expr() {}
+
+func (*FuncCall) expr() {}
+
+func (*CastExpr) expr() {}
+
+func (*CaseExpr) expr() {}
+
+func (*InExpr) expr() {}
+
+func (*BetweenExpr) expr() {}
+
+func (*IsNullExpr) expr() {}
+
+func (*IndexExpr) expr() {}
+
+func (*ParenExpr) expr() {}
+
 func (*SubqueryExpr) expr() {}
-func (*ExistsExpr) expr()   {}
+
+func (*ExistsExpr) expr() {}
+
 func (*IntervalExpr) expr() {}

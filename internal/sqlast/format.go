@@ -1,4 +1,4 @@
-package sqlparse
+package sqlast
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 // quoteWords are the names Format back-quotes even though they are plain
 // lower-case identifiers: every word the grammar treats as a keyword
 // somewhere, so that no formatted name can be mistaken for syntax.
-var quoteWords = union(reservedInExpr, selectAliasStop, tableAliasStop, wordSet(
+var quoteWords = union(ReservedInExpr, SelectAliasStop, TableAliasStop, WordSet(
 	"add", "all", "alter", "asc", "auto_refresh", "by", "cast", "column", "comment",
 	"connection", "connections", "copy", "create", "date", "default", "delete", "desc",
 	"describe", "directory", "drop", "dynamic", "enable", "execute", "exists", "extended",
@@ -21,7 +21,7 @@ var quoteWords = union(reservedInExpr, selectAliasStop, tableAliasStop, wordSet(
 
 // funcQuoteWords are the function names that must be back-quoted because,
 // bare, they would parse as something other than a call.
-var funcQuoteWords = union(reservedInExpr, wordSet("cast", "try_cast", "exists", "interval", "table", "directory"))
+var funcQuoteWords = union(ReservedInExpr, WordSet("cast", "try_cast", "exists", "interval", "table", "directory"))
 
 func isPlainIdent(s string) bool {
 	if s == "" {
@@ -110,12 +110,12 @@ func formatStrings(ss []string) string {
 // Keys that a KEY = value list must write as strings, because bare they
 // would be read as a clause of the statement rather than as a property.
 var (
-	keysSpecialInConnection = wordSet("comment")
-	keysSpecialInPipe       = wordSet("comment")
-	keysSpecialInAlterPipe  = wordSet()
-	keysSpecialInCopy       = wordSet("purge", "subdirectory", "regexp")
-	keysSpecialInExport     = wordSet("subdirectory", "from")
-	keysSpecialInFileFormat = wordSet("type")
+	keysSpecialInConnection = WordSet("comment")
+	keysSpecialInPipe       = WordSet("comment")
+	keysSpecialInAlterPipe  = WordSet()
+	keysSpecialInCopy       = WordSet("purge", "subdirectory", "regexp")
+	keysSpecialInExport     = WordSet("subdirectory", "from")
+	keysSpecialInFileFormat = WordSet("type")
 )
 
 // formatKeyValues writes KEY = value pairs separated by sep. Keys that are
@@ -125,7 +125,7 @@ func formatKeyValues(props []Property, sep string, special map[string]bool) stri
 	parts := make([]string, len(props))
 	for i, p := range props {
 		key := formatString(p.Key)
-		if isPlainIdent(p.Key) && !reservedInExpr[p.Key] && !special[p.Key] {
+		if isPlainIdent(p.Key) && !ReservedInExpr[p.Key] && !special[p.Key] {
 			key = strings.ToUpper(p.Key)
 		}
 		val := formatString(p.Value)
@@ -176,7 +176,7 @@ func FormatType(t TypeName) string {
 	return b.String()
 }
 
-func formatColumnDef(c ColumnDef) string {
+func FormatColumnDef(c ColumnDef) string {
 	s := formatIdent(c.Name)
 	if c.Type.Name != "" {
 		s += " " + FormatType(c.Type)
@@ -196,7 +196,7 @@ func formatColumnDef(c ColumnDef) string {
 func formatColumnDefs(cols []ColumnDef) string {
 	parts := make([]string, len(cols))
 	for i, c := range cols {
-		parts[i] = formatColumnDef(c)
+		parts[i] = FormatColumnDef(c)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
 }
@@ -303,7 +303,7 @@ func Format(s Statement) string {
 			return out + " SET PROPERTIES " + formatPropList(s.Props)
 		case "ADD_COLUMN":
 			if s.Column != nil {
-				return out + " ADD COLUMN " + formatColumnDef(*s.Column)
+				return out + " ADD COLUMN " + FormatColumnDef(*s.Column)
 			}
 		case "DROP_COLUMN":
 			return out + " DROP COLUMN " + formatIdent(s.ColumnName)
@@ -331,7 +331,7 @@ func Format(s Statement) string {
 		}
 		rows := make([]string, len(s.Values))
 		for i, r := range s.Values {
-			rows[i] = "(" + formatExprs(r) + ")"
+			rows[i] = "(" + FormatExprs(r) + ")"
 		}
 		return out + " VALUES " + strings.Join(rows, ", ")
 	case *Delete:
@@ -550,7 +550,7 @@ func formatSetExpr(e SetExpr, min int) string {
 	switch e := e.(type) {
 	case *Select:
 		if e != nil {
-			return formatSelect(e)
+			return FormatSelect(e)
 		}
 	case *Query:
 		return "(" + FormatQuery(e) + ")"
@@ -572,7 +572,7 @@ func formatSetExpr(e SetExpr, min int) string {
 	return ""
 }
 
-func formatSelect(s *Select) string {
+func FormatSelect(s *Select) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
 	if s.Distinct {
@@ -607,7 +607,7 @@ func formatSelect(s *Select) string {
 		b.WriteString(" WHERE " + FormatExpr(s.Where))
 	}
 	if len(s.GroupBy) > 0 {
-		b.WriteString(" GROUP BY " + formatExprs(s.GroupBy))
+		b.WriteString(" GROUP BY " + FormatExprs(s.GroupBy))
 	}
 	if s.Having != nil {
 		b.WriteString(" HAVING " + FormatExpr(s.Having))
@@ -678,7 +678,7 @@ func formatOrderItems(items []OrderItem) string {
 	return strings.Join(parts, ", ")
 }
 
-func formatExprs(es []Expr) string {
+func FormatExprs(es []Expr) string {
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = FormatExpr(e)
@@ -822,7 +822,7 @@ func formatExprBare(e Expr) string {
 		if e.Query != nil {
 			return s + " IN (" + FormatQuery(e.Query) + ")"
 		}
-		return s + " IN (" + formatExprs(e.List) + ")"
+		return s + " IN (" + FormatExprs(e.List) + ")"
 	case *BetweenExpr:
 		s := formatExpr(e.X, precCmp)
 		if e.Not {
@@ -869,13 +869,13 @@ func formatFuncCall(f *FuncCall) string {
 		if f.Distinct {
 			b.WriteString("DISTINCT ")
 		}
-		b.WriteString(formatExprs(f.Args))
+		b.WriteString(FormatExprs(f.Args))
 	}
 	b.WriteString(")")
 	if f.Over != nil {
 		var parts []string
 		if len(f.Over.PartitionBy) > 0 {
-			parts = append(parts, "PARTITION BY "+formatExprs(f.Over.PartitionBy))
+			parts = append(parts, "PARTITION BY "+FormatExprs(f.Over.PartitionBy))
 		}
 		if len(f.Over.OrderBy) > 0 {
 			parts = append(parts, "ORDER BY "+formatOrderItems(f.Over.OrderBy))

@@ -1,12 +1,9 @@
-package sqlparse
+package sqlast
 
 import (
 	"sort"
 	"strings"
 )
-
-// Redacted is what Redact writes in place of a hidden literal.
-const Redacted = "'***'"
 
 // Redact returns stmt's source text, as Span gives it, with the source of
 // each range in hide replaced by '***' (quotes included): the whole literal
