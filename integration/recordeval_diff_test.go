@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/recordeval"
@@ -38,7 +40,7 @@ func TestRecordevalMatchesClickHouse(t *testing.T) {
 	for _, set := range diffSets {
 		rows := []string{"(0, NULL)"}
 		for i, in := range set.inputs {
-			lit := sqlparse.FormatExpr(&sqlparse.Literal{Kind: sqlparse.LitString, Value: in})
+			lit := sqlast.FormatExpr(&sqlast.Literal{Kind: sqlast.LitString, Value: in})
 			rows = append(rows, fmt.Sprintf("(%d, %s)", i+1, lit))
 		}
 		s.run(fmt.Sprintf("CREATE TABLE %s (id BIGINT, value STRING); INSERT INTO %s VALUES %s",
@@ -395,7 +397,7 @@ func recordevalProgram(expr string) (*recordeval.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return recordeval.Compile(q.Body.(*sqlparse.Select), "raw", "raw")
+	return recordeval.Compile(q.Body.(*sqlast.Select), "raw", "raw")
 }
 
 // recordevalSide evaluates a record whose value is in (nil: a NULL value).
