@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // ClickHouseType maps a declared column type to the ClickHouse type that
 // stores it. Columns are Nullable unless declared NOT NULL, as SQL users
 // expect an empty CSV field or a missing JSON key to load as NULL.
-func ClickHouseType(t sqlparse.TypeName, notNull bool) (string, error) {
+func ClickHouseType(t sqlast.TypeName, notNull bool) (string, error) {
 	base, err := baseType(t)
 	if err != nil {
 		return "", err
@@ -25,7 +25,7 @@ func ClickHouseType(t sqlparse.TypeName, notNull bool) (string, error) {
 	return "Nullable(" + base + ")", nil
 }
 
-func baseType(t sqlparse.TypeName) (string, error) {
+func baseType(t sqlast.TypeName) (string, error) {
 	switch t.Name {
 	case "TINYINT", "BYTE":
 		return "Int8", nil
@@ -115,7 +115,7 @@ func SQLTypeOf(chType string) string {
 
 // DecimalParams reads DECIMAL[(p[,s])]: precision 10 and scale 0 by
 // default, precision 1..38, scale 0..precision.
-func DecimalParams(t sqlparse.TypeName) (p, s int, err error) {
+func DecimalParams(t sqlast.TypeName) (p, s int, err error) {
 	p, s = 10, 0
 	switch len(t.Params) {
 	case 0:

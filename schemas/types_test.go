@@ -3,6 +3,8 @@ package schemas
 import (
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/sqlast"
+
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -30,7 +32,7 @@ func TestClickHouseType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.sql, err)
 		}
-		typ := stmt.(*sqlparse.CreateTable).Columns[0].Type
+		typ := stmt.(*sqlast.CreateTable).Columns[0].Type
 		got, err := ClickHouseType(typ, tt.notNull)
 		if err != nil || got != tt.want {
 			t.Errorf("%s: got %q, %v; want %q", tt.sql, got, err, tt.want)
@@ -39,10 +41,10 @@ func TestClickHouseType(t *testing.T) {
 			t.Errorf("%s: no SQL name for %s", tt.sql, got)
 		}
 	}
-	if _, err := ClickHouseType(sqlparse.TypeName{Name: "DECIMAL", Params: []int{50, 2}}, false); err == nil {
+	if _, err := ClickHouseType(sqlast.TypeName{Name: "DECIMAL", Params: []int{50, 2}}, false); err == nil {
 		t.Error("DECIMAL(50,2) accepted")
 	}
-	if _, err := ClickHouseType(sqlparse.TypeName{Name: "GEOMETRY"}, false); err == nil {
+	if _, err := ClickHouseType(sqlast.TypeName{Name: "GEOMETRY"}, false); err == nil {
 		t.Error("unknown type accepted")
 	}
 }
