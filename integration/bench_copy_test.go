@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/minio/minio-go/v7"
 	"github.com/shopspring/decimal"
 
@@ -147,7 +149,7 @@ func writeBenchFiles(csvPath, pqPath string, rows int) error {
 		return err
 	}
 	defer pf.Close()
-	pw, err := formats.NewParquetWriter(pf, []formats.Column{
+	pw, err := formats.NewParquetWriter(pf, []rowio.Column{
 		{Name: "id", Type: "Int64"}, {Name: "product", Type: "String"}, {Name: "category", Type: "String"},
 		{Name: "amount", Type: "Decimal(10, 2)"}, {Name: "dt", Type: "String"},
 	})

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 // TestInserterAbortThenDelete: blocks an aborted Inserter had already sent
@@ -34,14 +35,14 @@ func TestInserterAbortThenDelete(t *testing.T) {
 	table := chsql.Table(db, "t")
 	must(t, st.Exec(ctx, "CREATE TABLE "+table+" (id Int64, c UInt64) ENGINE = MergeTree ORDER BY c"))
 	const rows = 100_000
-	b := &formats.Batch{Rows: rows, Cols: []formats.Vector{{Text: make([][]byte, rows)}}}
+	b := &rowio.Batch{Rows: rows, Cols: []rowio.Vector{{Text: make([][]byte, rows)}}}
 	for i := range b.Cols[0].Text {
 		b.Cols[0].Text[i] = []byte(strconv.Itoa(i))
 	}
 	for round := 1; round <= 8; round++ {
 		// Even rounds abort the way a caller whose context ended does.
 		ictx, icancel := context.WithCancel(ctx)
-		in, err := st.NewInserter(ictx, db, "t", []formats.Column{{Name: "id", Type: "Int64"}}, "c", uint64(round))
+		in, err := st.NewInserter(ictx, db, "t", []rowio.Column{{Name: "id", Type: "Int64"}}, "c", uint64(round))
 		must(t, err)
 		in.BlockRows = 50_000
 		for i := 0; i < 3; i++ {

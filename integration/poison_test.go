@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
@@ -261,7 +263,7 @@ func poisonFormats(t *testing.T, rng *rand.Rand) []*poisonFormat {
 	}
 	parquetOf := func(rows []row) []byte {
 		var b bytes.Buffer
-		w, err := formats.NewParquetWriter(&b, []formats.Column{{Name: "id", Type: "Int64"}, {Name: "name", Type: "String"}, {Name: "amount", Type: "Float64"}})
+		w, err := formats.NewParquetWriter(&b, []rowio.Column{{Name: "id", Type: "Int64"}, {Name: "name", Type: "String"}, {Name: "amount", Type: "Float64"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +514,7 @@ func readsCleanly(b []byte) (ok bool) {
 			ok = false
 		}
 	}()
-	r, err := formats.Open(formats.Source{R: bytes.NewReader(b), At: bytes.NewReader(b), Size: int64(len(b)), Name: "x.parquet"}, "PARQUET", formats.Options{})
+	r, err := formats.Open(rowio.Source{R: bytes.NewReader(b), At: bytes.NewReader(b), Size: int64(len(b)), Name: "x.parquet"}, "PARQUET", rowio.Options{})
 	if err != nil {
 		return false
 	}

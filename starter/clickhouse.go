@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 )
 
@@ -58,7 +59,7 @@ func (c *clickhouseFlags) tlsConfig() (*tls.Config, error) {
 // reader limits from the environment (LAKEPIPE_MAX_LINE_BYTES, …; see
 // docs/security.md).
 func (c *connFlags) engineConfig() (core.Config, error) {
-	limits, err := formats.LimitsFromEnv(os.Getenv)
+	limits, err := rowio.LimitsFromEnv(os.Getenv)
 	if err != nil {
 		return core.Config{}, err
 	}

@@ -5,9 +5,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 
-	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/apache/arrow-go/v18/arrow"
 )
 
 // kind is the family of values a column takes.
@@ -103,7 +103,7 @@ func (l *layout) lookup(name string) (int, bool) {
 
 func newColSpec(name, chType string) colSpec {
 	sp := colSpec{name: name, chType: chType}
-	dt, nullable, err := formats.ArrowType(chType)
+	dt, nullable, err := rowio.ArrowType(chType)
 	if err != nil {
 		sp.why = err.Error()
 		return sp

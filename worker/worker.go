@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -24,7 +26,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
@@ -44,7 +45,7 @@ type Config struct {
 	Workspace         string
 	// Limits bound what reading one file may allocate (zero fields: the
 	// defaults of formats.Limits).
-	Limits formats.Limits
+	Limits rowio.Limits
 	// FullListingInterval: see engine.Config (0: its default).
 	FullListingInterval time.Duration
 	// MetricsToken, when set, is required of /metrics requests (Bearer).

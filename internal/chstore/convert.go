@@ -10,12 +10,13 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/errtext"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -24,7 +25,7 @@ import (
 type column interface {
 	// add converts rows of src into the column; a row it cannot convert is
 	// reported through bad(row, message) and gets a zero placeholder.
-	add(src *formats.Vector, rows int, bad func(row int, msg string))
+	add(src *rowio.Vector, rows int, bad func(row int, msg string))
 	// addNull appends n NULLs (or zero values for a NOT NULL column).
 	addNull(n int)
 	// keep drops the rows whose keep flag is false.
@@ -86,7 +87,7 @@ func text(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // format readers yield has one for the targets it maps to (see
 // formats.ClickHouseType), so ValueStr is left for mismatches such as a
 // Float64 array loaded into an Int32 column.
-func cell(src *formats.Vector, r int) (string, bool) {
+func cell(src *rowio.Vector, r int) (string, bool) {
 	if src.Null != nil && src.Null[r] && src.Text == nil {
 		return "", true
 	}
@@ -137,7 +138,7 @@ func (c *intCol[T]) addNull(n int) {
 	}
 }
 
-func (c *intCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
+func (c *intCol[T]) add(src *rowio.Vector, rows int, bad func(int, string)) {
 	if c.addArrow(src.Arrow, rows, bad) {
 		return
 	}
@@ -376,7 +377,7 @@ func (c *floatCol[T]) addNull(n int) {
 		c.put(0, true)
 	}
 }
-func (c *floatCol[T]) add(src *formats.Vector, rows int, bad func(int, string)) {
+func (c *floatCol[T]) add(src *rowio.Vector, rows int, bad func(int, string)) {
 	switch a := src.Arrow.(type) {
 	case *array.Float64:
 		addFloats(c, a, a.Float64Values(), rows, bad)
@@ -496,7 +497,7 @@ func (c *stringCol) addNull(n int) {
 		c.put("", true)
 	}
 }
-func (c *stringCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+func (c *stringCol) add(src *rowio.Vector, rows int, bad func(int, string)) {
 	// Arrow strings are kept without copying: Value points into the
 	// array's buffers, which the reader releases at its next batch while
 	// these strings wait for the block to be sent. That is safe because
@@ -620,7 +621,7 @@ func (c *decimalCol) addNull(n int) {
 		c.put(decimal.Decimal{}, true)
 	}
 }
-func (c *decimalCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+func (c *decimalCol) add(src *rowio.Vector, rows int, bad func(int, string)) {
 	switch a := src.Arrow.(type) {
 	case *array.Decimal128:
 		scale := a.DataType().(*arrow.Decimal128Type).Scale
@@ -810,7 +811,7 @@ func (c *timeCol) addNull(n int) {
 		c.put(time.Unix(0, 0).UTC(), true)
 	}
 }
-func (c *timeCol) add(src *formats.Vector, rows int, bad func(int, string)) {
+func (c *timeCol) add(src *rowio.Vector, rows int, bad func(int, string)) {
 	switch a := src.Arrow.(type) {
 	case *array.Timestamp:
 		// Arrow timestamps count from the Unix epoch in UTC whatever the
@@ -918,9 +919,9 @@ type constCol struct {
 	n int
 }
 
-func (c *constCol) len() int                                             { return c.n }
-func (c *constCol) addNull(n int)                                        { c.n += n }
-func (c *constCol) add(_ *formats.Vector, rows int, _ func(int, string)) { c.n += rows }
+func (c *constCol) len() int                                           { return c.n }
+func (c *constCol) addNull(n int)                                      { c.n += n }
+func (c *constCol) add(_ *rowio.Vector, rows int, _ func(int, string)) { c.n += rows }
 func (c *constCol) keep(keep []bool) {
 	for _, k := range keep {
 		if !k {

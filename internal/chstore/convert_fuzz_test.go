@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/shopspring/decimal"
-
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 // fuzzTypes are the column types newColumn converts into, plain and
@@ -36,8 +36,8 @@ var fuzzTypes = func() []string {
 
 // fuzzCells splits fuzz input into text cells: 0x1e separates cells, and a
 // cell that starts with 0x1f is NULL.
-func fuzzCells(data []byte) formats.Vector {
-	var v formats.Vector
+func fuzzCells(data []byte) rowio.Vector {
+	var v rowio.Vector
 	for _, c := range bytes.Split(data, []byte{0x1e}) {
 		null := len(c) > 0 && c[0] == 0x1f
 		v.Text = append(v.Text, c)
@@ -49,7 +49,7 @@ func fuzzCells(data []byte) formats.Vector {
 // fuzzArrays builds Arrow arrays of every kind the readers yield, their
 // values taken from the input's bytes (8 at a time) and strings from its
 // cells: the typed fast paths and the ValueStr fallback.
-func fuzzArrays(data []byte, cells formats.Vector, scale int8) []arrow.Array {
+func fuzzArrays(data []byte, cells rowio.Vector, scale int8) []arrow.Array {
 	mem := memory.DefaultAllocator
 	words := make([]uint64, 0, len(data)/8+1)
 	for i := 0; i+8 <= len(data); i += 8 {
@@ -157,9 +157,9 @@ func FuzzConvert(f *testing.F) {
 			if err != nil {
 				t.Fatalf("newColumn(%s): %v", typ, err)
 			}
-			srcs := []formats.Vector{cells, {Text: cells.Text}}
+			srcs := []rowio.Vector{cells, {Text: cells.Text}}
 			for _, a := range arrays {
-				srcs = append(srcs, formats.Vector{Arrow: a})
+				srcs = append(srcs, rowio.Vector{Arrow: a})
 			}
 			for _, src := range srcs {
 				rows := len(src.Text)

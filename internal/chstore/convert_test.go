@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 func TestParseInt(t *testing.T) {
@@ -64,7 +64,7 @@ func TestParseTime(t *testing.T) {
 func TestColumnRejectsRows(t *testing.T) {
 	ids, _ := newColumn("Nullable(Int64)")
 	names, _ := newColumn("String")
-	src := []formats.Vector{
+	src := []rowio.Vector{
 		{Text: [][]byte{[]byte("1"), []byte("x"), []byte(""), []byte("4")}},
 		{Text: [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")}},
 	}
@@ -197,7 +197,7 @@ func TestArrowFastPaths(t *testing.T) {
 				keep[i] = true
 			}
 			var bad []int
-			col.add(&formats.Vector{Arrow: a}, a.Len(), func(r int, msg string) {
+			col.add(&rowio.Vector{Arrow: a}, a.Len(), func(r int, msg string) {
 				bad = append(bad, r)
 				keep[r] = false
 				if !strings.Contains(msg, "out of range") && !strings.Contains(msg, "does not fit") {
@@ -232,7 +232,7 @@ func TestArrowSlices(t *testing.T) {
 		a := arrowArray(t, tt.dt, tt.in)
 		s := array.NewSlice(a, 1, 4)
 		col, _ := newColumn(tt.target)
-		col.add(&formats.Vector{Arrow: s}, s.Len(), func(r int, msg string) { t.Errorf("%s row %d: %s", tt.target, r, msg) })
+		col.add(&rowio.Vector{Arrow: s}, s.Len(), func(r int, msg string) { t.Errorf("%s row %d: %s", tt.target, r, msg) })
 		if got := show(col.values()); got != tt.want {
 			t.Errorf("%s from a slice of %s: %s, want %s", tt.target, tt.dt, got, tt.want)
 		}
@@ -271,7 +271,7 @@ func TestNullableValuesAppend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		src := formats.Vector{Null: make([]bool, len(tt.text))}
+		src := rowio.Vector{Null: make([]bool, len(tt.text))}
 		for i, s := range tt.text {
 			src.Text = append(src.Text, []byte(s))
 			src.Null[i] = s == ""
@@ -326,7 +326,7 @@ func TestArrowStringsOutliveRelease(t *testing.T) {
 		}
 		a := b.NewArray()
 		b.Release()
-		col.add(&formats.Vector{Arrow: a}, a.Len(), func(int, string) {})
+		col.add(&rowio.Vector{Arrow: a}, a.Len(), func(int, string) {})
 		a.Release()
 		// Churn the heap so that freed memory would be handed out again.
 		for range 100 {
@@ -362,7 +362,7 @@ func BenchmarkArrowInt64(b *testing.B) {
 	}
 	arr := bld.NewArray()
 	defer arr.Release()
-	run := func(b *testing.B, target string, src *formats.Vector) {
+	run := func(b *testing.B, target string, src *rowio.Vector) {
 		col, _ := newColumn(target)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -371,8 +371,8 @@ func BenchmarkArrowInt64(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchRows), "ns/row")
 	}
-	b.Run("arrow", func(b *testing.B) { run(b, "Int64", &formats.Vector{Arrow: arr}) })
-	b.Run("arrow-nullable", func(b *testing.B) { run(b, "Nullable(Int64)", &formats.Vector{Arrow: arr}) })
+	b.Run("arrow", func(b *testing.B) { run(b, "Int64", &rowio.Vector{Arrow: arr}) })
+	b.Run("arrow-nullable", func(b *testing.B) { run(b, "Nullable(Int64)", &rowio.Vector{Arrow: arr}) })
 	b.Run("arrow-to-Int32-via-ValueStr", func(b *testing.B) {
 		// What every non-Int64 integer array cost before: Int32 has no
 		// fast path from a Float64 array, so this is the fallback.
@@ -382,9 +382,9 @@ func BenchmarkArrowInt64(b *testing.B) {
 		}
 		fa := f.NewArray()
 		defer fa.Release()
-		run(b, "Int32", &formats.Vector{Arrow: fa})
+		run(b, "Int32", &rowio.Vector{Arrow: fa})
 	})
-	b.Run("text", func(b *testing.B) { run(b, "Int64", &formats.Vector{Text: text}) })
+	b.Run("text", func(b *testing.B) { run(b, "Int64", &rowio.Vector{Text: text}) })
 }
 
 func BenchmarkArrowString(b *testing.B) {
@@ -400,7 +400,7 @@ func BenchmarkArrowString(b *testing.B) {
 	arr, barr := bld.NewArray(), bin.NewArray()
 	defer arr.Release()
 	defer barr.Release()
-	run := func(b *testing.B, target string, src *formats.Vector) {
+	run := func(b *testing.B, target string, src *rowio.Vector) {
 		col, _ := newColumn(target)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -409,10 +409,10 @@ func BenchmarkArrowString(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchRows), "ns/row")
 	}
-	b.Run("arrow-string", func(b *testing.B) { run(b, "String", &formats.Vector{Arrow: arr}) })
-	b.Run("arrow-string-nullable", func(b *testing.B) { run(b, "Nullable(String)", &formats.Vector{Arrow: arr}) })
-	b.Run("arrow-binary", func(b *testing.B) { run(b, "String", &formats.Vector{Arrow: barr}) })
-	b.Run("text", func(b *testing.B) { run(b, "String", &formats.Vector{Text: text}) })
+	b.Run("arrow-string", func(b *testing.B) { run(b, "String", &rowio.Vector{Arrow: arr}) })
+	b.Run("arrow-string-nullable", func(b *testing.B) { run(b, "Nullable(String)", &rowio.Vector{Arrow: arr}) })
+	b.Run("arrow-binary", func(b *testing.B) { run(b, "String", &rowio.Vector{Arrow: barr}) })
+	b.Run("text", func(b *testing.B) { run(b, "String", &rowio.Vector{Text: text}) })
 }
 
 // TestDecimalTextFits: decimal text that would need more digits before the
@@ -444,7 +444,7 @@ func TestDecimalTextFits(t *testing.T) {
 			t.Fatal(err)
 		}
 		var bad bool
-		col.add(&formats.Vector{Text: [][]byte{[]byte(tt.in)}, Null: []bool{false}}, 1, func(int, string) { bad = true })
+		col.add(&rowio.Vector{Text: [][]byte{[]byte(tt.in)}, Null: []bool{false}}, 1, func(int, string) { bad = true })
 		if bad == tt.ok {
 			t.Errorf("%s ← %q: refused %v, want %v", tt.target, tt.in, bad, !tt.ok)
 		}
@@ -466,31 +466,31 @@ func TestTypedVectorsMatchText(t *testing.T) {
 	null := func(n, at int) []bool { b := make([]bool, n); b[at] = true; return b }
 	cases := []struct {
 		chType string
-		typed  formats.Vector
+		typed  rowio.Vector
 	}{
-		{"DateTime", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
-		{"Nullable(DateTime)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
-		{"Date", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
-		{"Nullable(Date)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
-		{"DateTime64(3)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
-		{"Int64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
-		{"Nullable(Int32)", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
-		{"UInt8", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
-		{"UInt64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
-		{"Float64", formats.Vector{Int: ints, Null: null(len(ints), 2)}},
-		{"Float64", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
-		{"Nullable(Float32)", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
-		{"String", formats.Vector{Float: floats, Null: null(len(floats), 2)}},
-		{"Nullable(String)", formats.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"DateTime", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Nullable(DateTime)", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Date", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Nullable(Date)", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"DateTime64(3)", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
+		{"Int64", rowio.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Nullable(Int32)", rowio.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"UInt8", rowio.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"UInt64", rowio.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Float64", rowio.Vector{Int: ints, Null: null(len(ints), 2)}},
+		{"Float64", rowio.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"Nullable(Float32)", rowio.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"String", rowio.Vector{Float: floats, Null: null(len(floats), 2)}},
+		{"Nullable(String)", rowio.Vector{Time: ts, Null: null(len(ts), 2)}},
 	}
 	for _, c := range cases {
 		rows := len(c.typed.Null)
-		text := formats.Vector{Null: c.typed.Null}
+		text := rowio.Vector{Null: c.typed.Null}
 		for r := 0; r < rows; r++ {
 			s, _ := cell(&c.typed, r)
 			text.Text = append(text.Text, []byte(s))
 		}
-		load := func(v *formats.Vector) (string, []int) {
+		load := func(v *rowio.Vector) (string, []int) {
 			col, err := newColumn(c.chType)
 			if err != nil {
 				t.Fatal(err)

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/errtext"
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 // RowError is a row that could not be loaded, with where it came from.
@@ -28,7 +29,7 @@ type Inserter struct {
 	store   *Store
 	db      string
 	table   string
-	cols    []formats.Column
+	cols    []rowio.Column
 	columns []column
 	query   string
 	// BlockRows is the number of rows per block (default 131072): large
@@ -66,7 +67,7 @@ type block struct {
 // A non-zero commit is written into every row's commitColumn, which tags
 // the rows of one load so that a retried load can find (and remove) the
 // rows of an attempt that did not finish.
-func (s *Store) NewInserter(ctx context.Context, db, table string, cols []formats.Column, commitColumn string, commit uint64) (*Inserter, error) {
+func (s *Store) NewInserter(ctx context.Context, db, table string, cols []rowio.Column, commitColumn string, commit uint64) (*Inserter, error) {
 	in := &Inserter{store: s, db: db, table: table, cols: cols, BlockRows: 128 << 10, BlockBytes: 16 << 20}
 	names := make([]string, len(cols))
 	for i, c := range cols {
@@ -79,7 +80,7 @@ func (s *Store) NewInserter(ctx context.Context, db, table string, cols []format
 	}
 	if commit != 0 {
 		in.columns = append(in.columns, &constCol{v: commit})
-		in.cols = append(append([]formats.Column(nil), cols...), formats.Column{Name: commitColumn, Type: "UInt64"})
+		in.cols = append(append([]rowio.Column(nil), cols...), rowio.Column{Name: commitColumn, Type: "UInt64"})
 		names = append(names, chsql.QuoteIdent(commitColumn))
 	}
 	// 18.16 refuses an INSERT block without the column list, so it is
@@ -155,7 +156,7 @@ func (in *Inserter) appendBlock(batch driver.Batch, b block) (err error) {
 // column i, or -1. Rows with a value that does not convert are left out and
 // returned as RowErrors (with the file line from b.Line); the reader's own
 // row errors are returned too.
-func (in *Inserter) Add(b *formats.Batch, source []int) (_ []RowError, err error) {
+func (in *Inserter) Add(b *rowio.Batch, source []int) (_ []RowError, err error) {
 	// Conversions run on callers' goroutines (a Kafka pipe's converter has
 	// no other guard): a panic over a value nobody foresaw fails this
 	// insert, which the caller aborts, instead of the process.

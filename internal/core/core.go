@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
@@ -46,7 +47,7 @@ type Config struct {
 	// Limits bound what reading one file, flush body or record pack may
 	// allocate (zero fields: the defaults of formats.Limits); the
 	// programs read them from the environment (formats.LimitsFromEnv).
-	Limits formats.Limits
+	Limits rowio.Limits
 	// FullListingInterval is how often a volume pipe whose new files
 	// arrive in key order lists its whole volume anyway (default 1 hour;
 	// LAKEPIPE_FULL_LISTING_INTERVAL): between, its turns list only the

@@ -5,23 +5,24 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 // loadTarget is the table a load writes.
 type LoadTarget struct {
 	DB, Table string
 	Display   string
-	Cols      []formats.Column
+	Cols      []rowio.Column
 	Commit    uint64 // written to CommitColumn; 0 for tables without it
 }
 
 func TableTarget(schema, name string, cols []catalog.ColumnSpec) LoadTarget {
 	t := LoadTarget{DB: schema, Table: name, Display: Display(schema, name)}
 	for _, c := range cols {
-		t.Cols = append(t.Cols, formats.Column{Name: c.Name, Type: c.CHType})
+		t.Cols = append(t.Cols, rowio.Column{Name: c.Name, Type: c.CHType})
 	}
 	return t
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/minio/minio-go/v7"
@@ -80,19 +82,19 @@ func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 }
 
 // FileOptions is readOptions with the engine's reader limits.
-func (e *Reader) FileOptions(src *sqlast.VolumeSource) (formats.Options, error) {
+func (e *Reader) FileOptions(src *sqlast.VolumeSource) (rowio.Options, error) {
 	opts, err := ReadOptions(src)
 	opts.Limits = e.Cfg.Limits
 	return opts, err
 }
 
 // ReadOptions turns OPTIONS(…) and an inline schema into reader options.
-func ReadOptions(src *sqlast.VolumeSource) (formats.Options, error) {
+func ReadOptions(src *sqlast.VolumeSource) (rowio.Options, error) {
 	kv := make(map[string]string, len(src.Options))
 	for _, p := range src.Options {
 		kv[p.Key] = p.Value
 	}
-	opts, err := formats.ParseOptions(kv)
+	opts, err := rowio.ParseOptions(kv)
 	if err != nil {
 		return opts, fmt.Errorf("OPTIONS: %w", err)
 	}
@@ -101,19 +103,19 @@ func ReadOptions(src *sqlast.VolumeSource) (formats.Options, error) {
 		if err != nil {
 			return opts, fmt.Errorf("column %s: %w", c.Name, err)
 		}
-		opts.Schema = append(opts.Schema, formats.Column{Name: c.Name, Type: ch})
+		opts.Schema = append(opts.Schema, rowio.Column{Name: c.Name, Type: ch})
 	}
 	return opts, nil
 }
 
 // FileColumns opens a file only to learn the columns it provides.
-func (e *Reader) FileColumns(ctx context.Context, vol *objstore.Volume, obj objstore.Object, format string, opts formats.Options) ([]formats.Column, error) {
+func (e *Reader) FileColumns(ctx context.Context, vol *objstore.Volume, obj objstore.Object, format string, opts rowio.Options) ([]rowio.Column, error) {
 	f, _, err := vol.OpenListed(ctx, obj.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := formats.Open(formats.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, format, opts)
+	r, err := formats.Open(rowio.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, format, opts)
 	if err != nil {
 		return nil, fmt.Errorf("file %s: %w", obj.Path, err)
 	}
@@ -121,7 +123,7 @@ func (e *Reader) FileColumns(ctx context.Context, vol *objstore.Volume, obj objs
 	if _, err := r.Next(); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("file %s: %w", obj.Path, err)
 	}
-	return append([]formats.Column(nil), r.Columns()...), nil
+	return append([]rowio.Column(nil), r.Columns()...), nil
 }
 
 // ON_ERROR policies.
@@ -151,7 +153,7 @@ type FileLoad struct {
 // MapColumns says, for each target column, which source column feeds it.
 // Sources with names (header, schema, Parquet, JSON) match by name when
 // every name is a target column; otherwise columns match by position.
-func MapColumns(file string, src []formats.Column, target core.LoadTarget, named bool) ([]int, error) {
+func MapColumns(file string, src []rowio.Column, target core.LoadTarget, named bool) ([]int, error) {
 	idx := make([]int, len(target.Cols))
 	for i := range idx {
 		idx[i] = -1
@@ -187,14 +189,14 @@ func MapColumns(file string, src []formats.Column, target core.LoadTarget, named
 
 // loadFile streams one file into the target. With onErrorAbort a bad row
 // fails the call; otherwise bad rows are counted in the result.
-func (e *Reader) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts formats.Options, target core.LoadTarget, onError string) (FileLoad, error) {
+func (e *Reader) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string) (FileLoad, error) {
 	return e.readFileInto(ctx, vol, obj, src, opts, target, onError, nil)
 }
 
 // readFileInto is loadFile; with staged set, the file's rows are not
 // written but kept in *staged (for chstore.InsertStaged with those of
 // other small files), and only when the file loads whole or in part.
-func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts formats.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
+func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
 	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
 	var f objstore.File
@@ -217,7 +219,7 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, err
 	}
 	defer f.Close()
-	r, err := formats.Open(formats.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, src.Format, opts)
+	r, err := formats.Open(rowio.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, src.Format, opts)
 	if err != nil {
 		return res, contentError(obj.Path, err)
 	}
@@ -309,7 +311,7 @@ var (
 
 // rowInserter is what readFileInto uses of a *chstore.Inserter.
 type rowInserter interface {
-	Add(b *formats.Batch, source []int) ([]chstore.RowError, error)
+	Add(b *rowio.Batch, source []int) ([]chstore.RowError, error)
 	Sent() int64
 	Stage(limit int)
 	Take() (chstore.Staged, error)

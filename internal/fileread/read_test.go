@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
 
@@ -32,14 +33,14 @@ func TestReadOptions(t *testing.T) {
 	cases := []struct {
 		name    string
 		src     sqlast.VolumeSource
-		check   func(t *testing.T, o formats.Options)
+		check   func(t *testing.T, o rowio.Options)
 		wantErr string
 	}{
 		{
 			name: "no options: the reader defaults",
 			src:  sqlast.VolumeSource{Format: "CSV"},
-			check: func(t *testing.T, o formats.Options) {
-				if o.Header || o.Delimiter != ',' || o.Quote != '"' || o.NoQuote || o.Compression != formats.CompressionAuto || o.Schema != nil {
+			check: func(t *testing.T, o rowio.Options) {
+				if o.Header || o.Delimiter != ',' || o.Quote != '"' || o.NoQuote || o.Compression != rowio.CompressionAuto || o.Schema != nil {
 					t.Errorf("defaults: %+v", o)
 				}
 			},
@@ -47,7 +48,7 @@ func TestReadOptions(t *testing.T) {
 		{
 			name: "keys are case-insensitive and aliases map to one option",
 			src:  sqlast.VolumeSource{Options: props("HEADER", "true", "field_delimiter", "|")},
-			check: func(t *testing.T, o formats.Options) {
+			check: func(t *testing.T, o rowio.Options) {
 				if !o.Header || o.Delimiter != '|' {
 					t.Errorf("header %v delimiter %q", o.Header, o.Delimiter)
 				}
@@ -56,7 +57,7 @@ func TestReadOptions(t *testing.T) {
 		{
 			name: "tab, no quoting, a NULL marker",
 			src:  sqlast.VolumeSource{Options: props("sep", `\t`, "quote", "", "nullvalue", `\N`)},
-			check: func(t *testing.T, o formats.Options) {
+			check: func(t *testing.T, o rowio.Options) {
 				if o.Delimiter != '\t' || !o.NoQuote || !o.HasNullValue || o.NullValue != `\N` {
 					t.Errorf("%+v", o)
 				}
@@ -65,8 +66,8 @@ func TestReadOptions(t *testing.T) {
 		{
 			name: "compression spellings are canonical",
 			src:  sqlast.VolumeSource{Options: props("compression", "GZ")},
-			check: func(t *testing.T, o formats.Options) {
-				if o.Compression != formats.CompressionGzip {
+			check: func(t *testing.T, o rowio.Options) {
+				if o.Compression != rowio.CompressionGzip {
 					t.Errorf("compression %q", o.Compression)
 				}
 			},
@@ -74,8 +75,8 @@ func TestReadOptions(t *testing.T) {
 		{
 			name: "an inline schema names and types the columns; NOT NULL decides Nullable",
 			src:  sqlast.VolumeSource{Schema: []sqlast.ColumnDef{intNotNull, str}},
-			check: func(t *testing.T, o formats.Options) {
-				want := []formats.Column{{Name: "id", Type: "Int32"}, {Name: "name", Type: "Nullable(String)"}}
+			check: func(t *testing.T, o rowio.Options) {
+				want := []rowio.Column{{Name: "id", Type: "Int32"}, {Name: "name", Type: "Nullable(String)"}}
 				if !reflect.DeepEqual(o.Schema, want) {
 					t.Errorf("schema %+v, want %+v", o.Schema, want)
 				}
@@ -115,7 +116,7 @@ func TestReadOptions(t *testing.T) {
 // every file read honours them, including when OPTIONS are refused.
 func TestFileOptionsCarriesLimits(t *testing.T) {
 	var e Reader
-	e.Cfg.Limits = formats.Limits{MaxLineBytes: 123, MaxColumns: 7}
+	e.Cfg.Limits = rowio.Limits{MaxLineBytes: 123, MaxColumns: 7}
 	o, err := e.FileOptions(&sqlast.VolumeSource{Options: props("header", "true")})
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +129,10 @@ func TestFileOptionsCarriesLimits(t *testing.T) {
 	}
 }
 
-func cols(names ...string) []formats.Column {
-	out := make([]formats.Column, len(names))
+func cols(names ...string) []rowio.Column {
+	out := make([]rowio.Column, len(names))
 	for i, n := range names {
-		out[i] = formats.Column{Name: n}
+		out[i] = rowio.Column{Name: n}
 	}
 	return out
 }
@@ -140,7 +141,7 @@ func TestMapColumns(t *testing.T) {
 	target := core.LoadTarget{Display: "public.t", Cols: cols("id", "name", "amount")}
 	cases := []struct {
 		name    string
-		src     []formats.Column
+		src     []rowio.Column
 		named   bool
 		want    []int
 		wantErr string
@@ -235,7 +236,7 @@ func TestContentError(t *testing.T) {
 	}{
 		{name: "a reader's error", err: boom, fileErr: true, wantText: "file dir/a.csv: boom"},
 		{name: "a reader's error that names the file already", err: fmt.Errorf("%s: line 3: bad quote", path), fileErr: true, wantText: "file dir/a.csv: line 3: bad quote"},
-		{name: "a limit", err: fmt.Errorf("%s: %w", path, &formats.LimitError{Limit: "MaxLineBytes"}), fileErr: true},
+		{name: "a limit", err: fmt.Errorf("%s: %w", path, &rowio.LimitError{Limit: "MaxLineBytes"}), fileErr: true},
 		{name: "a refused key", err: fmt.Errorf("read x: %w", objstore.ErrRefused), fileErr: true, wantText: "file dir/a.csv: read x: "},
 		{name: "network", err: &net.OpError{Op: "read", Net: "tcp", Err: boom}, fileErr: false, wantText: "file dir/a.csv: read tcp: boom"},
 		{name: "a net.Error wrapped", err: fmt.Errorf("get: %w", timeoutErr{}), fileErr: false},

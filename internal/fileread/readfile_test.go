@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
@@ -73,7 +74,7 @@ type fakeInserter struct {
 	addsAfterEnd, stageLate bool
 }
 
-func (f *fakeInserter) Add(b *formats.Batch, source []int) ([]chstore.RowError, error) {
+func (f *fakeInserter) Add(b *rowio.Batch, source []int) ([]chstore.RowError, error) {
 	if f.panicWith != "" {
 		panic(f.panicWith)
 	}
@@ -133,7 +134,7 @@ func (f *fakeInserter) Abort() {
 	}
 }
 
-var twoCols = core.LoadTarget{DB: "public", Table: "t", Display: "public.t", Cols: []formats.Column{{Name: "a", Type: "Int64"}, {Name: "b", Type: "String"}}}
+var twoCols = core.LoadTarget{DB: "public", Table: "t", Display: "public.t", Cols: []rowio.Column{{Name: "a", Type: "Int64"}, {Name: "b", Type: "String"}}}
 
 // sixRows is a CSV file of six rows after its header (lines 2-7).
 const sixRows = "a,b\n1,x\n2,y\n3,z\n4,w\n5,v\n6,u\n"
@@ -141,7 +142,7 @@ const sixRows = "a,b\n1,x\n2,y\n3,z\n4,w\n5,v\n6,u\n"
 func TestReadFileInto(t *testing.T) {
 	// Batches of two rows put lines 2-3, 4-5 and 6-7 in separate Adds,
 	// so the counts are summed over batches.
-	opts := formats.Options{Header: true, BatchRows: 2}
+	opts := rowio.Options{Header: true, BatchRows: 2}
 	cases := []struct {
 		name    string
 		onError string
@@ -245,12 +246,12 @@ func TestReadFileIntoMapsByNameWhenNamed(t *testing.T) {
 		name   string
 		format string
 		file   string
-		opts   formats.Options
+		opts   rowio.Options
 		want   []int
 	}{
-		{name: "CSV with a header", format: "CSV", file: "b,a\nx,1\n", opts: formats.Options{Header: true}, want: []int{1, 0}},
+		{name: "CSV with a header", format: "CSV", file: "b,a\nx,1\n", opts: rowio.Options{Header: true}, want: []int{1, 0}},
 		{name: "CSV without a header: by position", format: "csv", file: "x,1\n", want: []int{0, 1}},
-		{name: "CSV with a schema", format: "CSV", file: "x,1\n", opts: formats.Options{Schema: cols("b", "a")}, want: []int{1, 0}},
+		{name: "CSV with a schema", format: "CSV", file: "x,1\n", opts: rowio.Options{Schema: cols("b", "a")}, want: []int{1, 0}},
 		{name: "JSON", format: "JSON", file: `{"b":"x","a":1}` + "\n", want: []int{1, 0}},
 	}
 	for _, c := range cases {
@@ -319,7 +320,7 @@ func TestReadFileIntoFailures(t *testing.T) {
 				staged = new(chstore.Staged)
 			}
 			var e Reader
-			_, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: format}, formats.Options{Limits: formats.Limits{MaxLineBytes: c.lines}}, twoCols, OnErrorAbort, staged)
+			_, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: format}, rowio.Options{Limits: rowio.Limits{MaxLineBytes: c.lines}}, twoCols, OnErrorAbort, staged)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -347,7 +348,7 @@ func TestReadFileIntoCountsReaderRowErrors(t *testing.T) {
 	in := &fakeInserter{}
 	useInserter(t, in, nil)
 	var e Reader
-	got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, onErrorContinue, nil)
+	got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, rowio.Options{Header: true}, twoCols, onErrorContinue, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func TestReadFileIntoStagedWithRealInserter(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.onError, func(t *testing.T) {
 			var staged chstore.Staged
-			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, c.onError, &staged)
+			got, err := e.readFileInto(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, rowio.Options{Header: true}, twoCols, c.onError, &staged)
 			var fe *FileError
 			if errors.As(err, &fe) != c.fileErr || (err != nil && !c.fileErr) {
 				t.Fatalf("err = %v, want a FileError: %v", err, c.fileErr)

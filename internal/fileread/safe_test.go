@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/errtext"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
@@ -54,7 +55,7 @@ func TestSafeStageFileTurnsAPanicIntoTheFilesError(t *testing.T) {
 				staged = new(chstore.Staged)
 			}
 			var e Reader
-			res, err := e.SafeStageFile(context.Background(), nil, obj, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, onErrorContinue, staged)
+			res, err := e.SafeStageFile(context.Background(), nil, obj, &sqlast.VolumeSource{Format: "CSV"}, rowio.Options{Header: true}, twoCols, onErrorContinue, staged)
 			var fe *FileError
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v (%T), want a *FileError", err, err)
@@ -81,7 +82,7 @@ func TestSafeLoadFilePassesThrough(t *testing.T) {
 	serveFiles(t, map[string]string{"f.csv": "a,b\n1,x\n2,y\n"}, nil)
 	useInserter(t, &fakeInserter{bad: map[int64]string{3: "column a: bad"}}, nil)
 	var e Reader
-	res, err := e.SafeLoadFile(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, formats.Options{Header: true}, twoCols, onErrorContinue)
+	res, err := e.SafeLoadFile(context.Background(), nil, objstore.Object{Path: "f.csv"}, &sqlast.VolumeSource{Format: "CSV"}, rowio.Options{Header: true}, twoCols, onErrorContinue)
 	if err != nil {
 		t.Fatal(err)
 	}

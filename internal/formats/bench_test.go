@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 var benchCSV = sync.OnceValue(func() []byte {
@@ -32,7 +34,7 @@ func BenchmarkCSVReader(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := Open(Source{R: bytes.NewReader(data), Name: "bench.csv"}, "CSV", Options{})
+		r, err := Open(rowio.Source{R: bytes.NewReader(data), Name: "bench.csv"}, "CSV", rowio.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -68,7 +70,7 @@ func BenchmarkJSONReader(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		r, err := Open(Source{R: bytes.NewReader(data), Name: "bench.json"}, "JSON", Options{})
+		r, err := Open(rowio.Source{R: bytes.NewReader(data), Name: "bench.json"}, "JSON", rowio.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -59,7 +61,7 @@ func TestCompression(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := ParseOptions(map[string]string{"compression": tt.compression})
+			opts, err := rowio.ParseOptions(map[string]string{"compression": tt.compression})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +82,7 @@ func TestCompression(t *testing.T) {
 	// A corrupt stream is an error, not a silent short read.
 	gz := gzipBytes(t, csvData)
 	gz[len(gz)/2] ^= 0xff
-	r, err := Open(Source{R: bytes.NewReader(gz), Name: "bad.csv.gz"}, "CSV", Options{})
+	r, err := Open(rowio.Source{R: bytes.NewReader(gz), Name: "bad.csv.gz"}, "CSV", rowio.Options{})
 	if err == nil {
 		for {
 			if _, err = r.Next(); err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -19,8 +21,8 @@ import (
 // fuzzRead reads data through tiny reads and tiny batches, checking the
 // batch invariants; it fails the test on a read error (the source cannot
 // fail) and returns everything read.
-func fuzzRead(t *testing.T, data []byte, format string, opts Options, seed uint64) (result, bool) {
-	r, err := Open(Source{R: &choppyReader{data: data, rng: rand.New(rand.NewPCG(seed, 1)), max: 5}, Name: "fuzz"}, format, opts)
+func fuzzRead(t *testing.T, data []byte, format string, opts rowio.Options, seed uint64) (result, bool) {
+	r, err := Open(rowio.Source{R: &choppyReader{data: data, rng: rand.New(rand.NewPCG(seed, 1)), max: 5}, Name: "fuzz"}, format, opts)
 	if err != nil {
 		return result{}, false // e.g. a malformed header
 	}
@@ -74,7 +76,7 @@ func FuzzCSV(f *testing.F) {
 		f.Add([]byte(s), uint8(5))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		opts := Options{BatchRows: 1 + int(mode%3)}
+		opts := rowio.Options{BatchRows: 1 + int(mode%3)}
 		switch mode / 3 % 4 {
 		case 1:
 			opts.Delimiter = ';'
@@ -98,7 +100,7 @@ func FuzzCSV(f *testing.F) {
 		}
 		cr := csv.NewReader(bytes.NewReader(data))
 		cr.FieldsPerRecord = -1
-		cr.Comma = rune(opts.delimiter())
+		cr.Comma = rune(opts.DelimiterByte())
 		var want [][]string
 		var lines []int64
 		for {
@@ -167,7 +169,7 @@ func FuzzJSON(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		opts := Options{BatchRows: 1 + int(mode%3)}
+		opts := rowio.Options{BatchRows: 1 + int(mode%3)}
 		got, ok := fuzzRead(t, data, "JSON", opts, uint64(mode))
 		if !ok {
 			return
@@ -282,12 +284,12 @@ func FuzzArrowReader(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		opts := Options{BatchRows: 1 + int(mode%3)*2, Compression: CompressionNone}
+		opts := rowio.Options{BatchRows: 1 + int(mode%3)*2, Compression: rowio.CompressionNone}
 		if mode&4 != 0 {
-			opts.Schema = []Column{{Name: "S"}, {Name: "i8"}}
+			opts.Schema = []rowio.Column{{Name: "S"}, {Name: "i8"}}
 		}
 		src := &choppyReader{data: data, rng: rand.New(rand.NewPCG(uint64(mode), 1)), max: 1 + int(mode>>3)*64}
-		r, err := Open(Source{R: src, Name: "fuzz"}, "ARROW", opts)
+		r, err := Open(rowio.Source{R: src, Name: "fuzz"}, "ARROW", opts)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz: ") || errors.Is(err, io.EOF) {
 				t.Fatalf("Open error %q does not name the source or wraps io.EOF", err)
@@ -299,7 +301,7 @@ func FuzzArrowReader(f *testing.F) {
 		// A record batch may declare 65536 rows with next to no data
 		// (arrowFreeRows); reading all of them in batches of one row
 		// would only slow the fuzzer down.
-		if !readFuzzBatches(t, r, 4096, func(b *Batch) {
+		if !readFuzzBatches(t, r, 4096, func(b *rowio.Batch) {
 			if b.Rows == 0 || b.Rows > opts.BatchRows {
 				t.Fatalf("batch of %d rows (batch_rows %d)", b.Rows, opts.BatchRows)
 			}
@@ -321,7 +323,7 @@ func FuzzArrowReader(f *testing.F) {
 // readAll reads every value of a as chstore does: typed Value for the
 // types it converts directly, ValueStr for the rest.
 func readAll(t *testing.T, a arrow.Array, rows int) {
-	if !nativeArrow(a.DataType()) {
+	if !rowio.NativeArrow(a.DataType()) {
 		t.Fatalf("column of %s handed out", a.DataType())
 	}
 	for i := range rows {
@@ -360,11 +362,11 @@ func FuzzParquet(f *testing.F) {
 		f.Add(seed, uint8(5))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		opts := Options{BatchRows: 1 + int(mode%4)*3, Limits: Limits{MaxReaderMemory: 64 << 20, MaxParquetPageBytes: 8 << 20}}
+		opts := rowio.Options{BatchRows: 1 + int(mode%4)*3, Limits: rowio.Limits{MaxReaderMemory: 64 << 20, MaxParquetPageBytes: 8 << 20}}
 		if mode&4 != 0 {
-			opts.Schema = []Column{{Name: "S"}, {Name: "id"}}
+			opts.Schema = []rowio.Column{{Name: "S"}, {Name: "id"}}
 		}
-		r, err := Open(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "fuzz"}, "PARQUET", opts)
+		r, err := Open(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "fuzz"}, "PARQUET", opts)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz: ") {
 				t.Fatalf("Open error %q does not name the source", err)
@@ -372,14 +374,14 @@ func FuzzParquet(f *testing.F) {
 			return
 		}
 		defer r.Close()
-		readFuzzBatches(t, r, 4096, func(*Batch) {})
+		readFuzzBatches(t, r, 4096, func(*rowio.Batch) {})
 	})
 }
 
 // readFuzzBatches reads r's batches until the end or maxRows rows: each is
 // checked (checkBatch, every Arrow value read) and handed to each. A read
 // error must name the source; it ends the reading and the result is false.
-func readFuzzBatches(t *testing.T, r Reader, maxRows int, each func(*Batch)) bool {
+func readFuzzBatches(t *testing.T, r rowio.Reader, maxRows int, each func(*rowio.Batch)) bool {
 	cols := len(r.Columns())
 	for rows := 0; rows < maxRows; {
 		b, err := r.Next()
@@ -420,9 +422,9 @@ func FuzzDecompress(f *testing.F) {
 		if len(data) > 64<<10 {
 			return
 		}
-		opts := Options{Compression: CompressionGzip, BatchRows: 1024, Limits: Limits{MaxLineBytes: 1 << 20, ZstdMaxWindow: 8 << 20}}
+		opts := rowio.Options{Compression: rowio.CompressionGzip, BatchRows: 1024, Limits: rowio.Limits{MaxLineBytes: 1 << 20, ZstdMaxWindow: 8 << 20}}
 		if mode&1 != 0 {
-			opts.Compression = CompressionZstd
+			opts.Compression = rowio.CompressionZstd
 		}
 		before := totalAlloc()
 		_, err := readFile(data, "fuzz", "CSV", opts)

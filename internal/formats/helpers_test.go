@@ -7,20 +7,22 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // result is everything a reader yielded for one file.
 type result struct {
-	cols  []Column
+	cols  []rowio.Column
 	rows  [][]*string // nil = NULL
 	lines []int64
-	errs  []RowError
+	errs  []rowio.RowError
 }
 
 func sp(s string) *string { return &s }
 
 // collect reads a whole file and checks the batch invariants on the way.
-func collect(t testing.TB, r Reader) result {
+func collect(t testing.TB, r rowio.Reader) result {
 	t.Helper()
 	res := result{cols: r.Columns()}
 	for {
@@ -61,7 +63,7 @@ func collect(t testing.TB, r Reader) result {
 	return res
 }
 
-func checkBatch(b *Batch, ncols int) error {
+func checkBatch(b *rowio.Batch, ncols int) error {
 	if len(b.Cols) != ncols {
 		return fmt.Errorf("batch has %d columns, reader %d", len(b.Cols), ncols)
 	}
@@ -101,16 +103,16 @@ func (c *choppyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func openBytes(t testing.TB, data []byte, name, format string, opts Options) Reader {
+func openBytes(t testing.TB, data []byte, name, format string, opts rowio.Options) rowio.Reader {
 	t.Helper()
-	r, err := Open(Source{R: bytes.NewReader(data), At: bytes.NewReader(data), Size: int64(len(data)), Name: name}, format, opts)
+	r, err := Open(rowio.Source{R: bytes.NewReader(data), At: bytes.NewReader(data), Size: int64(len(data)), Name: name}, format, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	return r
 }
 
-func readString(t testing.TB, data, format string, opts Options) result {
+func readString(t testing.TB, data, format string, opts rowio.Options) result {
 	t.Helper()
 	return collect(t, openBytes(t, []byte(data), "test", format, opts))
 }

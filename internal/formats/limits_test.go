@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -24,8 +26,8 @@ import (
 
 // readFile opens and reads a whole file, returning the first error. It
 // does not recover: a panic fails the test.
-func readFile(data []byte, name, format string, opts Options) (rows int, err error) {
-	src := Source{R: bytes.NewReader(data), At: bytes.NewReader(data), Size: int64(len(data)), Name: name}
+func readFile(data []byte, name, format string, opts rowio.Options) (rows int, err error) {
+	src := rowio.Source{R: bytes.NewReader(data), At: bytes.NewReader(data), Size: int64(len(data)), Name: name}
 	r, err := Open(src, format, opts)
 	if err != nil {
 		return 0, err
@@ -52,7 +54,7 @@ func readFile(data []byte, name, format string, opts Options) (rows int, err err
 
 func wantLimit(t *testing.T, err error, limit string) {
 	t.Helper()
-	var le *LimitError
+	var le *rowio.LimitError
 	if !errors.As(err, &le) || le.Limit != limit {
 		t.Fatalf("got %v, want a *LimitError of %s", err, limit)
 	}
@@ -68,16 +70,16 @@ func totalAlloc() uint64 {
 }
 
 func TestLimitsDefaults(t *testing.T) {
-	l := Limits{MaxColumns: 7}.withDefaults()
-	if l.MaxColumns != 7 || l.MaxLineBytes != DefaultMaxLineBytes || l.ZstdMaxWindow != DefaultZstdMaxWindow ||
-		l.MaxJSONDepth != DefaultMaxJSONDepth || l.MaxReaderMemory != DefaultMaxReaderMemory {
+	l := rowio.Limits{MaxColumns: 7}.WithDefaults()
+	if l.MaxColumns != 7 || l.MaxLineBytes != rowio.DefaultMaxLineBytes || l.ZstdMaxWindow != rowio.DefaultZstdMaxWindow ||
+		l.MaxJSONDepth != rowio.DefaultMaxJSONDepth || l.MaxReaderMemory != rowio.DefaultMaxReaderMemory {
 		t.Fatalf("%+v", l)
 	}
-	o, err := ParseOptions(nil)
-	if err != nil || o.Limits != (Limits{}).withDefaults() {
+	o, err := rowio.ParseOptions(nil)
+	if err != nil || o.Limits != (rowio.Limits{}).WithDefaults() {
 		t.Fatalf("ParseOptions: %+v %v", o.Limits, err)
 	}
-	if got := (&LimitError{Limit: "MaxParquetFooterBytes", Value: 16 << 20, What: "the footer declares 176 GiB of metadata"}).Error(); got !=
+	if got := (&rowio.LimitError{Limit: "MaxParquetFooterBytes", Value: 16 << 20, What: "the footer declares 176 GiB of metadata"}).Error(); got !=
 		"the footer declares 176 GiB of metadata, over the limit of 16 MiB (LAKEPIPE_MAX_PARQUET_FOOTER_BYTES)" {
 		t.Fatal(got)
 	}
@@ -103,7 +105,7 @@ func TestZstdWindowHeader(t *testing.T) {
 	for _, wlog := range []byte{26, 28, 31} { // 64 MiB is the limit itself
 		frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, (wlog - 10) << 3, 0x01, 0x00, 0x00}
 		before := totalAlloc()
-		_, err := readFile(frame, "w.csv.zst", "CSV", Options{})
+		_, err := readFile(frame, "w.csv.zst", "CSV", rowio.Options{})
 		grew := totalAlloc() - before
 		if wlog == 26 {
 			if err != nil {
@@ -127,7 +129,7 @@ func TestDecompressionBomb(t *testing.T) {
 	for _, format := range []string{"CSV", "JSON"} {
 		bomb := zstdRLEBomb('\n', 8192)
 		before := totalAlloc()
-		_, err := readFile(bomb, "bomb.zst", format, Options{})
+		_, err := readFile(bomb, "bomb.zst", format, rowio.Options{})
 		wantLimit(t, err, "MaxCompressionRatio")
 		if grew := totalAlloc() - before; grew > 64<<20 {
 			t.Errorf("%s: allocated %d bytes", format, grew)
@@ -143,21 +145,21 @@ func TestDecompressionBomb(t *testing.T) {
 		zw.Write(line)
 	}
 	zw.Close()
-	_, err := readFile(buf.Bytes(), "bomb.csv.gz", "CSV", Options{Limits: Limits{MaxCompressionRatio: 500}})
+	_, err := readFile(buf.Bytes(), "bomb.csv.gz", "CSV", rowio.Options{Limits: rowio.Limits{MaxCompressionRatio: 500}})
 	wantLimit(t, err, "MaxCompressionRatio")
-	if n, err := readFile(buf.Bytes(), "ok.csv.gz", "CSV", Options{}); err != nil || n != 80<<18 {
+	if n, err := readFile(buf.Bytes(), "ok.csv.gz", "CSV", rowio.Options{}); err != nil || n != 80<<18 {
 		t.Fatalf("%d rows, %v", n, err)
 	}
 }
 
 func TestLineAndColumnLimits(t *testing.T) {
-	lim := Limits{MaxLineBytes: 1 << 20, MaxColumns: 100, MaxJSONDepth: 8}
+	lim := rowio.Limits{MaxLineBytes: 1 << 20, MaxColumns: 100, MaxJSONDepth: 8}
 	long := "1," + strings.Repeat("x", 2<<20) + "\n2,y\n"
-	got := readString(t, long, "CSV", Options{Limits: lim})
+	got := readString(t, long, "CSV", rowio.Options{Limits: lim})
 	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_LINE_BYTES") {
 		t.Fatalf("long line: %d rows, errors %v", len(got.rows), got.errs)
 	}
-	got = readString(t, `{"a":1}`+"\n"+`{"a":"`+strings.Repeat("x", 2<<20)+`"}`+"\n", "JSON", Options{Limits: lim})
+	got = readString(t, `{"a":1}`+"\n"+`{"a":"`+strings.Repeat("x", 2<<20)+`"}`+"\n", "JSON", rowio.Options{Limits: lim})
 	if len(got.rows) != 1 || len(got.errs) != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_LINE_BYTES") {
 		t.Fatalf("long JSON line: %d rows, errors %v", len(got.rows), got.errs)
 	}
@@ -166,15 +168,15 @@ func TestLineAndColumnLimits(t *testing.T) {
 	// the columns are known.
 	commas := strings.Repeat(",", 1000) + "\n"
 	for _, header := range []bool{false, true} {
-		_, err := Open(Source{R: strings.NewReader(commas), Name: "c.csv"}, "CSV", Options{Header: header, Limits: lim})
+		_, err := Open(rowio.Source{R: strings.NewReader(commas), Name: "c.csv"}, "CSV", rowio.Options{Header: header, Limits: lim})
 		wantLimit(t, err, "MaxColumns")
 	}
-	got = readString(t, "1,2\n"+commas+"3,4\n", "CSV", Options{Limits: lim})
+	got = readString(t, "1,2\n"+commas+"3,4\n", "CSV", rowio.Options{Limits: lim})
 	if len(got.rows) != 2 || len(got.errs) != 1 || got.errs[0].Line != 2 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_COLUMNS") {
 		t.Fatalf("wide row: %d rows, errors %v", len(got.rows), got.errs)
 	}
 	// Exactly the limit is fine.
-	got = readString(t, strings.Repeat("a,", 99)+"b\n", "CSV", Options{Limits: lim})
+	got = readString(t, strings.Repeat("a,", 99)+"b\n", "CSV", rowio.Options{Limits: lim})
 	if len(got.cols) != 100 || len(got.rows) != 1 {
 		t.Fatalf("100 columns: %d columns, %d rows", len(got.cols), len(got.rows))
 	}
@@ -188,12 +190,12 @@ func TestLineAndColumnLimits(t *testing.T) {
 		obj.WriteString(`"k` + string(rune('0'+i%10)) + strings.Repeat("z", i) + `":1`)
 	}
 	obj.WriteString("}\n")
-	_, err := Open(Source{R: strings.NewReader(obj.String()), Name: "k.json"}, "JSON", Options{Limits: lim})
+	_, err := Open(rowio.Source{R: strings.NewReader(obj.String()), Name: "k.json"}, "JSON", rowio.Options{Limits: lim})
 	wantLimit(t, err, "MaxColumns")
 
 	// Eight levels, the object's included, are allowed; nine are not.
 	deep := `{"a":` + strings.Repeat("[", 8) + strings.Repeat("]", 8) + "}\n" + `{"a":` + strings.Repeat("[", 7) + strings.Repeat("]", 7) + "}\n"
-	got = readString(t, deep, "JSON", Options{Limits: lim, Schema: []Column{{Name: "a"}}})
+	got = readString(t, deep, "JSON", rowio.Options{Limits: lim, Schema: []rowio.Column{{Name: "a"}}})
 	if len(got.rows) != 1 || len(got.errs) != 1 || got.errs[0].Line != 1 || !strings.Contains(got.errs[0].Msg, "LAKEPIPE_MAX_JSON_DEPTH") {
 		t.Fatalf("deep JSON: %d rows, errors %v", len(got.rows), got.errs)
 	}
@@ -220,11 +222,11 @@ func TestPanicsBecomeErrors(t *testing.T) {
 	data := strings.Repeat("1,2\n", 100000)
 	for _, n := range []int{0, 200 << 10} {
 		var err error
-		r, err := Open(Source{R: &panicReader{r: strings.NewReader(data), n: n}, Name: "p.csv"}, "CSV", Options{BatchRows: 10})
+		r, err := Open(rowio.Source{R: &panicReader{r: strings.NewReader(data), n: n}, Name: "p.csv"}, "CSV", rowio.Options{BatchRows: 10})
 		for err == nil {
 			_, err = r.Next()
 		}
-		var ce *CorruptError
+		var ce *rowio.CorruptError
 		if !errors.As(err, &ce) || ce.Name != "p.csv" || !strings.HasPrefix(err.Error(), "p.csv: corrupt CSV file: ") {
 			t.Fatalf("after %d bytes: %v", n, err)
 		}
@@ -252,18 +254,18 @@ func TestParquetFooterLimits(t *testing.T) {
 		{"short", good[len(good)-10:], ""},
 		{"footer cut short", setFooterLen(good, n/2), ""},
 	} {
-		_, err := readFile(tt.data, "f.parquet", "PARQUET", Options{})
+		_, err := readFile(tt.data, "f.parquet", "PARQUET", rowio.Options{})
 		if tt.limit != "" {
 			wantLimit(t, err, tt.limit)
 			continue
 		}
-		var ce *CorruptError
+		var ce *rowio.CorruptError
 		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), "f.parquet: corrupt Parquet file: ") {
 			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
 	// A lowered limit refuses the real footer.
-	_, err := readFile(good, "f.parquet", "PARQUET", Options{Limits: Limits{MaxParquetFooterBytes: int64(n) - 1}})
+	_, err := readFile(good, "f.parquet", "PARQUET", rowio.Options{Limits: rowio.Limits{MaxParquetFooterBytes: int64(n) - 1}})
 	wantLimit(t, err, "MaxParquetFooterBytes")
 }
 
@@ -290,8 +292,8 @@ func TestParquetArrowSchemaFieldCount(t *testing.T) {
 	binary.LittleEndian.PutUint32(dec[8+vec:], 0xffffffff)
 	bad := bytes.Replace(data, []byte(enc), []byte(base64.StdEncoding.EncodeToString(dec)), 1)
 	before := totalAlloc()
-	_, err = readFile(bad, "part-7.parquet", "PARQUET", Options{})
-	var ce *CorruptError
+	_, err = readFile(bad, "part-7.parquet", "PARQUET", rowio.Options{})
+	var ce *rowio.CorruptError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "ARROW:schema") {
 		t.Fatalf("got %v", err)
 	}
@@ -304,7 +306,7 @@ func TestParquetArrowSchemaFieldCount(t *testing.T) {
 func arrowSchemaOf(t *testing.T, data []byte) (string, []byte) {
 	t.Helper()
 	n := int64(binary.LittleEndian.Uint32(data[len(data)-8:]))
-	f, err := scanFooter(data[int64(len(data))-8-n:len(data)-8], int64(len(data)), Limits{}.withDefaults())
+	f, err := scanFooter(data[int64(len(data))-8-n:len(data)-8], int64(len(data)), rowio.Limits{}.WithDefaults())
 	if err != nil || f.arrowSchema == nil {
 		t.Fatalf("no ARROW:schema: %v", err)
 	}
@@ -319,7 +321,7 @@ func arrowSchemaOf(t *testing.T, data []byte) (string, []byte) {
 // types, with the ARROW:schema stored.
 func smallParquet(t testing.TB) []byte {
 	t.Helper()
-	cols := []Column{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}, {Name: "d", Type: "Decimal(10, 2)"}, {Name: "ts", Type: "DateTime"}}
+	cols := []rowio.Column{{Name: "id", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}, {Name: "d", Type: "Decimal(10, 2)"}, {Name: "ts", Type: "DateTime"}}
 	var buf bytes.Buffer
 	w, err := NewParquetWriter(&buf, cols)
 	if err != nil {
@@ -347,7 +349,7 @@ func smallParquet(t testing.TB) []byte {
 func TestParquetMutationsNeverPanic(t *testing.T) {
 	data := smallParquet(t)
 	rng := rand.New(rand.NewPCG(17, 17))
-	opts := Options{BatchRows: 3, Limits: Limits{MaxReaderMemory: 64 << 20}}
+	opts := rowio.Options{BatchRows: 3, Limits: rowio.Limits{MaxReaderMemory: 64 << 20}}
 	check := func(what string, mutated []byte) {
 		_, err := readFile(mutated, "m.parquet", "PARQUET", opts)
 		if err != nil && !strings.HasPrefix(err.Error(), "m.parquet: ") {
@@ -379,11 +381,11 @@ func TestParquetMutationsNeverPanic(t *testing.T) {
 // file's error, whichever page it is.
 func TestParquetPageSizeLimit(t *testing.T) {
 	data := writeParquet(t, 2000)
-	_, err := readFile(data, "p.parquet", "PARQUET", Options{Limits: Limits{MaxParquetPageBytes: 1 << 10}})
+	_, err := readFile(data, "p.parquet", "PARQUET", rowio.Options{Limits: rowio.Limits{MaxParquetPageBytes: 1 << 10}})
 	wantLimit(t, err, "MaxParquetPageBytes")
-	_, err = readFile(data, "p.parquet", "PARQUET", Options{Limits: Limits{MaxReaderMemory: 64 << 10}})
+	_, err = readFile(data, "p.parquet", "PARQUET", rowio.Options{Limits: rowio.Limits{MaxReaderMemory: 64 << 10}})
 	wantLimit(t, err, "MaxReaderMemory")
-	if n, err := readFile(data, "p.parquet", "PARQUET", Options{}); err != nil || n != 2000 {
+	if n, err := readFile(data, "p.parquet", "PARQUET", rowio.Options{}); err != nil || n != 2000 {
 		t.Fatalf("%d rows, %v", n, err)
 	}
 }
@@ -392,7 +394,7 @@ func TestParquetPageSizeLimit(t *testing.T) {
 // so MaxReaderMemory bounds what is held, not what was ever allocated.
 func TestParquetReaderMemoryReturns(t *testing.T) {
 	data := writeParquet(t, 150_000)
-	r, err := newParquetReader(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "m.parquet"}, Options{}.withDefaults())
+	r, err := newParquetReader(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "m.parquet"}, rowio.Options{}.WithDefaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,11 +407,11 @@ func TestParquetReaderMemoryReturns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		peak = max(peak, r.mem.held.Load())
+		peak = max(peak, r.mem.Held.Load())
 	}
 	r.Close()
-	if peak > 64<<20 || r.mem.held.Load() > 8<<20 {
-		t.Fatalf("peak %d bytes held, %d after Close", peak, r.mem.held.Load())
+	if peak > 64<<20 || r.mem.Held.Load() > 8<<20 {
+		t.Fatalf("peak %d bytes held, %d after Close", peak, r.mem.Held.Load())
 	}
 }
 
@@ -419,7 +421,7 @@ func TestParquetReaderMemoryReturns(t *testing.T) {
 func parquetSeeds(t testing.TB) [][]byte {
 	t.Helper()
 	seeds := [][]byte{smallParquet(t), writeParquet(t, 20)}
-	every := []Column{
+	every := []rowio.Column{
 		{Name: "i8", Type: "Int8"}, {Name: "i16", Type: "Nullable(Int16)"}, {Name: "i32", Type: "Int32"},
 		{Name: "u16", Type: "UInt16"}, {Name: "u32", Type: "Nullable(UInt32)"}, {Name: "f32", Type: "Float32"},
 		{Name: "b", Type: "Bool"}, {Name: "fs", Type: "FixedString(4)"}, {Name: "d32", Type: "Date32"},
@@ -490,7 +492,7 @@ func parquetSeeds(t testing.TB) [][]byte {
 // writers make.
 func TestParquetSeedsRead(t *testing.T) {
 	for i, seed := range parquetSeeds(t) {
-		if n, err := readFile(seed, "s.parquet", "PARQUET", Options{}); err != nil || n == 0 {
+		if n, err := readFile(seed, "s.parquet", "PARQUET", rowio.Options{}); err != nil || n == 0 {
 			t.Errorf("seed %d: %d rows, %v", i, n, err)
 		}
 	}
@@ -498,7 +500,7 @@ func TestParquetSeedsRead(t *testing.T) {
 
 // limitEnv is the environment variable of a Limits field, which errors name.
 func limitEnv(field string) string {
-	for _, v := range LimitVars {
+	for _, v := range rowio.LimitVars {
 		if v.Field == field {
 			return v.Env
 		}

@@ -4,18 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-)
 
-// Source is one file to read. CSV, JSON and ARROW read R; Parquet needs
-// random access and reads At, of Size bytes. Name is the file's path: its
-// extension selects the decompressor when Options.Compression is auto, and
-// errors name it.
-type Source struct {
-	R    io.Reader
-	At   io.ReaderAt
-	Size int64
-	Name string
-}
+	"github.com/lakepipe/lakepipe/internal/rowio"
+)
 
 // Formats lists the format names Open accepts.
 var Formats = []string{"CSV", "JSON", "PARQUET", "ARROW"}
@@ -30,11 +21,11 @@ var Formats = []string{"CSV", "JSON", "PARQUET", "ARROW"}
 // panic inside a decoding library is recovered into a *CorruptError (see
 // errors.As); both name the file. After Next fails that way, it keeps
 // failing.
-func Open(src Source, format string, opts Options) (r Reader, err error) {
-	if err := opts.check(); err != nil {
+func Open(src rowio.Source, format string, opts rowio.Options) (r rowio.Reader, err error) {
+	if err := opts.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.Name, err)
 	}
-	opts = opts.withDefaults()
+	opts = opts.WithDefaults()
 	f := strings.ToUpper(strings.TrimSpace(format))
 	kind := formatNames[f]
 	if kind == "" {
@@ -44,7 +35,7 @@ func Open(src Source, format string, opts Options) (r Reader, err error) {
 		if p := recover(); p != nil {
 			// Whatever was opened is abandoned: the panic left it in no
 			// known state, and the garbage collector reclaims Go memory.
-			r, err = nil, recovered(src.Name, kind, p)
+			r, err = nil, rowio.Recovered(src.Name, kind, p)
 		}
 	}()
 	switch f {
@@ -53,14 +44,14 @@ func Open(src Source, format string, opts Options) (r Reader, err error) {
 		if err != nil {
 			return nil, err
 		}
-		var r Reader
+		var r rowio.Reader
 		if f == "CSV" {
 			r, err = newCSVReader(src.Name, cnt, dec, opts)
 		} else {
 			r, err = newJSONReader(src.Name, cnt, dec, opts)
 		}
 		if err != nil {
-			dec.close()
+			dec.Close()
 			return nil, err
 		}
 		return &guardedReader{Reader: r, name: src.Name, format: kind}, nil
@@ -85,18 +76,18 @@ var formatNames = map[string]string{"CSV": "CSV", "JSON": "JSON", "PARQUET": "Pa
 // guardedReader is the first line of defence of Open's callers: a panic in
 // Next or Close becomes the file's error, and Next keeps returning it.
 type guardedReader struct {
-	Reader
+	rowio.Reader
 	name, format string
 	err          error
 }
 
-func (g *guardedReader) Next() (b *Batch, err error) {
+func (g *guardedReader) Next() (b *rowio.Batch, err error) {
 	if g.err != nil {
 		return nil, g.err
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			b, err = nil, recovered(g.name, g.format, p)
+			b, err = nil, rowio.Recovered(g.name, g.format, p)
 			g.err = err
 		}
 	}()
@@ -106,7 +97,7 @@ func (g *guardedReader) Next() (b *Batch, err error) {
 func (g *guardedReader) Close() (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = recovered(g.name, g.format, p)
+			err = rowio.Recovered(g.name, g.format, p)
 		}
 	}()
 	return g.Reader.Close()
@@ -114,15 +105,15 @@ func (g *guardedReader) Close() (err error) {
 
 // openSequential opens src for the formats read front to back: its bytes
 // counted as stored, then decompressed.
-func openSequential(src Source, opts Options) (*CountingReader, *decompressor, error) {
+func openSequential(src rowio.Source, opts rowio.Options) (*rowio.CountingReader, *rowio.Decompressor, error) {
 	if src.R == nil {
 		if src.At == nil {
 			return nil, nil, fmt.Errorf("%s: no data to read", src.Name)
 		}
 		src.R = io.NewSectionReader(src.At, 0, src.Size)
 	}
-	cnt := &CountingReader{R: src.R}
-	dec, err := openDecompressed(cnt, src.Name, opts.Compression, opts.Limits)
+	cnt := &rowio.CountingReader{R: src.R}
+	dec, err := rowio.OpenDecompressed(cnt, src.Name, opts.Compression, opts.Limits)
 	if err != nil {
 		return nil, nil, err
 	}

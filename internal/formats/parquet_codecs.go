@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
@@ -39,7 +41,7 @@ var boundedZstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	// The window is bounded like the page: a frame needs no history
 	// beyond its own content.
 	return zstd.NewReader(nil, zstd.WithDecoderLowmem(true), zstd.WithDecodeAllCapLimit(true),
-		zstd.WithDecoderMaxWindow(DefaultMaxReaderMemory), zstd.WithDecoderMaxMemory(DefaultMaxReaderMemory))
+		zstd.WithDecoderMaxWindow(rowio.DefaultMaxReaderMemory), zstd.WithDecoderMaxMemory(rowio.DefaultMaxReaderMemory))
 })
 
 func (c boundedCodec) DecodeWithError(dst, src []byte) ([]byte, error) {

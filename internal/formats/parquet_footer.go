@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -43,9 +45,9 @@ type parquetFooter struct {
 
 // readParquetFooter reads and checks the footer of a Parquet file of size
 // bytes: magic, length, and then its thrift structure (see scanFooter).
-func readParquetFooter(at io.ReaderAt, size int64, lim Limits) (*parquetFooter, error) {
+func readParquetFooter(at io.ReaderAt, size int64, lim rowio.Limits) (*parquetFooter, error) {
 	if size < 12 {
-		return nil, &CorruptError{Format: "Parquet", Err: fmt.Errorf("%d bytes is too small for a Parquet file", size)}
+		return nil, &rowio.CorruptError{Format: "Parquet", Err: fmt.Errorf("%d bytes is too small for a Parquet file", size)}
 	}
 	var tail [8]byte
 	if _, err := at.ReadAt(tail[:], size-8); err != nil && !errors.Is(err, io.EOF) {
@@ -55,14 +57,14 @@ func readParquetFooter(at io.ReaderAt, size int64, lim Limits) (*parquetFooter, 
 		if bytes.Equal(tail[4:], []byte("PARE")) {
 			return nil, fmt.Errorf("the Parquet file is encrypted, which is not supported")
 		}
-		return nil, &CorruptError{Format: "Parquet", Err: errors.New("the file does not end with the Parquet magic bytes")}
+		return nil, &rowio.CorruptError{Format: "Parquet", Err: errors.New("the file does not end with the Parquet magic bytes")}
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if n > lim.MaxParquetFooterBytes {
-		return nil, &LimitError{Limit: "MaxParquetFooterBytes", Value: lim.MaxParquetFooterBytes, What: fmt.Sprintf("the footer declares %s of metadata", byteSize(n))}
+		return nil, &rowio.LimitError{Limit: "MaxParquetFooterBytes", Value: lim.MaxParquetFooterBytes, What: fmt.Sprintf("the footer declares %s of metadata", rowio.ByteSize(n))}
 	}
 	if n == 0 || n > size-12 {
-		return nil, &CorruptError{Format: "Parquet", Err: fmt.Errorf("the footer length %d does not fit the %d-byte file", n, size)}
+		return nil, &rowio.CorruptError{Format: "Parquet", Err: fmt.Errorf("the footer length %d does not fit the %d-byte file", n, size)}
 	}
 	buf := make([]byte, n)
 	if _, err := at.ReadAt(buf, size-8-n); err != nil && !errors.Is(err, io.EOF) {
@@ -70,11 +72,11 @@ func readParquetFooter(at io.ReaderAt, size int64, lim Limits) (*parquetFooter, 
 	}
 	f, err := scanFooter(buf, size, lim)
 	if err != nil {
-		var le *LimitError
+		var le *rowio.LimitError
 		if errors.As(err, &le) {
 			return nil, err
 		}
-		return nil, &CorruptError{Format: "Parquet", Err: fmt.Errorf("invalid footer: %w", err)}
+		return nil, &rowio.CorruptError{Format: "Parquet", Err: fmt.Errorf("invalid footer: %w", err)}
 	}
 	return f, nil
 }
@@ -83,7 +85,7 @@ func readParquetFooter(at io.ReaderAt, size int64, lim Limits) (*parquetFooter, 
 // protocol) as arrow-go will decode it, checking that every list fits the
 // bytes left, that the decoded size stays bounded, that the schema tree is
 // well formed, and that row groups and column chunks lie inside the file.
-func scanFooter(buf []byte, size int64, lim Limits) (*parquetFooter, error) {
+func scanFooter(buf []byte, size int64, lim rowio.Limits) (*parquetFooter, error) {
 	t := &thriftScan{b: buf}
 	f := &parquetFooter{}
 	var children []int32 // num_children of each schema element, -1 if unset
@@ -163,8 +165,8 @@ func scanFooter(buf []byte, size int64, lim Limits) (*parquetFooter, error) {
 		return nil, err
 	}
 	if limit := 16 * lim.MaxParquetFooterBytes; t.cost > limit {
-		return nil, &LimitError{Limit: "MaxParquetFooterBytes", Value: lim.MaxParquetFooterBytes,
-			What: fmt.Sprintf("the footer would take %s decoded (more than 16 times the limit)", byteSize(t.cost))}
+		return nil, &rowio.LimitError{Limit: "MaxParquetFooterBytes", Value: lim.MaxParquetFooterBytes,
+			What: fmt.Sprintf("the footer would take %s decoded (more than 16 times the limit)", rowio.ByteSize(t.cost))}
 	}
 	if f.numRows < 0 || f.rowGroups > 0 && rowSum != f.numRows {
 		return nil, fmt.Errorf("the file declares %d rows, its row groups %d", f.numRows, rowSum)
@@ -239,7 +241,7 @@ func checkSchemaTree(children []int32, maxCols int) (int, error) {
 		next++
 		if nc < 0 {
 			if leaves++; leaves > maxCols {
-				return 0, &LimitError{Limit: "MaxColumns", Value: int64(maxCols), What: "the schema has more columns"}
+				return 0, &rowio.LimitError{Limit: "MaxColumns", Value: int64(maxCols), What: "the schema has more columns"}
 			}
 			continue
 		}
@@ -256,7 +258,7 @@ func checkSchemaTree(children []int32, maxCols int) (int, error) {
 // checkArrowSchema checks the ARROW:schema a Parquet writer may store in
 // the footer, base64-encoded as arrow-go decodes it, with the checks the
 // ARROW reader applies to a schema message.
-func checkArrowSchema(stored []byte, lim Limits) error {
+func checkArrowSchema(stored []byte, lim rowio.Limits) error {
 	var decoded []byte
 	var err error
 	if len(stored)%4 == 0 {
@@ -266,7 +268,7 @@ func checkArrowSchema(stored []byte, lim Limits) error {
 		decoded, err = base64.RawStdEncoding.DecodeString(string(stored))
 	}
 	if err != nil {
-		return &CorruptError{Format: "Parquet", Err: fmt.Errorf("the ARROW:schema metadata is not base64: %w", err)}
+		return &rowio.CorruptError{Format: "Parquet", Err: fmt.Errorf("the ARROW:schema metadata is not base64: %w", err)}
 	}
 	m := newArrowMessages(bytes.NewReader(decoded), memory.NewGoAllocator(), newArrowLimits(lim))
 	defer m.Release()
@@ -274,11 +276,11 @@ func checkArrowSchema(stored []byte, lim Limits) error {
 		if errors.Is(err, io.EOF) {
 			err = errors.New("it is empty")
 		}
-		var le *LimitError
+		var le *rowio.LimitError
 		if errors.As(err, &le) {
 			return err
 		}
-		return &CorruptError{Format: "Parquet", Err: fmt.Errorf("the ARROW:schema metadata is invalid: %w", err)}
+		return &rowio.CorruptError{Format: "Parquet", Err: fmt.Errorf("the ARROW:schema metadata is invalid: %w", err)}
 	}
 	return nil
 }

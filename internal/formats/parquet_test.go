@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -15,7 +17,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-var roundTripCols = []Column{
+var roundTripCols = []rowio.Column{
 	{Name: "id", Type: "Int64"},
 	{Name: "name", Type: "Nullable(String)"},
 	{Name: "price", Type: "Decimal(10, 2)"},
@@ -91,7 +93,7 @@ func writeParquet(t testing.TB, n int) []byte {
 func TestParquetRoundTrip(t *testing.T) {
 	const n = 150_000 // three row groups
 	data := writeParquet(t, n)
-	r, err := Open(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "rt.parquet"}, "parquet", Options{BatchRows: 40000})
+	r, err := Open(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "rt.parquet"}, "parquet", rowio.Options{BatchRows: 40000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,13 +180,13 @@ func TestParquetRoundTrip(t *testing.T) {
 
 func TestParquetSchemaSelection(t *testing.T) {
 	data := writeParquet(t, 10)
-	opts := Options{Schema: []Column{{Name: "PRICE"}, {Name: "id"}, {Name: "Name"}}}
-	r, err := Open(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "s.parquet"}, "PARQUET", opts)
+	opts := rowio.Options{Schema: []rowio.Column{{Name: "PRICE"}, {Name: "id"}, {Name: "Name"}}}
+	r, err := Open(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "s.parquet"}, "PARQUET", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := collect(t, r)
-	want := []Column{{"PRICE", "Decimal(10, 2)"}, {"id", "Int64"}, {"Name", "Nullable(String)"}}
+	want := []rowio.Column{{Name: "PRICE", Type: "Decimal(10, 2)"}, {Name: "id", Type: "Int64"}, {Name: "Name", Type: "Nullable(String)"}}
 	if len(got.cols) != 3 || got.cols[0] != want[0] || got.cols[1] != want[1] || got.cols[2] != want[2] {
 		t.Fatalf("columns %+v", got.cols)
 	}
@@ -192,7 +194,7 @@ func TestParquetSchemaSelection(t *testing.T) {
 		t.Fatalf("rows %s", show(got.rows[:2]))
 	}
 
-	_, err = Open(Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "s.parquet"}, "PARQUET", Options{Schema: []Column{{Name: "nope"}}})
+	_, err = Open(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "s.parquet"}, "PARQUET", rowio.Options{Schema: []rowio.Column{{Name: "nope"}}})
 	if err == nil || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "price") {
 		t.Fatalf("missing column: %v", err)
 	}
@@ -200,16 +202,16 @@ func TestParquetSchemaSelection(t *testing.T) {
 
 func TestParquetEmptyAndBad(t *testing.T) {
 	data := writeParquet(t, 0)
-	got := collect(t, openBytes(t, data, "e.parquet", "PARQUET", Options{}))
+	got := collect(t, openBytes(t, data, "e.parquet", "PARQUET", rowio.Options{}))
 	if len(got.cols) != len(roundTripCols) || len(got.rows) != 0 {
 		t.Fatalf("empty file: %d columns, %d rows", len(got.cols), len(got.rows))
 	}
-	if _, err := Open(Source{At: strings.NewReader("not parquet"), Size: 11, Name: "x.parquet"}, "PARQUET", Options{}); err == nil {
+	if _, err := Open(rowio.Source{At: strings.NewReader("not parquet"), Size: 11, Name: "x.parquet"}, "PARQUET", rowio.Options{}); err == nil {
 		t.Fatal("garbage accepted")
 	}
 	gz := gzipBytes(t, writeParquet(t, 3))
 	for _, name := range []string{"x.parquet.gz", "x.parquet"} {
-		_, err := Open(Source{At: bytes.NewReader(gz), Size: int64(len(gz)), Name: name}, "PARQUET", Options{})
+		_, err := Open(rowio.Source{At: bytes.NewReader(gz), Size: int64(len(gz)), Name: name}, "PARQUET", rowio.Options{})
 		if err == nil || !strings.Contains(err.Error(), "Parquet compresses its pages internally") {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -217,10 +219,10 @@ func TestParquetEmptyAndBad(t *testing.T) {
 }
 
 func TestParquetWriterErrors(t *testing.T) {
-	if _, err := NewParquetWriter(io.Discard, []Column{{Name: "a", Type: "Array(Int8)"}}); err == nil {
+	if _, err := NewParquetWriter(io.Discard, []rowio.Column{{Name: "a", Type: "Array(Int8)"}}); err == nil {
 		t.Fatal("Array accepted")
 	}
-	w, err := NewParquetWriter(io.Discard, []Column{{Name: "a", Type: "Int8"}, {Name: "b", Type: "Decimal(5, 2)"}})
+	w, err := NewParquetWriter(io.Discard, []rowio.Column{{Name: "a", Type: "Int8"}, {Name: "b", Type: "Decimal(5, 2)"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestTypeMaps(t *testing.T) {
 		"Nullable(Decimal(10, 2))":         "decimal(10, 2)?",
 		"LowCardinality(Nullable(FixedString(2)))": "utf8?",
 	} {
-		dt, nullable, err := ArrowType(ch)
+		dt, nullable, err := rowio.ArrowType(ch)
 		if err != nil {
 			t.Errorf("%s: %v", ch, err)
 			continue
@@ -274,12 +276,12 @@ func TestTypeMaps(t *testing.T) {
 		arrow.BinaryTypes.Binary:                       "String",
 		arrow.PrimitiveTypes.Float32:                   "Float32",
 	} {
-		got, err := ClickHouseType(dt, false)
+		got, err := rowio.ClickHouseType(dt, false)
 		if err != nil || got != want {
 			t.Errorf("%s → %s %v, want %s", dt, got, err, want)
 		}
 	}
-	if got, _ := ClickHouseType(arrow.PrimitiveTypes.Int8, true); got != "Nullable(Int8)" {
+	if got, _ := rowio.ClickHouseType(arrow.PrimitiveTypes.Int8, true); got != "Nullable(Int8)" {
 		t.Errorf("nullable: %s", got)
 	}
 }
@@ -305,7 +307,7 @@ func TestParquetNullColumn(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := Open(Source{At: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Name: "n.parquet"}, "PARQUET", Options{})
+	r, err := Open(rowio.Source{At: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Name: "n.parquet"}, "PARQUET", rowio.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

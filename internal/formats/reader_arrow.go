@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -77,12 +79,12 @@ var newArrowAllocator = func() memory.Allocator { return memory.NewGoAllocator()
 // memory (mallocator, cgo) would break that.
 type arrowReader struct {
 	name string
-	cnt  *CountingReader
-	dec  *decompressor
+	cnt  *rowio.CountingReader
+	dec  *rowio.Decompressor
 	in   *bufio.Reader
 	file bool // the stream is the body of an Arrow IPC file
 	ipc  *ipc.Reader
-	cols []Column
+	cols []rowio.Column
 	// order[i] is the schema field of output column i; check lists the
 	// distinct fields to validate.
 	order []int
@@ -96,10 +98,10 @@ type arrowReader struct {
 	row       int64             // rows delivered so far
 	err       error             // sticky end: io.EOF or the failure
 	lim       arrowLimits
-	batch     Batch
+	batch     rowio.Batch
 }
 
-func newArrowReader(src Source, opts Options) (*arrowReader, error) {
+func newArrowReader(src rowio.Source, opts rowio.Options) (*arrowReader, error) {
 	cnt, dec, err := openSequential(src, opts)
 	if err != nil {
 		return nil, err
@@ -112,7 +114,7 @@ func newArrowReader(src Source, opts Options) (*arrowReader, error) {
 	return r, nil
 }
 
-func (r *arrowReader) open(opts Options) error {
+func (r *arrowReader) open(opts rowio.Options) error {
 	if head, _ := r.in.Peek(arrowFileHead); bytes.HasPrefix(head, arrowFileMagic) {
 		r.file = true
 		_, _ = r.in.Discard(arrowFileHead)
@@ -152,20 +154,20 @@ func (r *arrowReader) open(opts Options) error {
 	seen := map[int]bool{}
 	for i, fi := range r.order {
 		f := fields[fi]
-		t, err := ClickHouseType(f.Type, f.Nullable)
+		t, err := rowio.ClickHouseType(f.Type, f.Nullable)
 		if err != nil || f.Type.ID() == arrow.NULL {
 			// A Null-typed field (pyarrow's type for an all-None column)
 			// fits any Nullable column: it claims no type.
 			t = ""
 		}
-		r.cols = append(r.cols, Column{Name: names[i], Type: t})
-		r.text = append(r.text, !nativeArrow(f.Type))
+		r.cols = append(r.cols, rowio.Column{Name: names[i], Type: t})
+		r.text = append(r.text, !rowio.NativeArrow(f.Type))
 		if !seen[fi] {
 			seen[fi] = true
 			r.check = append(r.check, fi)
 		}
 	}
-	r.batch.Cols = make([]Vector, len(r.cols))
+	r.batch.Cols = make([]rowio.Vector, len(r.cols))
 	return nil
 }
 
@@ -184,7 +186,7 @@ func findArrowField(fields []arrow.Field, name string) int {
 	return -1
 }
 
-func (r *arrowReader) Columns() []Column { return r.cols }
+func (r *arrowReader) Columns() []rowio.Column { return r.cols }
 
 func (r *arrowReader) BytesRead() int64 { return r.cnt.Count() }
 
@@ -208,7 +210,7 @@ func (r *arrowReader) releaseRecord() {
 	}
 }
 
-func (r *arrowReader) Next() (*Batch, error) {
+func (r *arrowReader) Next() (*rowio.Batch, error) {
 	r.releaseBatch()
 	if r.rec == nil || r.off >= r.rec.NumRows() {
 		r.releaseRecord()
@@ -367,7 +369,7 @@ func (r *arrowReader) Close() error {
 		r.err = fmt.Errorf("%s: reader closed", r.name)
 	}
 	if r.dec != nil {
-		err := r.dec.close()
+		err := r.dec.Close()
 		r.dec = nil
 		return err
 	}
@@ -404,7 +406,7 @@ type arrowLimits struct {
 	maxFields                         int
 }
 
-func newArrowLimits(l Limits) arrowLimits {
+func newArrowLimits(l rowio.Limits) arrowLimits {
 	return arrowLimits{
 		maxMeta:         max(l.MaxArrowMessageBytes/4, 8),
 		maxBody:         l.MaxArrowMessageBytes,
@@ -465,8 +467,8 @@ func (m *arrowMessages) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("invalid message metadata length %d", int32(size))
 	}
 	if int64(size) > m.lim.maxMeta {
-		return nil, &LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody,
-			What: fmt.Sprintf("a message with %s of metadata (at most a quarter of the limit)", byteSize(int64(size)))}
+		return nil, &rowio.LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody,
+			What: fmt.Sprintf("a message with %s of metadata (at most a quarter of the limit)", rowio.ByteSize(int64(size)))}
 	}
 	meta := memory.NewResizableBuffer(m.mem)
 	defer meta.Release()
@@ -481,7 +483,7 @@ func (m *arrowMessages) Message() (*ipc.Message, error) {
 		return nil, fmt.Errorf("message body length %d is out of range", info.bodyLen)
 	}
 	if info.bodyLen > m.lim.maxBody {
-		return nil, &LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody, What: fmt.Sprintf("a message body of %s", byteSize(info.bodyLen))}
+		return nil, &rowio.LimitError{Limit: "MaxArrowMessageBytes", Value: m.lim.maxBody, What: fmt.Sprintf("a message body of %s", rowio.ByteSize(info.bodyLen))}
 	}
 	body := memory.NewResizableBuffer(m.mem)
 	defer body.Release()
@@ -599,7 +601,7 @@ func checkArrowMessage(meta []byte, maxFields int) (arrowMessageInfo, error) {
 		budget := maxFields
 		err = b.checkFields(header, fbSchemaFields, 1, &budget)
 		if errors.Is(err, errTooManyFields) {
-			err = &LimitError{Limit: "MaxColumns", Value: int64(maxFields), What: "a schema with more fields (nested ones included)"}
+			err = &rowio.LimitError{Limit: "MaxColumns", Value: int64(maxFields), What: "a schema with more fields (nested ones included)"}
 		}
 		if err == nil {
 			err = b.checkMetadata(header, fbSchemaMetadata)
@@ -720,7 +722,7 @@ func uncompressedSize(meta []byte, info arrowMessageInfo, body []byte, limit int
 			return 0, fmt.Errorf("a compressed buffer declares %d bytes", size)
 		}
 		if size > limit-total {
-			return 0, &LimitError{Limit: "MaxArrowMessageBytes", Value: limit / 4, What: "compressed buffers that decompress to more than four times the limit"}
+			return 0, &rowio.LimitError{Limit: "MaxArrowMessageBytes", Value: limit / 4, What: "compressed buffers that decompress to more than four times the limit"}
 		}
 		total += size
 	}

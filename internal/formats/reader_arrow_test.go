@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -74,7 +76,7 @@ func field(name string, dt arrow.DataType, nullable bool) arrow.Field {
 }
 
 // arrowTypes is what each column's Vector.Arrow holds.
-func arrowTypes(b *Batch) []string {
+func arrowTypes(b *rowio.Batch) []string {
 	out := make([]string, len(b.Cols))
 	for i, v := range b.Cols {
 		out[i] = fmt.Sprintf("%T", v.Arrow)
@@ -88,8 +90,8 @@ func TestArrowReader(t *testing.T) {
 		name    string
 		fields  []arrow.Field
 		batches []string
-		opts    Options
-		cols    []Column
+		opts    rowio.Options
+		cols    []rowio.Column
 		types   []string // of Vector.Arrow, first batch
 		rows    [][]string
 		lines   []int64
@@ -105,7 +107,7 @@ func TestArrowReader(t *testing.T) {
 			},
 			batches: []string{`[{"i8":-128,"i16":-32768,"i32":-2147483648,"i64":-9223372036854775808,"u8":0,"u16":0,"u32":0,"u64":0},
 				{"i8":127,"i16":32767,"i32":2147483647,"i64":9223372036854775807,"u8":255,"u16":65535,"u32":4294967295,"u64":18446744073709551615}]`},
-			cols:  []Column{{"i8", "Int8"}, {"i16", "Int16"}, {"i32", "Int32"}, {"i64", "Int64"}, {"u8", "UInt8"}, {"u16", "UInt16"}, {"u32", "UInt32"}, {"u64", "UInt64"}},
+			cols:  []rowio.Column{{Name: "i8", Type: "Int8"}, {Name: "i16", Type: "Int16"}, {Name: "i32", Type: "Int32"}, {Name: "i64", Type: "Int64"}, {Name: "u8", Type: "UInt8"}, {Name: "u16", Type: "UInt16"}, {Name: "u32", Type: "UInt32"}, {Name: "u64", Type: "UInt64"}},
 			types: []string{"*array.Int8", "*array.Int16", "*array.Int32", "*array.Int64", "*array.Uint8", "*array.Uint16", "*array.Uint32", "*array.Uint64"},
 			rows: [][]string{
 				{"-128", "-32768", "-2147483648", "-9223372036854775808", "0", "0", "0", "0"},
@@ -121,7 +123,7 @@ func TestArrowReader(t *testing.T) {
 			},
 			batches: []string{`[{"f32":1.5,"f64":-2.25,"b":true,"s":"héllo","ls":"","bin":"AAE=","lbin":"/w=="},
 				{"f32":0,"f64":1e300,"b":false,"s":"a,b\n\"c\"","ls":"x","bin":"","lbin":""}]`},
-			cols:  []Column{{"f32", "Float32"}, {"f64", "Float64"}, {"b", "UInt8"}, {"s", "String"}, {"ls", "String"}, {"bin", "String"}, {"lbin", "String"}},
+			cols:  []rowio.Column{{Name: "f32", Type: "Float32"}, {Name: "f64", Type: "Float64"}, {Name: "b", Type: "UInt8"}, {Name: "s", Type: "String"}, {Name: "ls", Type: "String"}, {Name: "bin", Type: "String"}, {Name: "lbin", Type: "String"}},
 			types: []string{"*array.Float32", "*array.Float64", "*array.Boolean", "*array.String", "*array.LargeString", "*array.Binary", "*array.LargeBinary"},
 			rows: [][]string{
 				{"1.5", "-2.25", "true", "héllo", "", "AAE=", "/w=="},
@@ -135,7 +137,7 @@ func TestArrowReader(t *testing.T) {
 				field("us", ts(arrow.Microsecond, "Europe/Paris"), false), field("ns", ts(arrow.Nanosecond, "UTC"), false),
 			},
 			batches: []string{`[{"d":"-12.34","day":"2026-06-01","s":1780317296,"ms":1780317296789,"us":1780317296123456,"ns":1780317296123456789}]`},
-			cols:    []Column{{"d", "Decimal(10, 2)"}, {"day", "Date"}, {"s", "DateTime"}, {"ms", "DateTime"}, {"us", "DateTime"}, {"ns", "DateTime"}},
+			cols:    []rowio.Column{{Name: "d", Type: "Decimal(10, 2)"}, {Name: "day", Type: "Date"}, {Name: "s", Type: "DateTime"}, {Name: "ms", Type: "DateTime"}, {Name: "us", Type: "DateTime"}, {Name: "ns", Type: "DateTime"}},
 			types:   []string{fmt.Sprintf("%T", (*array.Decimal128)(nil)), "*array.Date32", "*array.Timestamp", "*array.Timestamp", "*array.Timestamp", "*array.Timestamp"},
 			rows:    [][]string{{"-12.34", "2026-06-01", "2026-06-01T12:34:56Z", "2026-06-01T12:34:56.789", "2026-06-01T14:34:56.123456+02:00", "2026-06-01T12:34:56.123456789Z"}},
 			lines:   []int64{1}, sizes: []int{1}},
@@ -149,7 +151,7 @@ func TestArrowReader(t *testing.T) {
 				field("none", arrow.Null, true), field("empty", arrow.ListOf(arrow.Null), true),
 			},
 			batches: []string{`[{"d64":"2026-06-01","l":[1,null,3],"st":{"x":"a"},"dict":"red","none":null,"empty":[]},{"d64":null,"l":null,"st":null,"dict":null,"none":null,"empty":[null]}]`},
-			cols:    []Column{{"d64", "Nullable(Date)"}, {"l", "Nullable(String)"}, {"st", "Nullable(String)"}, {"dict", "Nullable(String)"}, {"none", ""}, {"empty", "Nullable(String)"}},
+			cols:    []rowio.Column{{Name: "d64", Type: "Nullable(Date)"}, {Name: "l", Type: "Nullable(String)"}, {Name: "st", Type: "Nullable(String)"}, {Name: "dict", Type: "Nullable(String)"}, {Name: "none", Type: ""}, {Name: "empty", Type: "Nullable(String)"}},
 			types:   []string{"*array.Date64", "*array.String", "*array.String", "*array.String", "*array.String", "*array.String"},
 			rows:    [][]string{{"2026-06-01", "[1,null,3]", `{"x":"a"}`, "red", "<NULL>", "[]"}, {"<NULL>", "<NULL>", "<NULL>", "<NULL>", "<NULL>", "[null]"}},
 			lines:   []int64{1, 2}, sizes: []int{2}},
@@ -160,34 +162,34 @@ func TestArrowReader(t *testing.T) {
 				field("d", &arrow.Decimal128Type{Precision: 5, Scale: 1}, true), field("b", arrow.FixedWidthTypes.Boolean, true),
 			},
 			batches: []string{`[{"i":1,"s":null,"f":null,"t":"2026-01-01T00:00:00Z","d":null,"b":true},{"i":null,"s":"x","f":0.5,"t":null,"d":"1.5","b":null}]`},
-			cols:    []Column{{"i", "Nullable(Int32)"}, {"s", "Nullable(String)"}, {"f", "Nullable(Float64)"}, {"t", "Nullable(DateTime)"}, {"d", "Nullable(Decimal(5, 1))"}, {"b", "Nullable(UInt8)"}},
+			cols:    []rowio.Column{{Name: "i", Type: "Nullable(Int32)"}, {Name: "s", Type: "Nullable(String)"}, {Name: "f", Type: "Nullable(Float64)"}, {Name: "t", Type: "Nullable(DateTime)"}, {Name: "d", Type: "Nullable(Decimal(5, 1))"}, {Name: "b", Type: "Nullable(UInt8)"}},
 			rows:    [][]string{{"1", "<NULL>", "<NULL>", "2026-01-01T00:00:00Z", "<NULL>", "true"}, {"<NULL>", "x", "0.5", "<NULL>", "1.5", "<NULL>"}},
 			lines:   []int64{1, 2}, sizes: []int{2}},
 		{name: "several record batches: running row numbers, empty batches skipped",
 			fields:  []arrow.Field{field("n", arrow.PrimitiveTypes.Int64, false)},
 			batches: []string{`[{"n":1},{"n":2}]`, `[]`, `[{"n":3}]`, `[{"n":4},{"n":5},{"n":6}]`},
-			cols:    []Column{{"n", "Int64"}},
+			cols:    []rowio.Column{{Name: "n", Type: "Int64"}},
 			rows:    [][]string{{"1"}, {"2"}, {"3"}, {"4"}, {"5"}, {"6"}},
 			lines:   []int64{1, 2, 3, 4, 5, 6}, sizes: []int{2, 1, 3}},
 		{name: "record batches above BatchRows are sliced",
 			fields:  []arrow.Field{field("n", arrow.PrimitiveTypes.Int64, false), field("s", arrow.BinaryTypes.String, true), field("d", arrow.FixedWidthTypes.Date64, true)},
 			batches: []string{`[{"n":1,"s":"a","d":"2026-01-01"},{"n":2,"s":null,"d":null},{"n":3,"s":"c","d":"2026-01-03"},{"n":4,"s":"d","d":"2026-01-04"},{"n":5,"s":"e","d":"2026-01-05"}]`, `[{"n":6,"s":"f","d":null}]`},
-			opts:    Options{BatchRows: 2},
-			cols:    []Column{{"n", "Int64"}, {"s", "Nullable(String)"}, {"d", "Nullable(Date)"}},
+			opts:    rowio.Options{BatchRows: 2},
+			cols:    []rowio.Column{{Name: "n", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}, {Name: "d", Type: "Nullable(Date)"}},
 			rows:    [][]string{{"1", "a", "2026-01-01"}, {"2", "<NULL>", "<NULL>"}, {"3", "c", "2026-01-03"}, {"4", "d", "2026-01-04"}, {"5", "e", "2026-01-05"}, {"6", "f", "<NULL>"}},
 			lines:   []int64{1, 2, 3, 4, 5, 6}, sizes: []int{2, 2, 1, 1}},
 		{name: "schema picks, reorders and repeats fields; exact name before case-insensitive",
 			fields:  []arrow.Field{field("id", arrow.PrimitiveTypes.Int64, false), field("Name", arrow.BinaryTypes.String, true), field("name", arrow.BinaryTypes.String, true), field("other", arrow.PrimitiveTypes.Float64, false)},
 			batches: []string{`[{"id":1,"Name":"A","name":"a","other":0.5}]`},
-			opts:    Options{Schema: []Column{{Name: "OTHER"}, {Name: "name"}, {Name: "ID", Type: "UInt8"}, {Name: "NAME"}, {Name: "id"}}},
-			cols:    []Column{{"OTHER", "Float64"}, {"name", "Nullable(String)"}, {"ID", "Int64"}, {"NAME", "Nullable(String)"}, {"id", "Int64"}},
+			opts:    rowio.Options{Schema: []rowio.Column{{Name: "OTHER"}, {Name: "name"}, {Name: "ID", Type: "UInt8"}, {Name: "NAME"}, {Name: "id"}}},
+			cols:    []rowio.Column{{Name: "OTHER", Type: "Float64"}, {Name: "name", Type: "Nullable(String)"}, {Name: "ID", Type: "Int64"}, {Name: "NAME", Type: "Nullable(String)"}, {Name: "id", Type: "Int64"}},
 			types:   []string{"*array.Float64", "*array.String", "*array.Int64", "*array.String", "*array.Int64"},
 			rows:    [][]string{{"0.5", "a", "1", "A", "1"}},
 			lines:   []int64{1}, sizes: []int{1}},
 		{name: "schema only, no record batch",
 			fields: []arrow.Field{field("a", arrow.PrimitiveTypes.Int64, true)},
-			cols:   []Column{{"a", "Nullable(Int64)"}}},
-		{name: "no fields", batches: []string{`[{},{}]`}, cols: []Column{}},
+			cols:   []rowio.Column{{Name: "a", Type: "Nullable(Int64)"}}},
+		{name: "no fields", batches: []string{`[{},{}]`}, cols: []rowio.Column{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,7 +205,7 @@ func TestArrowReader(t *testing.T) {
 				if kind == "choppy stream" {
 					src = &choppyReader{data: data, rng: rand.New(rand.NewPCG(7, 1)), max: 11}
 				}
-				r, err := Open(Source{R: src, Name: "t.arrow"}, "arrow", tt.opts)
+				r, err := Open(rowio.Source{R: src, Name: "t.arrow"}, "arrow", tt.opts)
 				if err != nil {
 					t.Fatalf("%s: Open: %v", kind, err)
 				}
@@ -270,11 +272,11 @@ func TestArrowReaderCompressed(t *testing.T) {
 		data       []byte
 	}{
 		{"p.arrow.gz", "", gzipBytes(t, data)},
-		{"p.arrow", CompressionAuto, zstdBytes(t, data)},
-		{"p", CompressionZstd, zstdBytes(t, data)},
-		{"p.arrow", CompressionNone, data},
+		{"p.arrow", rowio.CompressionAuto, zstdBytes(t, data)},
+		{"p", rowio.CompressionZstd, zstdBytes(t, data)},
+		{"p.arrow", rowio.CompressionNone, data},
 	} {
-		r, err := Open(Source{R: bytes.NewReader(tt.data), Name: tt.name}, "ARROW", Options{Compression: tt.mode})
+		r, err := Open(rowio.Source{R: bytes.NewReader(tt.data), Name: tt.name}, "ARROW", rowio.Options{Compression: tt.mode})
 		if err != nil {
 			t.Fatalf("%s %q: %v", tt.name, tt.mode, err)
 		}
@@ -299,7 +301,7 @@ func TestArrowReaderErrors(t *testing.T) {
 	tests := []struct {
 		name    string
 		data    []byte
-		opts    Options
+		opts    rowio.Options
 		openErr string // error from Open, or
 		nextErr string // error from Next after rows rows
 		rows    int
@@ -307,7 +309,7 @@ func TestArrowReaderErrors(t *testing.T) {
 		{name: "empty", data: nil, openErr: "t.arrow: not an Arrow IPC stream: it ends before its schema"},
 		{name: "CSV text", data: []byte("n,s\n1,a\n2,b\n"), openErr: "t.arrow: not an Arrow IPC stream"},
 		{name: "Parquet", data: []byte("PAR1\x15\x00\x15\x1c"), openErr: "t.arrow: not an Arrow IPC stream"},
-		{name: "missing schema column", data: good, opts: Options{Schema: []Column{{Name: "n"}, {Name: "nope"}}}, openErr: `t.arrow: no column "nope" in the Arrow stream (it has: n, s)`},
+		{name: "missing schema column", data: good, opts: rowio.Options{Schema: []rowio.Column{{Name: "n"}, {Name: "nope"}}}, openErr: `t.arrow: no column "nope" in the Arrow stream (it has: n, s)`},
 		{name: "truncated in a record batch", data: good[:len(good)-40], rows: 2, nextErr: "t.arrow: the Arrow stream is truncated after row 2"},
 		{name: "truncated in the schema", data: good[:20], openErr: "t.arrow: not an Arrow IPC stream"},
 		{name: "second stream appended", data: append(append([]byte{}, good...), other...), rows: 3, nextErr: "t.arrow: data after the end-of-stream marker"},
@@ -321,7 +323,7 @@ func TestArrowReaderErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Open(Source{R: bytes.NewReader(tt.data), Name: "t.arrow"}, "ARROW", tt.opts)
+			r, err := Open(rowio.Source{R: bytes.NewReader(tt.data), Name: "t.arrow"}, "ARROW", tt.opts)
 			if tt.openErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.openErr) {
 					t.Fatalf("Open: %v, want %q", err, tt.openErr)
@@ -388,7 +390,7 @@ func TestArrowReaderEveryPrefix(t *testing.T) {
 	}, nil)
 	data := arrowStream(t, schema, `[{"n":1,"s":"a","l":[1],"d":"x"},{"n":null,"s":null,"l":null,"d":null}]`, `[{"n":3,"s":"ccc","l":[],"d":"y"}]`)
 	for cut := range len(data) {
-		r, err := Open(Source{R: bytes.NewReader(data[:cut]), Name: "cut"}, "ARROW", Options{})
+		r, err := Open(rowio.Source{R: bytes.NewReader(data[:cut]), Name: "cut"}, "ARROW", rowio.Options{})
 		if err != nil {
 			continue
 		}
@@ -445,7 +447,7 @@ func TestArrowReaderMemory(t *testing.T) {
 	}
 	data := arrowStream(t, schema, batches...)
 	for _, batchRows := range []int{0, 2, 5, 100} {
-		r, err := Open(Source{R: bytes.NewReader(data), Name: "m.arrow"}, "ARROW", Options{BatchRows: batchRows})
+		r, err := Open(rowio.Source{R: bytes.NewReader(data), Name: "m.arrow"}, "ARROW", rowio.Options{BatchRows: batchRows})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,7 +478,7 @@ func TestArrowReaderMemory(t *testing.T) {
 		mem.AssertSize(t, 0)
 	}
 	// Closing early releases too.
-	r, err := Open(Source{R: bytes.NewReader(data), Name: "m.arrow"}, "ARROW", Options{BatchRows: 2})
+	r, err := Open(rowio.Source{R: bytes.NewReader(data), Name: "m.arrow"}, "ARROW", rowio.Options{BatchRows: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +500,7 @@ func ipcMessages(t *testing.T, data []byte) []ipcMessage {
 		if n == 0 {
 			break
 		}
-		info, err := checkArrowMessage(data[p+8:p+8+n], DefaultMaxColumns)
+		info, err := checkArrowMessage(data[p+8:p+8+n], rowio.DefaultMaxColumns)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -611,7 +613,7 @@ func TestArrowReaderHostileMetadata(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := Open(Source{R: bytes.NewReader(tt.data), Name: "h.arrow"}, "ARROW", Options{})
+			r, err := Open(rowio.Source{R: bytes.NewReader(tt.data), Name: "h.arrow"}, "ARROW", rowio.Options{})
 			if err == nil {
 				for {
 					if _, err = r.Next(); err != nil {

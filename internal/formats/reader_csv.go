@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // span is one field of the record being scanned: buf[s:e], without the
@@ -31,11 +33,11 @@ const (
 
 type csvReader struct {
 	name  string
-	cnt   *CountingReader
-	dec   *decompressor
-	in    *chunkBuf
-	opts  Options
-	cols  []Column
+	cnt   *rowio.CountingReader
+	dec   *rowio.Decompressor
+	in    *rowio.ChunkBuf
+	opts  rowio.Options
+	cols  []rowio.Column
 	ncols int
 
 	delim, quote, escape byte
@@ -51,18 +53,18 @@ type csvReader struct {
 	// line of commas costs no more than its bytes.
 	maxLine, maxCols int
 	extra            int
-	batch            Batch
+	batch            rowio.Batch
 }
 
-func newCSVReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*csvReader, error) {
+func newCSVReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*csvReader, error) {
 	r := &csvReader{
 		name:    name,
 		cnt:     cnt,
 		dec:     dec,
-		in:      newChunkBuf(dec),
+		in:      rowio.NewChunkBuf(dec),
 		opts:    opts,
-		delim:   opts.delimiter(),
-		quote:   opts.quote(),
+		delim:   opts.DelimiterByte(),
+		quote:   opts.QuoteByte(),
 		escape:  opts.Escape,
 		quoting: !opts.NoQuote,
 		line:    1,
@@ -85,21 +87,21 @@ func newCSVReader(name string, cnt *CountingReader, dec *decompressor, opts Opti
 // columns.
 func (r *csvReader) start() error {
 	in := r.in
-	for in.end-in.pos < 3 && in.fill() {
+	for in.End-in.Pos < 3 && in.Fill() {
 	}
-	if in.err != nil {
-		return fmt.Errorf("%s: %w", r.name, in.err)
+	if in.Err != nil {
+		return fmt.Errorf("%s: %w", r.name, in.Err)
 	}
-	if bytes.HasPrefix(in.buf[in.pos:in.end], []byte("\xef\xbb\xbf")) {
-		in.pos += 3
+	if bytes.HasPrefix(in.Buf[in.Pos:in.End], []byte("\xef\xbb\xbf")) {
+		in.Pos += 3
 	}
 	for range r.opts.SkipRows {
 		if !r.skipLine() {
 			break
 		}
 	}
-	if in.err != nil {
-		return fmt.Errorf("%s: %w", r.name, in.err)
+	if in.Err != nil {
+		return fmt.Errorf("%s: %w", r.name, in.Err)
 	}
 
 	var header []string
@@ -117,11 +119,11 @@ func (r *csvReader) start() error {
 					header[i] = "f" + strconv.Itoa(i)
 				}
 			}
-			in.pos = next
+			in.Pos = next
 			r.line += int64(lines)
 		default:
-			if in.err != nil {
-				return fmt.Errorf("%s: %w", r.name, in.err)
+			if in.Err != nil {
+				return fmt.Errorf("%s: %w", r.name, in.Err)
 			}
 			return fmt.Errorf("%s: line %d: malformed header: %s", r.name, r.line, r.scanMessage(res))
 		}
@@ -131,18 +133,18 @@ func (r *csvReader) start() error {
 	case len(r.opts.Schema) > r.maxCols || len(header) > r.maxCols:
 		return fmt.Errorf("%s: %w", r.name, r.tooManyFields())
 	case len(r.opts.Schema) > 0:
-		r.cols = append([]Column(nil), r.opts.Schema...)
+		r.cols = append([]rowio.Column(nil), r.opts.Schema...)
 	case header != nil:
-		r.cols = make([]Column, len(header))
+		r.cols = make([]rowio.Column, len(header))
 		for i, h := range header {
-			r.cols[i] = Column{Name: h}
+			r.cols[i] = rowio.Column{Name: h}
 		}
 	default:
 		// Peek at the first record for the field count without consuming
 		// it: scanning does not modify the buffer.
 		res, _, _ := r.scanFirst()
-		if in.err != nil {
-			return fmt.Errorf("%s: %w", r.name, in.err)
+		if in.Err != nil {
+			return fmt.Errorf("%s: %w", r.name, in.Err)
 		}
 		n := len(r.spans)
 		if res == scanUnterminated || res == scanMore {
@@ -151,16 +153,16 @@ func (r *csvReader) start() error {
 		if r.extra > 0 || n > r.maxCols {
 			return fmt.Errorf("%s: the first record: %w", r.name, r.tooManyFields())
 		}
-		if in.pos >= in.end && in.eof {
+		if in.Pos >= in.End && in.AtEOF {
 			n = 0 // empty file
 		}
-		r.cols = make([]Column, n)
+		r.cols = make([]rowio.Column, n)
 		for i := range r.cols {
-			r.cols[i] = Column{Name: "f" + strconv.Itoa(i)}
+			r.cols[i] = rowio.Column{Name: "f" + strconv.Itoa(i)}
 		}
 	}
 	r.ncols = len(r.cols)
-	r.batch.Cols = make([]Vector, r.ncols)
+	r.batch.Cols = make([]rowio.Vector, r.ncols)
 	return nil
 }
 
@@ -171,13 +173,13 @@ func (r *csvReader) scanFirst() (res scanResult, next, lines int) {
 	for {
 		if !r.skipBlank() {
 			r.spans = r.spans[:0]
-			return scanOK, in.pos, 0
+			return scanOK, in.Pos, 0
 		}
-		next, lines, res = r.scan(in.buf[:in.end], in.pos, in.eof)
+		next, lines, res = r.scan(in.Buf[:in.End], in.Pos, in.AtEOF)
 		if res != scanMore {
 			return res, next, lines
 		}
-		if in.end-in.pos > r.maxLine || !in.fill() && in.err != nil {
+		if in.End-in.Pos > r.maxLine || !in.Fill() && in.Err != nil {
 			return scanMore, 0, 0
 		}
 	}
@@ -187,29 +189,29 @@ func (r *csvReader) scanFirst() (res scanResult, next, lines int) {
 func (r *csvReader) skipBlank() bool {
 	in := r.in
 	for {
-		if in.pos >= in.end {
-			if !in.fill() {
+		if in.Pos >= in.End {
+			if !in.Fill() {
 				return false
 			}
 			continue
 		}
-		switch in.buf[in.pos] {
+		switch in.Buf[in.Pos] {
 		case '\n':
-			in.pos++
+			in.Pos++
 			r.line++
 			continue
 		case '\r':
-			if in.pos+1 >= in.end {
-				if in.fill() {
+			if in.Pos+1 >= in.End {
+				if in.Fill() {
 					continue
 				}
-				if in.err == nil {
-					in.pos++ // a lone CR ending the file
+				if in.Err == nil {
+					in.Pos++ // a lone CR ending the file
 				}
 				return false
 			}
-			if in.buf[in.pos+1] == '\n' {
-				in.pos += 2
+			if in.Buf[in.Pos+1] == '\n' {
+				in.Pos += 2
 				r.line++
 				continue
 			}
@@ -223,27 +225,27 @@ func (r *csvReader) skipBlank() bool {
 func (r *csvReader) skipLine() bool {
 	in := r.in
 	for {
-		if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
-			in.pos += j + 1
+		if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
+			in.Pos += j + 1
 			r.line++
 			return true
 		}
-		in.pos = in.end
-		if !in.fill() {
+		in.Pos = in.End
+		if !in.Fill() {
 			return false
 		}
 	}
 }
 
-func (r *csvReader) Columns() []Column { return r.cols }
+func (r *csvReader) Columns() []rowio.Column { return r.cols }
 
 func (r *csvReader) BytesRead() int64 { return r.cnt.Count() }
 
-func (r *csvReader) Close() error { return r.dec.close() }
+func (r *csvReader) Close() error { return r.dec.Close() }
 
 // tooManyFields is the error of a record with more than maxCols fields.
-func (r *csvReader) tooManyFields() *LimitError {
-	return &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a record of %d fields", r.maxCols+max(r.extra, 1))}
+func (r *csvReader) tooManyFields() *rowio.LimitError {
+	return &rowio.LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a record of %d fields", r.maxCols+max(r.extra, 1))}
 }
 
 func (r *csvReader) scanMessage(res scanResult) string {
@@ -253,14 +255,14 @@ func (r *csvReader) scanMessage(res scanResult) string {
 	case scanUnterminated:
 		return "unterminated quoted field"
 	case scanMore:
-		return fmt.Sprintf("record longer than %s (LAKEPIPE_MAX_LINE_BYTES; an unterminated quoted field?)", byteSize(int64(r.maxLine)))
+		return fmt.Sprintf("record longer than %s (LAKEPIPE_MAX_LINE_BYTES; an unterminated quoted field?)", rowio.ByteSize(int64(r.maxLine)))
 	}
 	return ""
 }
 
-func (r *csvReader) Next() (*Batch, error) {
+func (r *csvReader) Next() (*rowio.Batch, error) {
 	in := r.in
-	in.release()
+	in.Release()
 	b := &r.batch
 	b.Rows = 0
 	b.Line = b.Line[:0]
@@ -277,84 +279,84 @@ func (r *csvReader) Next() (*Batch, error) {
 	// cannot grow one batch without bound.
 	for b.Rows+len(b.Errors) < limit {
 		if r.skipping {
-			if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
-				in.pos += j + 1
+			if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
+				in.Pos += j + 1
 				r.line++
 				r.skipping = false
 				continue
 			}
-			in.pos = in.end
-			if in.owned && b.Rows > 0 {
+			in.Pos = in.End
+			if in.Owned && b.Rows > 0 {
 				// Reading on would pin another chunk per read; finish the
 				// batch so the chunk can be reused.
 				break
 			}
-			if !in.fill() {
+			if !in.Fill() {
 				break
 			}
 			continue
 		}
-		if in.pos >= in.end {
-			if !in.fill() {
+		if in.Pos >= in.End {
+			if !in.Fill() {
 				break
 			}
 			continue
 		}
-		if c := in.buf[in.pos]; c == '\n' || c == '\r' {
+		if c := in.Buf[in.Pos]; c == '\n' || c == '\r' {
 			// skipBlank may stop at a lone CR, which is data: no continue.
 			if !r.skipBlank() {
 				break
 			}
 		}
-		next, lines, res := r.scan(in.buf[:in.end], in.pos, in.eof)
+		next, lines, res := r.scan(in.Buf[:in.End], in.Pos, in.AtEOF)
 		switch res {
 		case scanOK:
 			// The buffer may hold more than maxLine when the record is
 			// found, so the limit is checked here too, to hold exactly.
-			if next-in.pos > r.maxLine {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(scanMore)})
+			if next-in.Pos > r.maxLine {
+				b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: r.scanMessage(scanMore)})
 			} else if r.extra > 0 {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.tooManyFields().Error()})
+				b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: r.tooManyFields().Error()})
 			} else if len(r.spans) != r.ncols {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("expected %d fields, got %d", r.ncols, len(r.spans))})
+				b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: fmt.Sprintf("expected %d fields, got %d", r.ncols, len(r.spans))})
 			} else {
 				r.addRow(b)
 			}
-			in.pos = next
+			in.Pos = next
 			r.line += int64(lines)
 		case scanMore:
-			if in.end-in.pos > r.maxLine {
+			if in.End-in.Pos > r.maxLine {
 				r.badRecord(b, res)
 				continue
 			}
-			if !in.fill() && in.err != nil {
-				return nil, fmt.Errorf("%s: %w", r.name, in.err)
+			if !in.Fill() && in.Err != nil {
+				return nil, fmt.Errorf("%s: %w", r.name, in.Err)
 			}
 		case scanBadQuote:
 			// Resynchronise at the end of the physical line the bad byte
 			// is on.
-			if j := bytes.IndexByte(in.buf[next:in.end], '\n'); j >= 0 || in.eof {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(res)})
+			if j := bytes.IndexByte(in.Buf[next:in.End], '\n'); j >= 0 || in.AtEOF {
+				b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: r.scanMessage(res)})
 				if j >= 0 {
-					in.pos = next + j + 1
+					in.Pos = next + j + 1
 					r.line += int64(lines) + 1
 				} else {
-					in.pos = in.end
+					in.Pos = in.End
 				}
 				continue
 			}
-			if in.end-in.pos > r.maxLine {
+			if in.End-in.Pos > r.maxLine {
 				r.badRecord(b, res)
 				continue
 			}
-			in.fill()
+			in.Fill()
 		case scanUnterminated:
 			r.badRecord(b, res)
 		}
 	}
-	if in.err != nil {
+	if in.Err != nil {
 		// The tail may be a truncated record: report the failure instead.
-		return nil, fmt.Errorf("%s: %w", r.name, in.err)
+		return nil, fmt.Errorf("%s: %w", r.name, in.Err)
 	}
 	if b.Rows == 0 && len(b.Errors) == 0 {
 		return nil, io.EOF
@@ -365,22 +367,22 @@ func (r *csvReader) Next() (*Batch, error) {
 // badRecord reports the record at in.pos as broken and resumes at the line
 // after the one it starts on, so one stray quote costs one line, not the
 // rest of the file.
-func (r *csvReader) badRecord(b *Batch, res scanResult) {
+func (r *csvReader) badRecord(b *rowio.Batch, res scanResult) {
 	in := r.in
-	b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.scanMessage(res)})
-	if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
-		in.pos += j + 1
+	b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: r.scanMessage(res)})
+	if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
+		in.Pos += j + 1
 		r.line++
 		return
 	}
-	in.pos = in.end
-	r.skipping = !in.eof
+	in.Pos = in.End
+	r.skipping = !in.AtEOF
 }
 
 // addRow appends the scanned record to the batch. Fields stay in the input
 // chunk; escaped ones are unescaped in place, which only shrinks them.
-func (r *csvReader) addRow(b *Batch) {
-	buf := r.in.buf
+func (r *csvReader) addRow(b *rowio.Batch) {
+	buf := r.in.Buf
 	hasNull := r.opts.HasNullValue
 	for c, sp := range r.spans {
 		var v []byte
@@ -399,7 +401,7 @@ func (r *csvReader) addRow(b *Batch) {
 	}
 	b.Line = append(b.Line, r.line)
 	b.Rows++
-	r.in.owned = true
+	r.in.Owned = true
 }
 
 func (r *csvReader) unescapeInPlace(buf []byte, sp span) []byte {
@@ -418,7 +420,7 @@ func (r *csvReader) unescapeInPlace(buf []byte, sp span) []byte {
 
 // unescaped returns a field's value without touching the buffer.
 func (r *csvReader) unescaped(sp span) []byte {
-	v := r.in.buf[sp.s:sp.e]
+	v := r.in.Buf[sp.s:sp.e]
 	if sp.flags&spanEscaped == 0 {
 		return v
 	}

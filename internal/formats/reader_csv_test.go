@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 func rowsOf(rows ...[]string) [][]*string {
@@ -25,7 +27,7 @@ func rowsOf(rows ...[]string) [][]*string {
 	return out
 }
 
-func names(cols []Column) []string {
+func names(cols []rowio.Column) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		out[i] = c.Name
@@ -41,7 +43,7 @@ func TestCSVReader(t *testing.T) {
 		cols  []string
 		rows  [][]string
 		lines []int64
-		errs  []RowError
+		errs  []rowio.RowError
 	}
 	tests := []tc{
 		{name: "plain", in: "1,a,x\n2,b,y\n",
@@ -73,16 +75,16 @@ func TestCSVReader(t *testing.T) {
 			cols: []string{"f0", "f1"}, rows: [][]string{{"1", "a"}, {"2", "b"}}, lines: []int64{2, 5}},
 		{name: "wrong field counts", in: "1,a,x\n2,b\n3,c,z\n4,d,e,f\n\"5\",\"e\nf\"\n6,g,h\n",
 			cols: []string{"f0", "f1", "f2"}, rows: [][]string{{"1", "a", "x"}, {"3", "c", "z"}, {"6", "g", "h"}}, lines: []int64{1, 3, 7},
-			errs: []RowError{{2, "expected 3 fields, got 2"}, {4, "expected 3 fields, got 4"}, {5, "expected 3 fields, got 2"}}},
+			errs: []rowio.RowError{{Line: 2, Msg: "expected 3 fields, got 2"}, {Line: 4, Msg: "expected 3 fields, got 4"}, {Line: 5, Msg: "expected 3 fields, got 2"}}},
 		{name: "unterminated quote resumes at next line", in: "1,a\n2,\"b\n3,c\n4,d\n",
 			cols: []string{"f0", "f1"}, rows: [][]string{{"1", "a"}, {"3", "c"}, {"4", "d"}}, lines: []int64{1, 3, 4},
-			errs: []RowError{{2, "unterminated quoted field"}}},
+			errs: []rowio.RowError{{Line: 2, Msg: "unterminated quoted field"}}},
 		{name: "data after closing quote", in: "1,\"a\"x\n2,b\n",
 			cols: []string{"f0", "f1"}, rows: [][]string{{"2", "b"}}, lines: []int64{2},
-			errs: []RowError{{1, "unexpected character after a closing quote"}}},
+			errs: []rowio.RowError{{Line: 1, Msg: "unexpected character after a closing quote"}}},
 		{name: "schema", in: "1,a\n2,b,c\n", opts: map[string]string{},
 			cols: []string{"ID", "Name"}, rows: [][]string{{"1", "a"}}, lines: []int64{1},
-			errs: []RowError{{2, "expected 2 fields, got 3"}}},
+			errs: []rowio.RowError{{Line: 2, Msg: "expected 2 fields, got 3"}}},
 		{name: "schema with header", in: "x,y\n1,a\n", opts: map[string]string{"header": "true"},
 			cols: []string{"ID", "Name"}, rows: [][]string{{"1", "a"}}, lines: []int64{2}},
 		{name: "tab separator", in: "1\ta,b\t\"c\td\"\n", opts: map[string]string{"sep": `\t`},
@@ -108,23 +110,23 @@ func TestCSVReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := ParseOptions(tt.opts)
+			opts, err := rowio.ParseOptions(tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.HasPrefix(tt.name, "schema") {
-				opts.Schema = []Column{{Name: "ID", Type: "Int64"}, {Name: "Name", Type: "String"}}
+				opts.Schema = []rowio.Column{{Name: "ID", Type: "Int64"}, {Name: "Name", Type: "String"}}
 			}
 			// Whole reads, and reads in tiny pieces with tiny batches, must
 			// agree.
 			for _, mode := range []string{"whole", "choppy"} {
-				var r Reader
+				var r rowio.Reader
 				if mode == "whole" {
 					r = openBytes(t, []byte(tt.in), "t.csv", "csv", opts)
 				} else {
 					o := opts
 					o.BatchRows = 1
-					r, err = Open(Source{R: &choppyReader{data: []byte(tt.in), rng: rand.New(rand.NewPCG(1, 2)), max: 3}, Name: "t.csv"}, "CSV", o)
+					r, err = Open(rowio.Source{R: &choppyReader{data: []byte(tt.in), rng: rand.New(rand.NewPCG(1, 2)), max: 3}, Name: "t.csv"}, "CSV", o)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -203,7 +205,7 @@ func TestCSVAgainstEncodingCSV(t *testing.T) {
 		wantLines = append(wantLines, int64(line))
 	}
 	for _, max := range []int{7, 1 << 16} {
-		r, err := Open(Source{R: &choppyReader{data: data, rng: rng, max: max}, Name: "big.csv"}, "csv", Options{BatchRows: 1000})
+		r, err := Open(rowio.Source{R: &choppyReader{data: data, rng: rng, max: max}, Name: "big.csv"}, "csv", rowio.Options{BatchRows: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,9 +230,9 @@ func TestCSVAgainstEncodingCSV(t *testing.T) {
 }
 
 func TestCSVLongRecordAndOverlong(t *testing.T) {
-	long := strings.Repeat("x", 3*chunkSize)
+	long := strings.Repeat("x", 3*rowio.ChunkSize)
 	in := "1," + long + "\n2,b\n"
-	got := readString(t, in, "CSV", Options{})
+	got := readString(t, in, "CSV", rowio.Options{})
 	if len(got.rows) != 2 || *got.rows[0][1] != long || *got.rows[1][1] != "b" {
 		t.Fatalf("long field not read back: %d rows", len(got.rows))
 	}
@@ -240,10 +242,10 @@ func TestCSVLongRecordAndOverlong(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("1,\"oops\n")
 	line := "2,abcdefghijklmnopqrstuvwxyz\n"
-	for b.Len() < DefaultMaxLineBytes+2*chunkSize {
+	for b.Len() < rowio.DefaultMaxLineBytes+2*rowio.ChunkSize {
 		b.WriteString(line)
 	}
-	r, err := Open(Source{R: &choppyReader{data: []byte(b.String()), rng: rand.New(rand.NewPCG(3, 4)), max: 16 << 10}, Name: "x.csv"}, "CSV", Options{})
+	r, err := Open(rowio.Source{R: &choppyReader{data: []byte(b.String()), rng: rand.New(rand.NewPCG(3, 4)), max: 16 << 10}, Name: "x.csv"}, "CSV", rowio.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +260,7 @@ func TestCSVLongRecordAndOverlong(t *testing.T) {
 
 func TestCSVReadError(t *testing.T) {
 	boom := errors.New("boom")
-	r, err := Open(Source{R: io.MultiReader(strings.NewReader("1,2\n3,"), &failReader{boom}), Name: "x.csv"}, "CSV", Options{})
+	r, err := Open(rowio.Source{R: io.MultiReader(strings.NewReader("1,2\n3,"), &failReader{boom}), Name: "x.csv"}, "CSV", rowio.Options{})
 	if err != nil {
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want boom", err)
@@ -282,20 +284,20 @@ type failReader struct{ err error }
 func (f *failReader) Read([]byte) (int, error) { return 0, f.err }
 
 func TestOpenErrors(t *testing.T) {
-	if _, err := Open(Source{R: strings.NewReader(""), Name: "x"}, "avro", Options{}); err == nil || !strings.Contains(err.Error(), "CSV, JSON, PARQUET") {
+	if _, err := Open(rowio.Source{R: strings.NewReader(""), Name: "x"}, "avro", rowio.Options{}); err == nil || !strings.Contains(err.Error(), "CSV, JSON, PARQUET") {
 		t.Fatalf("unknown format: %v", err)
 	}
-	if _, err := Open(Source{R: strings.NewReader("\"a\n"), Name: "x"}, "csv", Options{Header: true}); err == nil {
+	if _, err := Open(rowio.Source{R: strings.NewReader("\"a\n"), Name: "x"}, "csv", rowio.Options{Header: true}); err == nil {
 		t.Fatal("malformed header accepted")
 	}
 }
 
 func TestParseOptions(t *testing.T) {
-	o, err := ParseOptions(map[string]string{"Header": "true", "field_delimiter": "|", "NULLVALUE": `\N`, "compression": "ZSTD", "skip_rows": "3"})
+	o, err := rowio.ParseOptions(map[string]string{"Header": "true", "field_delimiter": "|", "NULLVALUE": `\N`, "compression": "ZSTD", "skip_rows": "3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.Header || o.Delimiter != '|' || !o.HasNullValue || o.NullValue != `\N` || o.Compression != "zstd" || o.SkipRows != 3 || o.BatchRows != DefaultBatchRows || o.Quote != '"' {
+	if !o.Header || o.Delimiter != '|' || !o.HasNullValue || o.NullValue != `\N` || o.Compression != "zstd" || o.SkipRows != 3 || o.BatchRows != rowio.DefaultBatchRows || o.Quote != '"' {
 		t.Fatalf("%+v", o)
 	}
 	for _, bad := range []map[string]string{
@@ -307,11 +309,11 @@ func TestParseOptions(t *testing.T) {
 		{"skip_rows": "-1"},
 		{"sep": `"`},
 	} {
-		if _, err := ParseOptions(bad); err == nil {
+		if _, err := rowio.ParseOptions(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	_, err = ParseOptions(map[string]string{"heder": "true"})
+	_, err = rowio.ParseOptions(map[string]string{"heder": "true"})
 	if !strings.Contains(err.Error(), `"heder"`) || !strings.Contains(err.Error(), "header") {
 		t.Errorf("unknown key error %q does not name the key and the known ones", err)
 	}

@@ -8,16 +8,18 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 type jsonReader struct {
 	name string
-	cnt  *CountingReader
-	dec  *decompressor
-	in   *chunkBuf
-	opts Options
+	cnt  *rowio.CountingReader
+	dec  *rowio.Decompressor
+	in   *rowio.ChunkBuf
+	opts rowio.Options
 
-	cols   []Column
+	cols   []rowio.Column
 	exact  map[string]int
 	folded map[string]int // lower-cased Schema names; nil without Schema
 
@@ -41,13 +43,13 @@ type jsonReader struct {
 	found       []string
 	foundSet    map[string]bool
 
-	batch Batch
+	batch rowio.Batch
 }
 
 var errNoObject = errors.New("expected a JSON object")
 
-func newJSONReader(name string, cnt *CountingReader, dec *decompressor, opts Options) (*jsonReader, error) {
-	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: newChunkBuf(dec), opts: opts, line: 1,
+func newJSONReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*jsonReader, error) {
+	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: rowio.NewChunkBuf(dec), opts: opts, line: 1,
 		maxLine: int(min(opts.Limits.MaxLineBytes, math.MaxInt32)), maxDepth: opts.Limits.MaxJSONDepth, maxCols: opts.Limits.MaxColumns}
 	if err := r.start(); err != nil {
 		return nil, err
@@ -65,25 +67,25 @@ func newJSONReader(name string, cnt *CountingReader, dec *decompressor, opts Opt
 	n := len(r.cols)
 	r.rowVal = make([][]byte, n)
 	r.rowSet = make([]bool, n)
-	r.batch.Cols = make([]Vector, n)
+	r.batch.Cols = make([]rowio.Vector, n)
 	return r, nil
 }
 
-func (r *jsonReader) Columns() []Column { return r.cols }
+func (r *jsonReader) Columns() []rowio.Column { return r.cols }
 
 func (r *jsonReader) BytesRead() int64 { return r.cnt.Count() }
 
-func (r *jsonReader) Close() error { return r.dec.close() }
+func (r *jsonReader) Close() error { return r.dec.Close() }
 
 // start skips the BOM and SkipRows lines, detects a top-level array and,
 // without Schema, finds the columns: the keys of the first well-formed
 // object, found by looking ahead without consuming anything.
 func (r *jsonReader) start() error {
 	in := r.in
-	for in.end-in.pos < 3 && in.fill() {
+	for in.End-in.Pos < 3 && in.Fill() {
 	}
-	if bytes.HasPrefix(in.buf[in.pos:in.end], []byte("\xef\xbb\xbf")) {
-		in.pos += 3
+	if bytes.HasPrefix(in.Buf[in.Pos:in.End], []byte("\xef\xbb\xbf")) {
+		in.Pos += 3
 	}
 	for range r.opts.SkipRows {
 		if !r.skipLine() {
@@ -92,28 +94,28 @@ func (r *jsonReader) start() error {
 	}
 	// Leading white space decides nothing; consume it.
 	for {
-		for in.pos < in.end && isSpace(in.buf[in.pos]) {
-			if in.buf[in.pos] == '\n' {
+		for in.Pos < in.End && isSpace(in.Buf[in.Pos]) {
+			if in.Buf[in.Pos] == '\n' {
 				r.line++
 			}
-			in.pos++
+			in.Pos++
 		}
-		if in.pos < in.end || !in.fill() {
+		if in.Pos < in.End || !in.Fill() {
 			break
 		}
 	}
-	if in.err != nil {
-		return fmt.Errorf("%s: %w", r.name, in.err)
+	if in.Err != nil {
+		return fmt.Errorf("%s: %w", r.name, in.Err)
 	}
-	if in.pos < in.end && in.buf[in.pos] == '[' {
+	if in.Pos < in.End && in.Buf[in.Pos] == '[' {
 		r.array = true
-		in.pos++
+		in.Pos++
 	}
 	if len(r.opts.Schema) > r.maxCols {
-		return fmt.Errorf("%s: %w", r.name, &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a schema of %d columns", len(r.opts.Schema))})
+		return fmt.Errorf("%s: %w", r.name, &rowio.LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: fmt.Sprintf("a schema of %d columns", len(r.opts.Schema))})
 	}
 	if len(r.opts.Schema) > 0 {
-		r.cols = append([]Column(nil), r.opts.Schema...)
+		r.cols = append([]rowio.Column(nil), r.opts.Schema...)
 		return nil
 	}
 
@@ -126,27 +128,27 @@ func (r *jsonReader) start() error {
 		if r.array {
 			s, e, st := r.element(off)
 			if st == elemMore {
-				if in.end-in.pos > r.maxLine {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, byteSize(int64(r.maxLine)))
+				if in.End-in.Pos > r.maxLine {
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, rowio.ByteSize(int64(r.maxLine)))
 				}
-				if !in.fill() && in.err != nil {
-					return fmt.Errorf("%s: %w", r.name, in.err)
+				if !in.Fill() && in.Err != nil {
+					return fmt.Errorf("%s: %w", r.name, in.Err)
 				}
 				continue
 			}
 			if st != elemOK {
 				break // end of array or of input
 			}
-			rec, next = in.buf[in.pos+s:in.pos+e], e
+			rec, next = in.Buf[in.Pos+s:in.Pos+e], e
 		} else {
-			data := in.buf[in.pos+off : in.end]
+			data := in.Buf[in.Pos+off : in.End]
 			j := bytes.IndexByte(data, '\n')
-			if j < 0 && !in.eof {
-				if in.end-in.pos > r.maxLine {
-					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, byteSize(int64(r.maxLine)))
+			if j < 0 && !in.AtEOF {
+				if in.End-in.Pos > r.maxLine {
+					return fmt.Errorf("%s: no well-formed JSON object in the first %s (LAKEPIPE_MAX_LINE_BYTES)", r.name, rowio.ByteSize(int64(r.maxLine)))
 				}
-				if !in.fill() && in.err != nil {
-					return fmt.Errorf("%s: %w", r.name, in.err)
+				if !in.Fill() && in.Err != nil {
+					return fmt.Errorf("%s: %w", r.name, in.Err)
 				}
 				continue
 			}
@@ -169,38 +171,38 @@ func (r *jsonReader) start() error {
 		p := jparser{b: rec, maxDepth: r.maxDepth}
 		err := r.parseObject(&p)
 		if len(r.found) > r.maxCols {
-			return fmt.Errorf("%s: %w", r.name, &LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: "the first JSON object has more keys"})
+			return fmt.Errorf("%s: %w", r.name, &rowio.LimitError{Limit: "MaxColumns", Value: int64(r.maxCols), What: "the first JSON object has more keys"})
 		}
 		if err == nil {
-			r.cols = make([]Column, len(r.found))
+			r.cols = make([]rowio.Column, len(r.found))
 			for i, k := range r.found {
-				r.cols[i] = Column{Name: k}
+				r.cols[i] = rowio.Column{Name: k}
 			}
 			return nil
 		}
 	}
-	r.cols = []Column{}
+	r.cols = []rowio.Column{}
 	return nil
 }
 
 func (r *jsonReader) skipLine() bool {
 	in := r.in
 	for {
-		if j := bytes.IndexByte(in.buf[in.pos:in.end], '\n'); j >= 0 {
-			in.pos += j + 1
+		if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
+			in.Pos += j + 1
 			r.line++
 			return true
 		}
-		in.pos = in.end
-		if !in.fill() {
+		in.Pos = in.End
+		if !in.Fill() {
 			return false
 		}
 	}
 }
 
-func (r *jsonReader) Next() (*Batch, error) {
+func (r *jsonReader) Next() (*rowio.Batch, error) {
 	in := r.in
-	in.release()
+	in.Release()
 	b := &r.batch
 	b.Rows = 0
 	b.Line = b.Line[:0]
@@ -216,8 +218,8 @@ func (r *jsonReader) Next() (*Batch, error) {
 	} else {
 		r.nextLines(b)
 	}
-	if in.err != nil {
-		return nil, fmt.Errorf("%s: %w", r.name, in.err)
+	if in.Err != nil {
+		return nil, fmt.Errorf("%s: %w", r.name, in.Err)
 	}
 	if b.Rows == 0 && len(b.Errors) == 0 {
 		return nil, io.EOF
@@ -225,47 +227,47 @@ func (r *jsonReader) Next() (*Batch, error) {
 	return b, nil
 }
 
-func (r *jsonReader) nextLines(b *Batch) {
+func (r *jsonReader) nextLines(b *rowio.Batch) {
 	in := r.in
 	for b.Rows+len(b.Errors) < r.opts.BatchRows {
-		j := bytes.IndexByte(in.buf[in.pos:in.end], '\n')
+		j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n')
 		if r.skipping {
 			if j >= 0 {
-				in.pos += j + 1
+				in.Pos += j + 1
 				r.line++
 				r.skipping = false
 				continue
 			}
-			in.pos = in.end
-			if in.owned && b.Rows > 0 {
+			in.Pos = in.End
+			if in.Owned && b.Rows > 0 {
 				return // see csvReader.Next
 			}
-			if !in.fill() {
+			if !in.Fill() {
 				return
 			}
 			continue
 		}
 		if j < 0 {
-			if !in.eof {
-				if in.end-in.pos > r.maxLine {
-					b.Errors = append(b.Errors, RowError{Line: r.line, Msg: r.longLine()})
-					in.pos = in.end
+			if !in.AtEOF {
+				if in.End-in.Pos > r.maxLine {
+					b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: r.longLine()})
+					in.Pos = in.End
 					r.skipping = true
 					continue
 				}
-				in.fill()
+				in.Fill()
 				continue
 			}
-			if in.pos >= in.end {
+			if in.Pos >= in.End {
 				return
 			}
-			j = in.end - in.pos
+			j = in.End - in.Pos
 		}
-		rec := in.buf[in.pos : in.pos+j]
+		rec := in.Buf[in.Pos : in.Pos+j]
 		line := r.line
-		in.pos += j
-		if in.pos < in.end {
-			in.pos++ // the newline
+		in.Pos += j
+		if in.Pos < in.End {
+			in.Pos++ // the newline
 			r.line++
 		}
 		if isBlank(rec) {
@@ -274,7 +276,7 @@ func (r *jsonReader) nextLines(b *Batch) {
 		if len(rec) > r.maxLine {
 			// The buffer may hold more than maxLine when the line end is
 			// found, so the limit is checked here too, to hold exactly.
-			b.Errors = append(b.Errors, RowError{Line: line, Msg: r.longLine()})
+			b.Errors = append(b.Errors, rowio.RowError{Line: line, Msg: r.longLine()})
 			continue
 		}
 		r.addRecord(b, rec, line)
@@ -282,40 +284,40 @@ func (r *jsonReader) nextLines(b *Batch) {
 }
 
 func (r *jsonReader) longLine() string {
-	return fmt.Sprintf("line longer than %s (LAKEPIPE_MAX_LINE_BYTES)", byteSize(int64(r.maxLine)))
+	return fmt.Sprintf("line longer than %s (LAKEPIPE_MAX_LINE_BYTES)", rowio.ByteSize(int64(r.maxLine)))
 }
 
-func (r *jsonReader) nextArray(b *Batch) {
+func (r *jsonReader) nextArray(b *rowio.Batch) {
 	in := r.in
 	for b.Rows+len(b.Errors) < r.opts.BatchRows && !r.arrayDone {
 		s, e, st := r.element(0)
 		if st == elemMore {
-			if in.end-in.pos > r.maxLine {
-				b.Errors = append(b.Errors, RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %s (LAKEPIPE_MAX_LINE_BYTES)", byteSize(int64(r.maxLine)))})
+			if in.End-in.Pos > r.maxLine {
+				b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: fmt.Sprintf("array element longer than %s (LAKEPIPE_MAX_LINE_BYTES)", rowio.ByteSize(int64(r.maxLine)))})
 				r.arrayDone = true // there is no telling where the next one starts
-				in.pos = in.end
+				in.Pos = in.End
 				return
 			}
-			in.fill()
+			in.Fill()
 			continue
 		}
-		r.line += int64(bytes.Count(in.buf[in.pos:in.pos+s], []byte{'\n'}))
+		r.line += int64(bytes.Count(in.Buf[in.Pos:in.Pos+s], []byte{'\n'}))
 		switch st {
 		case elemClose:
-			in.pos += s + 1
+			in.Pos += s + 1
 			r.arrayDone = true
 		case elemEOF:
-			in.pos = in.end
+			in.Pos = in.End
 			r.arrayDone = true
 		case elemTruncated:
-			b.Errors = append(b.Errors, RowError{Line: r.line, Msg: "unterminated JSON array element"})
-			in.pos = in.end
+			b.Errors = append(b.Errors, rowio.RowError{Line: r.line, Msg: "unterminated JSON array element"})
+			in.Pos = in.End
 			r.arrayDone = true
 		case elemOK:
-			rec := in.buf[in.pos+s : in.pos+e]
+			rec := in.Buf[in.Pos+s : in.Pos+e]
 			line := r.line
 			r.line += int64(bytes.Count(rec, []byte{'\n'}))
-			in.pos += e
+			in.Pos += e
 			r.addRecord(b, rec, line)
 		}
 	}
@@ -335,13 +337,13 @@ const (
 // white space and commas; s and e are offsets from in.pos.
 func (r *jsonReader) element(off int) (s, e int, st elemStatus) {
 	in := r.in
-	buf := in.buf[in.pos:in.end]
+	buf := in.Buf[in.Pos:in.End]
 	i := off
 	for i < len(buf) && (isSpace(buf[i]) || buf[i] == ',') {
 		i++
 	}
 	if i >= len(buf) {
-		if !in.eof {
+		if !in.AtEOF {
 			return 0, 0, elemMore
 		}
 		return i, i, elemEOF
@@ -351,7 +353,7 @@ func (r *jsonReader) element(off int) (s, e int, st elemStatus) {
 	}
 	end, complete := structuralEnd(buf, i)
 	if !complete {
-		if !in.eof {
+		if !in.AtEOF {
 			return 0, 0, elemMore
 		}
 		return i, i, elemTruncated
@@ -418,11 +420,11 @@ func isBlank(b []byte) bool {
 }
 
 // addRecord parses one object into the batch, or records why it cannot.
-func (r *jsonReader) addRecord(b *Batch, rec []byte, line int64) {
+func (r *jsonReader) addRecord(b *rowio.Batch, rec []byte, line int64) {
 	clear(r.rowSet)
 	p := jparser{b: rec, maxDepth: r.maxDepth}
 	if err := r.parseObject(&p); err != nil {
-		b.Errors = append(b.Errors, RowError{Line: line, Msg: err.Error()})
+		b.Errors = append(b.Errors, rowio.RowError{Line: line, Msg: err.Error()})
 		return
 	}
 	for c := range b.Cols {
@@ -437,7 +439,7 @@ func (r *jsonReader) addRecord(b *Batch, rec []byte, line int64) {
 	}
 	b.Line = append(b.Line, line)
 	b.Rows++
-	r.in.owned = true
+	r.in.Owned = true
 }
 
 // column maps an object key to a column index, or -1.

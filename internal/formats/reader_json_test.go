@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 func TestJSONReader(t *testing.T) {
@@ -15,7 +17,7 @@ func TestJSONReader(t *testing.T) {
 		cols   []string
 		rows   [][]string
 		lines  []int64
-		errs   []RowError
+		errs   []rowio.RowError
 	}
 	tests := []tc{
 		{name: "key order of first object", in: `{"b":1,"a":"x","c":true}` + "\n" + `{"a":"y","c":false,"b":2,"d":9}` + "\n",
@@ -30,41 +32,41 @@ func TestJSONReader(t *testing.T) {
 			cols: []string{"n", "m", "big"}, rows: [][]string{{"-0.5e+10", "0", "123456789012345678901234567890"}}, lines: []int64{1}},
 		{name: "malformed lines", in: `{"a":1}` + "\n" + `{"a":2` + "\n" + `not json` + "\n" + `[1,2]` + "\n" + `{"a":01}` + "\n" + `{"a":3} x` + "\n\n" + `  {"a":4}  ` + "\r\n",
 			cols: []string{"a"}, rows: [][]string{{"1"}, {"4"}}, lines: []int64{1, 8},
-			errs: []RowError{
-				{2, "malformed JSON at byte 7: unexpected end of line, expected ',' or '}'"},
-				{3, "malformed JSON at byte 1: expected '{', found 'n'"},
-				{4, "expected a JSON object"},
-				{5, "malformed JSON at byte 7: expected ',' or '}', found '1'"},
-				{6, "malformed JSON at byte 9: unexpected data after the object"},
+			errs: []rowio.RowError{
+				{Line: 2, Msg: "malformed JSON at byte 7: unexpected end of line, expected ',' or '}'"},
+				{Line: 3, Msg: "malformed JSON at byte 1: expected '{', found 'n'"},
+				{Line: 4, Msg: "expected a JSON object"},
+				{Line: 5, Msg: "malformed JSON at byte 7: expected ',' or '}', found '1'"},
+				{Line: 6, Msg: "malformed JSON at byte 9: unexpected data after the object"},
 			}},
 		{name: "first line malformed", in: "{oops\n" + `{"x":1}` + "\n",
 			cols: []string{"x"}, rows: [][]string{{"1"}}, lines: []int64{2},
-			errs: []RowError{{1, "malformed JSON at byte 2: expected a string key, found 'o'"}}},
+			errs: []rowio.RowError{{Line: 1, Msg: "malformed JSON at byte 2: expected a string key, found 'o'"}}},
 		{name: "duplicate key: last wins", in: `{"a":1,"a":2}` + "\n",
 			cols: []string{"a"}, rows: [][]string{{"2"}}, lines: []int64{1}},
 		{name: "schema exact then case-insensitive", in: `{"ID":1,"name":"x","Name":"y","other":3}` + "\n" + `{"id":2}` + "\n",
 			schema: []string{"id", "Name"}, cols: []string{"id", "Name"}, rows: [][]string{{"1", "y"}, {"2", "<NULL>"}}, lines: []int64{1, 2}},
 		{name: "top-level array", in: "[\n  {\"a\": 1,\n   \"b\": \"x\"},\n  {\"a\": 2, \"b\": [1, 2]},\n  {\"a\": oops},\n  {\"b\": \"z\"}\n]\n",
 			cols: []string{"a", "b"}, rows: [][]string{{"1", "x"}, {"2", "[1,2]"}, {"<NULL>", "z"}}, lines: []int64{2, 4, 6},
-			errs: []RowError{{5, "malformed JSON at byte 7: expected a value, found 'o'"}}},
+			errs: []rowio.RowError{{Line: 5, Msg: "malformed JSON at byte 7: expected a value, found 'o'"}}},
 		{name: "empty array", in: "[]", cols: []string{}},
 		{name: "empty file", in: "", cols: []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options{}
+			opts := rowio.Options{}
 			for _, s := range tt.schema {
-				opts.Schema = append(opts.Schema, Column{Name: s})
+				opts.Schema = append(opts.Schema, rowio.Column{Name: s})
 			}
 			for _, mode := range []string{"whole", "choppy"} {
-				var r Reader
+				var r rowio.Reader
 				if mode == "whole" {
 					r = openBytes(t, []byte(tt.in), "t.json", "JSON", opts)
 				} else {
 					o := opts
 					o.BatchRows = 1
 					var err error
-					r, err = Open(Source{R: &choppyReader{data: []byte(tt.in), rng: rand.New(rand.NewPCG(1, 2)), max: 3}, Name: "t.json"}, "json", o)
+					r, err = Open(rowio.Source{R: &choppyReader{data: []byte(tt.in), rng: rand.New(rand.NewPCG(1, 2)), max: 3}, Name: "t.json"}, "json", o)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -94,7 +96,7 @@ func TestJSONManyLines(t *testing.T) {
 		b.WriteString(strings.Repeat("1", 1+i%7))
 		b.WriteString(`,"s":"` + strings.Repeat("é\\n", i%50) + `"}` + "\n")
 	}
-	r, err := Open(Source{R: &choppyReader{data: []byte(b.String()), rng: rand.New(rand.NewPCG(5, 6)), max: 1000}, Name: "m.ndjson"}, "JSON", Options{BatchRows: 777})
+	r, err := Open(rowio.Source{R: &choppyReader{data: []byte(b.String()), rng: rand.New(rand.NewPCG(5, 6)), max: 1000}, Name: "m.ndjson"}, "JSON", rowio.Options{BatchRows: 777})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -36,11 +38,11 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 type parquetReader struct {
 	name string
 	at   *countingReaderAt
-	mem  *limitedAllocator
+	mem  *rowio.LimitedAllocator
 	// pageLimit is Limits.MaxParquetPageBytes.
 	pageLimit int64
 	rr        pqarrow.RecordReader
-	cols      []Column
+	cols      []rowio.Column
 	// order[i] is the record column holding output column i.
 	order []int
 	// text[i]: column i is rendered to *array.String (see ClickHouseType).
@@ -48,11 +50,11 @@ type parquetReader struct {
 	rec   arrow.RecordBatch // the current batch's record, retained
 	made  []arrow.Array     // arrays built for the current batch
 	row   int64             // rows delivered before the current batch
-	batch Batch
+	batch rowio.Batch
 }
 
-func newParquetReader(src Source, opts Options) (*parquetReader, error) {
-	if err := checkParquetNotCompressed(src, opts.Compression); err != nil {
+func newParquetReader(src rowio.Source, opts rowio.Options) (*parquetReader, error) {
+	if err := rowio.CheckParquetNotCompressed(src, opts.Compression); err != nil {
 		return nil, err
 	}
 	at := src.At
@@ -87,7 +89,7 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 	}
 	// Everything arrow-go allocates for this file comes from mem, which
 	// refuses more than MaxReaderMemory at once.
-	mem := newLimitedAllocator(lim.MaxReaderMemory)
+	mem := rowio.NewLimitedAllocator(lim.MaxReaderMemory)
 	props := parquet.NewReaderProperties(mem)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = parquetStreamBuffer
@@ -140,16 +142,16 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes}
 	for i, fi := range picked {
 		f := fields[fi].Field
-		text := !nativeArrow(f.Type)
-		t, err := ClickHouseType(f.Type, f.Nullable)
+		text := !rowio.NativeArrow(f.Type)
+		t, err := rowio.ClickHouseType(f.Type, f.Nullable)
 		if err != nil {
 			return nil, fmt.Errorf("%s: column %q: %w", src.Name, f.Name, err)
 		}
-		r.cols = append(r.cols, Column{Name: names[i], Type: t})
+		r.cols = append(r.cols, rowio.Column{Name: names[i], Type: t})
 		r.order = append(r.order, slot[fi])
 		r.text = append(r.text, text)
 	}
-	r.batch.Cols = make([]Vector, len(r.cols))
+	r.batch.Cols = make([]rowio.Vector, len(r.cols))
 	if len(leaves) == 0 {
 		return r, nil // no columns: nothing to read
 	}
@@ -163,7 +165,7 @@ func newParquetReader(src Source, opts Options) (*parquetReader, error) {
 
 // fileError names the file in an error from the footer checks.
 func fileError(name string, err error) error {
-	var ce *CorruptError
+	var ce *rowio.CorruptError
 	if errors.As(err, &ce) && ce.Name == "" {
 		ce.Name = name
 		return err
@@ -196,7 +198,7 @@ func collectLeaves(f *pqarrow.SchemaField, out []int) []int {
 	return out
 }
 
-func (r *parquetReader) Columns() []Column { return r.cols }
+func (r *parquetReader) Columns() []rowio.Column { return r.cols }
 
 func (r *parquetReader) BytesRead() int64 { return r.at.n.Load() }
 
@@ -215,7 +217,7 @@ func (r *parquetReader) releaseBatch() {
 	}
 }
 
-func (r *parquetReader) Next() (*Batch, error) {
+func (r *parquetReader) Next() (*rowio.Batch, error) {
 	r.releaseBatch()
 	if r.rr == nil {
 		return nil, io.EOF
@@ -225,7 +227,7 @@ func (r *parquetReader) Next() (*Batch, error) {
 			if err := r.rr.Err(); err != nil {
 				if msg := err.Error(); strings.Contains(msg, "page size") && strings.Contains(msg, "exceeds configured limit") {
 					// arrow-go's own check, configured from Limits.
-					err = &LimitError{Limit: "MaxParquetPageBytes", Value: r.pageLimit, What: "a page header declares a larger page"}
+					err = &rowio.LimitError{Limit: "MaxParquetPageBytes", Value: r.pageLimit, What: "a page header declares a larger page"}
 				}
 				return nil, fmt.Errorf("%s: row %d: %w", r.name, r.row+1, err)
 			}

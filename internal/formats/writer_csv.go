@@ -9,14 +9,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/shopspring/decimal"
 )
 
 type csvWriter struct {
 	w      *bufio.Writer
-	cols   []Column
+	cols   []rowio.Column
 	kinds  []valueKind
-	opts   Options
+	opts   rowio.Options
 	delim  byte
 	quote  byte
 	header bool // still to be written
@@ -32,7 +34,7 @@ type valueKind struct {
 }
 
 func kindOf(chType string) valueKind {
-	return valueKind{date: isDateType(chType), scale: columnScale(chType), fraction: dateTime64Precision(chType)}
+	return valueKind{date: rowio.IsDateType(chType), scale: rowio.ColumnScale(chType), fraction: rowio.DateTime64Precision(chType)}
 }
 
 // NewCSVWriter returns a Writer of RFC 4180 CSV lines ending in "\n",
@@ -44,15 +46,15 @@ func kindOf(chType string) valueKind {
 // columns, with fractional seconds for DateTime64(p)); decimal.Decimal
 // with the column's scale; bool as true/false; pointers are dereferenced,
 // nil meaning NULL.
-func NewCSVWriter(w io.Writer, cols []Column, opts Options) Writer {
-	opts = opts.withDefaults()
+func NewCSVWriter(w io.Writer, cols []rowio.Column, opts rowio.Options) rowio.Writer {
+	opts = opts.WithDefaults()
 	cw := &csvWriter{
 		w:      bufio.NewWriterSize(w, 256<<10),
 		cols:   cols,
 		kinds:  make([]valueKind, len(cols)),
 		opts:   opts,
-		delim:  opts.delimiter(),
-		quote:  opts.quote(),
+		delim:  opts.DelimiterByte(),
+		quote:  opts.QuoteByte(),
 		header: opts.Header,
 	}
 	for i, c := range cols {

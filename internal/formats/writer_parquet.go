@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -31,7 +33,7 @@ func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 type parquetWriter struct {
 	fw   *pqarrow.FileWriter
 	bld  *array.RecordBuilder
-	cols []Column
+	cols []rowio.Column
 	put  []func(array.Builder, any) error
 	null []bool
 	vals []any // row after deref, reused
@@ -44,11 +46,11 @@ type parquetWriter struct {
 // groups of 65536 rows. Reading the file back with Open yields the same
 // column names and types (except Bool, which reads back as UInt8, and the
 // types ArrowType maps to String).
-func NewParquetWriter(w io.Writer, cols []Column) (Writer, error) {
+func NewParquetWriter(w io.Writer, cols []rowio.Column) (rowio.Writer, error) {
 	fields := make([]arrow.Field, len(cols))
 	pw := &parquetWriter{cols: cols, put: make([]func(array.Builder, any) error, len(cols)), null: make([]bool, len(cols))}
 	for i, c := range cols {
-		dt, nullable, err := ArrowType(c.Type)
+		dt, nullable, err := rowio.ArrowType(c.Type)
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", c.Name, err)
 		}

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
@@ -46,7 +47,7 @@ func BenchmarkKafkaEvalConvert(b *testing.B) {
 				typed = []bool{true, false, false}
 			}
 			batch := prog.NewBatch(n, typed)
-			cols := []formats.Column{{Name: "log_time", Type: "DateTime"}, {Name: "level", Type: "String"}, {Name: "message", Type: "String"}}
+			cols := []rowio.Column{{Name: "log_time", Type: "DateTime"}, {Name: "level", Type: "String"}, {Name: "message", Type: "String"}}
 			// Add only converts (a block is sent at BlockRows): a store
 			// without a connection does.
 			st := &chstore.Store{}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,7 +22,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/query"
@@ -194,9 +195,9 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 		return nil, err
 	}
 	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols)}
-	src := make([]formats.Column, len(prog.Columns))
+	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
-		src[i] = formats.Column{Name: c}
+		src[i] = rowio.Column{Name: c}
 	}
 	if len(src) != len(run.target.Cols) {
 		matched := 0
@@ -229,7 +230,7 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 // feed take as it is (a TIMESTAMP into a DateTime, a BIGINT into any
 // integer or float column). Writing a value out and parsing it again was a
 // fifth of a Kafka pipe's CPU.
-func typedColumns(prog *recordeval.Program, source []int, targets []formats.Column) []bool {
+func typedColumns(prog *recordeval.Program, source []int, targets []rowio.Column) []bool {
 	typed := make([]bool, len(prog.Columns))
 	used := make([]bool, len(prog.Columns))
 	for j, i := range source {
@@ -491,7 +492,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	// particular order; the batch is one commit either way.
 	const batchRows = 8192
 	type evalBatch struct {
-		b     *formats.Batch
+		b     *rowio.Batch
 		where [][2]int64 // partition, offset of each row
 	}
 	evaluators := min(runtime.GOMAXPROCS(0), 8)

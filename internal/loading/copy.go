@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -131,7 +133,7 @@ func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlast.CopyIntoVolume) (
 	for _, p := range s.FormatOptions {
 		kv[p.Key] = p.Value
 	}
-	wopts, err := formats.ParseOptions(kv)
+	wopts, err := rowio.ParseOptions(kv)
 	if err != nil {
 		return nil, fmt.Errorf("FILE_FORMAT: %w", err)
 	}
@@ -139,7 +141,7 @@ func (e *Loader) CopyIntoVolume(ctx context.Context, s *sqlast.CopyIntoVolume) (
 	res := &core.Result{Columns: []string{"file", "rows", "bytes"}}
 	err = e.St.Each(ctx, query, func(names, types []string) error {
 		for i := range names {
-			ex.cols = append(ex.cols, formats.Column{Name: names[i], Type: types[i]})
+			ex.cols = append(ex.cols, rowio.Column{Name: names[i], Type: types[i]})
 		}
 		return nil
 	}, ex.write)
@@ -172,11 +174,11 @@ type exporter struct {
 	dir    string
 	ext    string
 	format string
-	opts   formats.Options
-	cols   []formats.Column
+	opts   rowio.Options
+	cols   []rowio.Column
 	files  []exportedFile
 
-	w     formats.Writer
+	w     rowio.Writer
 	pw    *io.PipeWriter
 	count *countingWriter
 	done  chan error

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -22,7 +24,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/fileread"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
@@ -36,7 +37,7 @@ type PipeRun struct {
 	copy    *sqlast.CopyIntoTable
 	vol     *objstore.Volume
 	target  core.LoadTarget
-	opts    formats.Options
+	opts    rowio.Options
 	onError string
 	purge   bool
 	re      *regexp.Regexp // the COPY's REGEXP, nil without one

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -18,7 +20,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -289,7 +290,7 @@ func (s *Session) volumeSource(src *sqlast.VolumeSource) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var cols []formats.Column
+	var cols []rowio.Column
 	if len(opts.Schema) > 0 {
 		cols = opts.Schema
 	} else if len(files) > 0 {

@@ -5,8 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/errtext"
-	"github.com/lakepipe/lakepipe/internal/formats"
 )
 
 // Record is one Kafka record as the SELECT list sees it. Append reads it
@@ -72,9 +73,9 @@ func (p *Program) Typed(i int) string {
 // NewBatch returns an empty batch with one vector per output column, with
 // room for capacity rows. Columns i with typed[i] (see Typed) get their
 // values as Int, Float or Time; the others as Text.
-func (p *Program) NewBatch(capacity int, typed []bool) *formats.Batch {
-	b := &formats.Batch{
-		Cols: make([]formats.Vector, len(p.Columns)),
+func (p *Program) NewBatch(capacity int, typed []bool) *rowio.Batch {
+	b := &rowio.Batch{
+		Cols: make([]rowio.Vector, len(p.Columns)),
 		Line: make([]int64, 0, capacity),
 	}
 	for i := range b.Cols {
@@ -101,7 +102,7 @@ func (p *Program) NewBatch(capacity int, typed []bool) *formats.Batch {
 // ResetBatch empties b for reuse, keeping its capacity. The Text cells that
 // Append stored are never overwritten, so cells read before the reset stay
 // valid for as long as they are referenced.
-func ResetBatch(b *formats.Batch) {
+func ResetBatch(b *rowio.Batch) {
 	for i := range b.Cols {
 		v := &b.Cols[i]
 		clear(v.Text)
@@ -121,7 +122,7 @@ func ResetBatch(b *formats.Batch) {
 // column (or WHERE) and what failed, e.g. `column log_time: cannot cast
 // "yesterday" to TIMESTAMP`. Such errors are about the record's data: the
 // same record always fails the same way. Append never panics on any record.
-func (p *Program) Append(b *formats.Batch, r *Record) (kept bool, err error) {
+func (p *Program) Append(b *rowio.Batch, r *Record) (kept bool, err error) {
 	st := p.getState()
 	kept, err, ok := p.append(st, b, r)
 	if ok {
@@ -141,7 +142,7 @@ type Evaluator struct {
 func (p *Program) Evaluator() *Evaluator { return &Evaluator{p: p, st: p.getState()} }
 
 // Append is Program.Append.
-func (e *Evaluator) Append(b *formats.Batch, r *Record) (bool, error) {
+func (e *Evaluator) Append(b *rowio.Batch, r *Record) (bool, error) {
 	kept, err, ok := e.p.append(e.st, b, r)
 	if !ok {
 		e.st = &state{p: e.p, memo: make([]memo, e.p.nslots), outs: make([]value, 0, len(e.p.cols))}
@@ -152,7 +153,7 @@ func (e *Evaluator) Append(b *formats.Batch, r *Record) (bool, error) {
 
 // append is Append with st; ok is false when evaluation panicked, leaving
 // st in a state not to be used again.
-func (p *Program) append(st *state, b *formats.Batch, r *Record) (kept bool, err error, ok bool) {
+func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err error, ok bool) {
 	if len(b.Cols) != len(p.cols) {
 		return false, fmt.Errorf("recordeval: batch has %d columns, the SELECT list has %d", len(b.Cols), len(p.cols)), true
 	}

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -86,7 +87,7 @@ func compileSelect(list, where, keyFormat, valueFormat string) (*Program, error)
 const nullCell = "NULL"
 
 // row returns row i of b, NULL cells as "NULL".
-func row(b *formats.Batch, i int) []string {
+func row(b *rowio.Batch, i int) []string {
 	out := make([]string, len(b.Cols))
 	for c, v := range b.Cols {
 		if v.Null[i] {
@@ -975,7 +976,7 @@ func TestBatch(t *testing.T) {
 	if got := string(b.Cols[2].Text[0]); got != "abc" {
 		t.Errorf("cell changed with the record: %q", got)
 	}
-	if _, err := p.Append(&formats.Batch{Cols: make([]formats.Vector, 2)}, rec); err == nil {
+	if _, err := p.Append(&rowio.Batch{Cols: make([]rowio.Vector, 2)}, rec); err == nil {
 		t.Error("batch with the wrong number of columns accepted")
 	}
 }
@@ -1152,7 +1153,7 @@ func TestTypedBatch(t *testing.T) {
 	typed := p.NewBatch(len(values), []bool{true, true, true, true, true, true})
 	text := p.NewBatch(len(values), nil)
 	for i, v := range values {
-		for _, b := range []*formats.Batch{typed, text} {
+		for _, b := range []*rowio.Batch{typed, text} {
 			if _, err := p.Append(b, &Record{Value: []byte(v), Offset: int64(i)}); err != nil {
 				t.Fatalf("record %d: %v", i, err)
 			}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -20,7 +22,6 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/schemas"
 	"github.com/lakepipe/lakepipe/tunnel"
@@ -357,7 +358,7 @@ type StreamFlush struct {
 	// never writes its rows twice. "" gets a random one.
 	ID string
 	// Reader yields the pack's rows (format ARROW or JSON).
-	Reader formats.Reader
+	Reader rowio.Reader
 	// Typed says the payload carries types (Arrow), which strict sessions
 	// compare with the table's.
 	Typed bool
@@ -491,7 +492,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 // pack (src) feeds it, or -1. A pack column the table lacks is a bad
 // payload; a typed pack's column of another type is a schema mismatch
 // unless the session allows one.
-func packMapping(s StreamSession, typed bool, src []formats.Column, target core.LoadTarget, spec catalog.TableSpec) ([]int, error) {
+func packMapping(s StreamSession, typed bool, src []rowio.Column, target core.LoadTarget, spec catalog.TableSpec) ([]int, error) {
 	table := core.Display(s.Schema, s.Table)
 	mapping := make([]int, len(target.Cols))
 	for i := range mapping {
@@ -565,8 +566,8 @@ func checkSessionSchema(s StreamSession, spec catalog.TableSpec) error {
 // reverse mapping need not be the same name (Bool arrives as UInt8, Date32
 // as Date), so both sides are compared as Arrow types.
 func sameBaseType(payload, table string) bool {
-	ap, _, err1 := formats.ArrowType(payload)
-	at, _, err2 := formats.ArrowType(table)
+	ap, _, err1 := rowio.ArrowType(payload)
+	at, _, err2 := rowio.ArrowType(table)
 	if err1 != nil || err2 != nil {
 		bp, _ := schemas.BaseOf(payload)
 		bt, _ := schemas.BaseOf(table)
@@ -625,7 +626,7 @@ func partitionSources(s StreamSession, spec catalog.TableSpec, target core.LoadT
 // routePartitions checks each row's partition: with a fixed partition the
 // row must not name another one; with dynamic partitions every partition
 // the rows go to must exist unless the session creates partitions.
-func (e *Writer) routePartitions(ctx context.Context, s *StreamSession, p *partitionPlan, b *formats.Batch, table string) (*formats.Batch, error) {
+func (e *Writer) routePartitions(ctx context.Context, s *StreamSession, p *partitionPlan, b *rowio.Batch, table string) (*rowio.Batch, error) {
 	key := make([]string, len(p.cols))
 	seen := map[string]int{}
 	for r := 0; r < b.Rows; r++ {
@@ -674,7 +675,7 @@ func (e *Writer) routePartitions(ctx context.Context, s *StreamSession, p *parti
 		return b, nil
 	}
 	out := *b
-	out.Cols = append(append(make([]formats.Vector, 0, len(b.Cols)+len(p.fixed)), b.Cols...), constVectors(p.fixed, b.Rows)...)
+	out.Cols = append(append(make([]rowio.Vector, 0, len(b.Cols)+len(p.fixed)), b.Cols...), constVectors(p.fixed, b.Rows)...)
 	return &out, nil
 }
 
@@ -687,21 +688,21 @@ func partitionName(cols []string, key string) string {
 	return strings.Join(parts, ",")
 }
 
-func constVectors(vals []string, rows int) []formats.Vector {
-	out := make([]formats.Vector, len(vals))
+func constVectors(vals []string, rows int) []rowio.Vector {
+	out := make([]rowio.Vector, len(vals))
 	for i, v := range vals {
 		cell := []byte(v)
 		text := make([][]byte, rows)
 		for r := range text {
 			text[r] = cell
 		}
-		out[i] = formats.Vector{Text: text}
+		out[i] = rowio.Vector{Text: text}
 	}
 	return out
 }
 
 // cellText renders one cell as text, whatever the vector holds.
-func cellText(v *formats.Vector, r int) (string, bool) {
+func cellText(v *rowio.Vector, r int) (string, bool) {
 	if v.Arrow != nil {
 		if v.Arrow.IsNull(r) {
 			return "", true
@@ -714,7 +715,7 @@ func cellText(v *formats.Vector, r int) (string, bool) {
 	return string(v.Text[r]), false
 }
 
-func lineOf(b *formats.Batch, r int) int64 {
+func lineOf(b *rowio.Batch, r int) int64 {
 	if r < len(b.Line) {
 		return b.Line[r]
 	}

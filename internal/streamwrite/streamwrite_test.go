@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/core"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
 
@@ -182,32 +183,32 @@ func TestPackMapping(t *testing.T) {
 		{Name: "amount", CHType: "Decimal(10, 2)"},
 	}}
 	target := core.TableTarget("public", "t", spec.Columns)
-	col := func(name, typ string) formats.Column { return formats.Column{Name: name, Type: typ} }
+	col := func(name, typ string) rowio.Column { return rowio.Column{Name: name, Type: typ} }
 	cases := []struct {
 		name     string
-		src      []formats.Column
+		src      []rowio.Column
 		typed    bool
 		allow    bool
 		want     []int
 		wantCode tunnel.ErrorCode
 		wantMsg  string
 	}{
-		{name: "all columns, reordered, any case", src: []formats.Column{col("NAME", ""), col("Amount", ""), col("id", "")}, want: []int{2, 0, 1}},
-		{name: "columns the pack lacks get -1", src: []formats.Column{col("name", "")}, want: []int{-1, 0, -1}},
-		{name: "typed, the table's types", src: []formats.Column{col("id", "Int64"), col("amount", "Decimal(10, 2)"), col("name", "String")}, typed: true, want: []int{0, 2, 1}},
-		{name: "untyped payloads are not compared", src: []formats.Column{col("id", "String")}, want: []int{0, -1, -1}},
-		{name: "a typed column of no type (Arrow null) fits any", src: []formats.Column{col("id", "")}, typed: true, want: []int{0, -1, -1}},
-		{name: "a session allowing mismatch takes another type", src: []formats.Column{col("id", "Int32")}, typed: true, allow: true, want: []int{0, -1, -1}},
+		{name: "all columns, reordered, any case", src: []rowio.Column{col("NAME", ""), col("Amount", ""), col("id", "")}, want: []int{2, 0, 1}},
+		{name: "columns the pack lacks get -1", src: []rowio.Column{col("name", "")}, want: []int{-1, 0, -1}},
+		{name: "typed, the table's types", src: []rowio.Column{col("id", "Int64"), col("amount", "Decimal(10, 2)"), col("name", "String")}, typed: true, want: []int{0, 2, 1}},
+		{name: "untyped payloads are not compared", src: []rowio.Column{col("id", "String")}, want: []int{0, -1, -1}},
+		{name: "a typed column of no type (Arrow null) fits any", src: []rowio.Column{col("id", "")}, typed: true, want: []int{0, -1, -1}},
+		{name: "a session allowing mismatch takes another type", src: []rowio.Column{col("id", "Int32")}, typed: true, allow: true, want: []int{0, -1, -1}},
 		{
-			name: "a column the table lacks", src: []formats.Column{col("id", ""), col("colour", "")},
+			name: "a column the table lacks", src: []rowio.Column{col("id", ""), col("colour", "")},
 			wantCode: tunnel.CodeBadPayload, wantMsg: "the record pack has a column colour that table public.t does not have (columns: id, name, amount)",
 		},
 		{
-			name: "a column the table lacks, even allowing mismatch", src: []formats.Column{col("colour", "String")}, typed: true, allow: true,
+			name: "a column the table lacks, even allowing mismatch", src: []rowio.Column{col("colour", "String")}, typed: true, allow: true,
 			wantCode: tunnel.CodeBadPayload, wantMsg: "column colour",
 		},
 		{
-			name: "strict: another type", src: []formats.Column{col("id", "Int64"), col("amount", "Float64")}, typed: true,
+			name: "strict: another type", src: []rowio.Column{col("id", "Int64"), col("amount", "Float64")}, typed: true,
 			wantCode: tunnel.CodeSchemaMismatch, wantMsg: "column amount of table public.t is Decimal(10, 2) but the record pack has Float64",
 		},
 	}
@@ -448,8 +449,8 @@ func TestPartitionSources(t *testing.T) {
 	}
 }
 
-func textVector(vals ...string) formats.Vector {
-	v := formats.Vector{Text: make([][]byte, len(vals)), Null: make([]bool, len(vals))}
+func textVector(vals ...string) rowio.Vector {
+	v := rowio.Vector{Text: make([][]byte, len(vals)), Null: make([]bool, len(vals))}
 	for i, s := range vals {
 		if s == "NULL" {
 			v.Null[i] = true
@@ -473,7 +474,7 @@ func TestRoutePartitionsFixed(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		dt      formats.Vector
+		dt      rowio.Vector
 		wantErr string
 	}{
 		{name: "every row in the partition, spelled any way", dt: textVector("2023-10-01", "2023/10/01", "2023-10-01 08:00:00")},
@@ -489,7 +490,7 @@ func TestRoutePartitionsFixed(t *testing.T) {
 			for i := range ids {
 				ids[i], lines[i] = fmt.Sprint(i), int64(11+i)
 			}
-			b := &formats.Batch{Rows: n, Cols: []formats.Vector{textVector(ids...), c.dt}, Line: lines}
+			b := &rowio.Batch{Rows: n, Cols: []rowio.Vector{textVector(ids...), c.dt}, Line: lines}
 			var e Writer // a fixed partition needs no store
 			out, err := e.routePartitions(context.Background(), &s, plan, b, "public.t")
 			if c.wantErr != "" {
@@ -519,8 +520,8 @@ func TestRoutePartitionsFixed(t *testing.T) {
 func TestRoutePartitionsDynamic(t *testing.T) {
 	spec := catalog.TableSpec{Columns: []catalog.ColumnSpec{{Name: "id", CHType: "Int64"}, {Name: "dt", CHType: "Date"}}, PartitionBy: []string{"dt"}}
 	target := core.TableTarget("public", "t", spec.Columns)
-	batch := func() *formats.Batch {
-		return &formats.Batch{Rows: 2, Cols: []formats.Vector{textVector("1", "2"), textVector("2023-10-01", "2023/10/02")}}
+	batch := func() *rowio.Batch {
+		return &rowio.Batch{Rows: 2, Cols: []rowio.Vector{textVector("1", "2"), textVector("2023-10-01", "2023/10/02")}}
 	}
 	t.Run("creating partitions asks nothing", func(t *testing.T) {
 		s := StreamSession{ID: "dyn-create", Schema: "public", Table: "t", PartitionBy: spec.PartitionBy, CreatePartition: true}
@@ -566,16 +567,16 @@ func TestCellText(t *testing.T) {
 	defer arr.Release()
 	cases := []struct {
 		name string
-		v    formats.Vector
+		v    rowio.Vector
 		row  int
 		want string
 		null bool
 	}{
-		{name: "arrow value", v: formats.Vector{Arrow: arr}, row: 0, want: "7"},
-		{name: "arrow null", v: formats.Vector{Arrow: arr}, row: 1, null: true},
+		{name: "arrow value", v: rowio.Vector{Arrow: arr}, row: 0, want: "7"},
+		{name: "arrow null", v: rowio.Vector{Arrow: arr}, row: 1, null: true},
 		{name: "text", v: textVector("a", "NULL"), row: 0, want: "a"},
 		{name: "text null", v: textVector("a", "NULL"), row: 1, null: true},
-		{name: "text without a null vector", v: formats.Vector{Text: [][]byte{[]byte("b")}}, row: 0, want: "b"},
+		{name: "text without a null vector", v: rowio.Vector{Text: [][]byte{[]byte("b")}}, row: 0, want: "b"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -591,7 +592,7 @@ func TestPartitionNameAndLines(t *testing.T) {
 	if got := partitionName([]string{"dt", "region"}, "2023-10-01\x00hz"); got != "dt=2023-10-01,region=hz" {
 		t.Errorf("partitionName = %q", got)
 	}
-	b := &formats.Batch{Rows: 3, Line: []int64{5, 9}}
+	b := &rowio.Batch{Rows: 3, Line: []int64{5, 9}}
 	if lineOf(b, 1) != 9 || lineOf(b, 2) != 3 {
 		t.Errorf("lineOf: %d %d, want 9 (the reader's) and 3 (row+1 when it gave none)", lineOf(b, 1), lineOf(b, 2))
 	}

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/formats"
 )
@@ -158,12 +160,12 @@ func (c *capReader) Read(p []byte) (int, error) {
 // recordCap is a formats.Reader that fails with a *limitError once its
 // batches hold more than max rows.
 type recordCap struct {
-	formats.Reader
+	rowio.Reader
 	rows, max int64
 	err       *limitError
 }
 
-func (c *recordCap) Next() (*formats.Batch, error) {
+func (c *recordCap) Next() (*rowio.Batch, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -203,7 +205,7 @@ type pack struct {
 // ("ARROW" or "JSON") under lim. A nil pack comes with an error that the
 // encoding is unknown; a pack with an error is one the readers could not
 // open (see pack.limitErr first). Close releases what it holds.
-func openPack(body io.Reader, encoding, format string, opts formats.Options, lim packLimits) (*pack, error) {
+func openPack(body io.Reader, encoding, format string, opts rowio.Options, lim packLimits) (*pack, error) {
 	p := &pack{body: &stickyReader{r: body}}
 	dec, err := codec.NewReader(encoding, p.body)
 	if err != nil {
@@ -214,8 +216,8 @@ func openPack(body io.Reader, encoding, format string, opts formats.Options, lim
 	}
 	p.dec = dec
 	p.plain = &capReader{r: dec, max: lim.MaxDecompressedBytes}
-	opts.Compression = formats.CompressionNone
-	rd, err := formats.Open(formats.Source{R: p.plain, Name: "record pack"}, format, opts)
+	opts.Compression = rowio.CompressionNone
+	rd, err := formats.Open(rowio.Source{R: p.plain, Name: "record pack"}, format, opts)
 	if err != nil {
 		return p, err
 	}

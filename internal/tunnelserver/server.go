@@ -23,9 +23,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/httpauth"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 	"github.com/lakepipe/lakepipe/tunnel"
@@ -393,12 +394,12 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	opts := formats.Options{}
+	opts := rowio.Options{}
 	if format == "JSON" {
 		// Keys are matched to the session's columns; JSON carries no
 		// types, so every value is converted like a file's.
 		for _, c := range sess.Columns {
-			opts.Schema = append(opts.Schema, formats.Column{Name: c.Name, Type: c.CHType})
+			opts.Schema = append(opts.Schema, rowio.Column{Name: c.Name, Type: c.CHType})
 		}
 	}
 	enc := r.Header.Get("Content-Encoding")

@@ -19,10 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/rowio"
+
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
-	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
@@ -397,9 +398,9 @@ func FuzzFlush(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, which uint8) {
 		enc := codec.Names()[int(which/2)%len(codec.Names())]
 		format := []string{"JSON", "ARROW"}[which%2]
-		opts := formats.Options{}
+		opts := rowio.Options{}
 		if format == "JSON" {
-			opts.Schema = []formats.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "name", Type: "Nullable(String)"}}
+			opts.Schema = []rowio.Column{{Name: "id", Type: "Nullable(Int64)"}, {Name: "name", Type: "Nullable(String)"}}
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -1,6 +1,8 @@
-package formats
+package rowio
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestLimitsFromEnv(t *testing.T) {
 	env := map[string]string{

@@ -1,4 +1,4 @@
-package formats
+package rowio
 
 import (
 	"fmt"
@@ -69,9 +69,9 @@ func baseClickHouseType(dt arrow.DataType) string {
 	return "String"
 }
 
-// nativeArrow reports whether the Parquet reader passes arrays of dt on
+// NativeArrow reports whether the Parquet reader passes arrays of dt on
 // as they are; other types are rendered to text.
-func nativeArrow(dt arrow.DataType) bool {
+func NativeArrow(dt arrow.DataType) bool {
 	switch dt.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
 		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
@@ -226,9 +226,9 @@ func decimalPS(name string, args []string) (p, s int, err error) {
 	return p, s, nil
 }
 
-// columnScale returns the scale of a Decimal column type, or -1 if the
+// ColumnScale returns the scale of a Decimal column type, or -1 if the
 // type is not a decimal.
-func columnScale(chType string) int {
+func ColumnScale(chType string) int {
 	base, _ := unwrapType(chType)
 	name, args := splitType(base)
 	if !strings.HasPrefix(name, "Decimal") {
@@ -241,15 +241,15 @@ func columnScale(chType string) int {
 	return s
 }
 
-// isDateType reports whether values of chType are calendar dates.
-func isDateType(chType string) bool {
+// IsDateType reports whether values of chType are calendar dates.
+func IsDateType(chType string) bool {
 	base, _ := unwrapType(chType)
 	return base == "Date" || base == "Date32"
 }
 
-// dateTime64Precision returns the sub-second digits of a DateTime64 type,
+// DateTime64Precision returns the sub-second digits of a DateTime64 type,
 // or 0.
-func dateTime64Precision(chType string) int {
+func DateTime64Precision(chType string) int {
 	base, _ := unwrapType(chType)
 	name, args := splitType(base)
 	if name != "DateTime64" || len(args) == 0 {
