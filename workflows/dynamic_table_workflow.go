@@ -18,7 +18,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 		p.IntervalSeconds = 3600
 	}
 	suspended, counters := in.Suspended, in.Counters
-	refreshing, dropped, now, restart := false, false, false, false
+	refreshing, dropped, now, restart := false, false, in.RefreshNow, false
 	next := workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
 	// From version 1 on, a scheduled refresh refreshes the table's upstream
 	// dynamic tables first (child workflows, dependency order).
@@ -27,6 +27,14 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 	// table's RefreshWorkflowID, so that it never overlaps a REFRESH
 	// statement's or another table's chain.
 	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, signals are applied while a refresh runs, in the
+	// order they arrive, and those delivered by the end of the last refresh
+	// of a run go into the next run. Before, they waited in their channels
+	// until the refresh ended and were then taken in the order the selector
+	// registered them (a RESUME then a SUSPEND left the table resumed), and
+	// continuing as new dropped any still waiting (a SUSPEND, REFRESH or
+	// DROP sent during that refresh was lost).
+	duringRefresh := workflow.GetVersion(ctx, "signals-during-refresh", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, func() (jobs.DynamicTableStatus, error) {
 		return jobs.DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
@@ -52,6 +60,18 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 			counters.LastRefresh = workflow.Now(ctx)
 		})
 		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
+	}
+
+	// drain takes signals already delivered without blocking.
+	drain := func() {
+		for {
+			sel := workflow.NewSelector(ctx)
+			addSignals(sel)
+			if !sel.HasPending() {
+				return
+			}
+			sel.Select(ctx)
+		}
 	}
 
 	for !dropped {
@@ -80,22 +100,42 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 		}
 		now = false
 		refreshing = true
+		refresh := func(ctx workflow.Context) (res jobs.RefreshResult, err error) {
+			if chain {
+				var out jobs.RefreshChainResult
+				if serial {
+					out, err = refreshSerial(ctx, p, "SCHEDULED", false)
+				} else {
+					out, err = refreshChain(ctx, p, "SCHEDULED")
+				}
+				if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == p.Name {
+					res = out.Refreshes[n-1].Result
+				} else if err == nil {
+					err = errors.New("the refresh chain did not reach " + p.Name)
+				}
+				return res, err
+			}
+			err = workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+			return res, err
+		}
 		var res jobs.RefreshResult
 		var err error
-		if chain {
-			var out jobs.RefreshChainResult
-			if serial {
-				out, err = refreshSerial(ctx, p, "SCHEDULED", false)
-			} else {
-				out, err = refreshChain(ctx, p, "SCHEDULED")
+		if duringRefresh {
+			// The refresh runs beside the loop that takes signals.
+			done, set := workflow.NewFuture(ctx)
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				r, err := refresh(ctx)
+				set.Set(r, err)
+			})
+			for !done.IsReady() {
+				sel := workflow.NewSelector(ctx)
+				sel.AddFuture(done, func(workflow.Future) {})
+				addSignals(sel)
+				sel.Select(ctx)
 			}
-			if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == p.Name {
-				res = out.Refreshes[n-1].Result
-			} else if err == nil {
-				err = errors.New("the refresh chain did not reach " + p.Name)
-			}
+			err = done.Get(ctx, &res)
 		} else {
-			err = workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+			res, err = refresh(ctx)
 		}
 		refreshing = false
 		var appErr *temporal.ApplicationError
@@ -118,9 +158,15 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+			if duringRefresh {
+				// Signals delivered but not taken yet would be lost.
+				drain()
+				if dropped {
+					return nil
+				}
+			}
 			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: p, Suspended: suspended, Counters: counters})
+			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: p, Suspended: suspended, Counters: counters, RefreshNow: now && duringRefresh})
 		}
 	}
 	return nil

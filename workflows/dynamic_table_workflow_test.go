@@ -2,14 +2,18 @@ package workflows
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/stretchr/testify/mock"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
@@ -196,5 +200,92 @@ func TestDynamicTableFailureIsCountedAndGoneEnds(t *testing.T) {
 	env2.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
 	if !env2.IsWorkflowCompleted() || env2.GetWorkflowError() != nil {
 		t.Fatalf("a dropped table's workflow should end cleanly: %v", env2.GetWorkflowError())
+	}
+}
+
+// slowDTEnv is dtEnv with refreshes that take 10 s of workflow time, so
+// that signals can arrive while one runs.
+func slowDTEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *int) {
+	env, _ := dtEnv(t, jobs.RefreshResult{}, nil)
+	calls := 0
+	env.OnActivity(jobs.ActivityRefreshDynamicTable, mock.Anything, mock.Anything).
+		Return(func(context.Context, jobs.RefreshInput) (jobs.RefreshResult, error) {
+			calls++
+			return jobs.RefreshResult{State: jobs.RefreshSucceeded, Mode: jobs.RefreshFull}, nil
+		}).
+		After(10 * time.Second)
+	return env, &calls
+}
+
+// Signals sent during a refresh take effect in the order they were sent:
+// RESUME then SUSPEND leaves the table suspended (it was left resumed,
+// the selector taking SUSPEND first as it registered it first).
+func TestDynamicTableSignalsDuringRefreshInOrder(t *testing.T) {
+	env, calls := slowDTEnv(t)
+	// The first refresh runs from 60 s to 70 s.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalResume, nil) }, 62*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalSuspend, nil) }, 64*time.Second)
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(jobs.QueryStatus)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		var st jobs.DynamicTableStatus
+		if err := v.Get(&st); err != nil || !st.Suspended {
+			t.Errorf("after RESUME then SUSPEND during a refresh: %+v, %v; want suspended", st, err)
+		}
+	}, 5*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 6*time.Minute)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 1 {
+		t.Errorf("refreshes = %d, want 1 (suspended after the first)", *calls)
+	}
+}
+
+// A signal sent during the last refresh before the workflow continues as
+// new reaches the next run (it was lost with the run's channels), and a
+// DROP ends the workflow instead of continuing it.
+func TestDynamicTableContinueAsNewKeepsSignals(t *testing.T) {
+	tests := []struct {
+		name    string
+		signals []string
+		want    *jobs.DynamicTableInput // nil: the workflow ends
+	}{
+		{"suspend", []string{jobs.SignalSuspend}, &jobs.DynamicTableInput{Suspended: true}},
+		{"refresh", []string{jobs.SignalRefresh}, &jobs.DynamicTableInput{RefreshNow: true}},
+		{"suspend then resume", []string{jobs.SignalSuspend, jobs.SignalResume}, &jobs.DynamicTableInput{}},
+		{"drop", []string{jobs.SignalDrop}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _ := slowDTEnv(t)
+			env.SetContinueAsNewSuggested(true)
+			for i, sig := range tt.signals {
+				env.RegisterDelayedCallback(func() { env.SignalWorkflow(sig, nil) }, 62*time.Second+time.Duration(i)*time.Second)
+			}
+			env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+			err := env.GetWorkflowError()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("workflow error %v, want it ended", err)
+				}
+				return
+			}
+			var can *workflow.ContinueAsNewError
+			if !errors.As(err, &can) {
+				t.Fatalf("workflow error %v, want continue-as-new", err)
+			}
+			var in jobs.DynamicTableInput
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if in.Suspended != tt.want.Suspended || in.RefreshNow != tt.want.RefreshNow {
+				t.Errorf("next run's input: suspended %v, refresh now %v; want %v, %v", in.Suspended, in.RefreshNow, tt.want.Suspended, tt.want.RefreshNow)
+			}
+		})
 	}
 }

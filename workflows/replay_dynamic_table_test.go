@@ -27,7 +27,10 @@ import (
 //   - refresh_serial_chain.json: that child: upstream refreshes under
 //     their own refresh ids;
 //   - refresh_serial_wait.json: a REFRESH whose upstream was refreshing
-//     twice over: both child starts refused, both runs waited for.
+//     twice over: both child starts refused, both runs waited for;
+//   - dynamic_table_signals.json: the "signals-during-refresh" version:
+//     refreshes every second run beside the signal loop; suspend, resume,
+//     a manual refresh (refreshed), drop.
 func TestReplayDynamicTable(t *testing.T) {
 	// Child workflow ids derive from the parent's id and run id, so those
 	// histories replay under their original execution.
@@ -39,6 +42,7 @@ func TestReplayDynamicTable(t *testing.T) {
 		{"dynamic_table_serial.json", "", ""},
 		{"refresh_serial_chain.json", "", ""},
 		{"refresh_serial_wait.json", "", ""},
+		{"dynamic_table_signals.json", "", ""},
 	} {
 		t.Run(h.file, func(t *testing.T) {
 			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: signalguard.Replaying()})

@@ -48,6 +48,9 @@ type DynamicTableInput struct {
 	Params    DynamicTableParams
 	Suspended bool
 	Counters  DynamicTableCounters
+	// RefreshNow carries a REFRESH signal that arrived during the last
+	// refresh of the run that continued as new.
+	RefreshNow bool `json:",omitempty"`
 }
 
 // DynamicTableStatus answers the status query.
