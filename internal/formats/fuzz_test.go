@@ -11,6 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/lakepipe/lakepipe/internal/formats/textfile"
+
 	"github.com/lakepipe/lakepipe/internal/rowio"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -189,7 +191,7 @@ func FuzzJSON(f *testing.F) {
 			if i == 0 {
 				line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 			}
-			if isBlank(line) {
+			if textfile.IsBlank(line) {
 				continue
 			}
 			var obj map[string]json.RawMessage

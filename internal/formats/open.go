@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/formats/textfile"
+
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
@@ -46,9 +48,9 @@ func Open(src rowio.Source, format string, opts rowio.Options) (r rowio.Reader, 
 		}
 		var r rowio.Reader
 		if f == "CSV" {
-			r, err = newCSVReader(src.Name, cnt, dec, opts)
+			r, err = textfile.NewCSVReader(src.Name, cnt, dec, opts)
 		} else {
-			r, err = newJSONReader(src.Name, cnt, dec, opts)
+			r, err = textfile.NewJSONReader(src.Name, cnt, dec, opts)
 		}
 		if err != nil {
 			dec.Close()

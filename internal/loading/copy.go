@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/formats/textfile"
+
 	"github.com/lakepipe/lakepipe/internal/rowio"
 
 	"github.com/lakepipe/lakepipe/internal/sqlast"
@@ -210,7 +212,7 @@ func (x *exporter) open() error {
 	if x.format == "PARQUET" {
 		x.w, err = formats.NewParquetWriter(x.count, x.cols)
 	} else {
-		x.w = formats.NewCSVWriter(x.count, x.cols, x.opts)
+		x.w = textfile.NewCSVWriter(x.count, x.cols, x.opts)
 	}
 	if err != nil {
 		pw.CloseWithError(err)

@@ -1,4 +1,4 @@
-package formats
+package textfile
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ type jsonReader struct {
 
 var errNoObject = errors.New("expected a JSON object")
 
-func newJSONReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*jsonReader, error) {
+func NewJSONReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*jsonReader, error) {
 	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: rowio.NewChunkBuf(dec), opts: opts, line: 1,
 		maxLine: int(min(opts.Limits.MaxLineBytes, math.MaxInt32)), maxDepth: opts.Limits.MaxJSONDepth, maxCols: opts.Limits.MaxColumns}
 	if err := r.start(); err != nil {
@@ -270,7 +270,7 @@ func (r *jsonReader) nextLines(b *rowio.Batch) {
 			in.Pos++ // the newline
 			r.line++
 		}
-		if isBlank(rec) {
+		if IsBlank(rec) {
 			continue
 		}
 		if len(rec) > r.maxLine {
@@ -410,7 +410,7 @@ func structuralEnd(b []byte, i int) (end int, complete bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func isBlank(b []byte) bool {
+func IsBlank(b []byte) bool {
 	for _, c := range b {
 		if !isSpace(c) {
 			return false

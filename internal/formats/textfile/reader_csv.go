@@ -1,4 +1,4 @@
-package formats
+package textfile
 
 import (
 	"bytes"
@@ -56,7 +56,7 @@ type csvReader struct {
 	batch            rowio.Batch
 }
 
-func newCSVReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*csvReader, error) {
+func NewCSVReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*csvReader, error) {
 	r := &csvReader{
 		name:    name,
 		cnt:     cnt,

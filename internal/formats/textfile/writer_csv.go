@@ -1,4 +1,4 @@
-package formats
+package textfile
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/shopspring/decimal"
 )
 
