@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // TestInserterAbortThenDelete: blocks an aborted Inserter had already sent

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/tlsfiles"
 )
 

@@ -5,9 +5,9 @@ import (
 	"math"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // kind is the family of values a column takes.

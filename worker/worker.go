@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -30,6 +28,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
 	"github.com/lakepipe/lakepipe/workflows"
 )

@@ -10,13 +10,12 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 

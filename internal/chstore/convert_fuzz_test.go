@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // fuzzTypes are the column types newColumn converts into, plain and

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 func TestParseInt(t *testing.T) {

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // RowError is a row that could not be loaded, with where it came from.

@@ -3,9 +3,8 @@ package core
 import (
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/kafka"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // SecretKeys are connection properties whose values are secrets.

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // loadTarget is the table a load writes.

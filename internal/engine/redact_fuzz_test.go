@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 

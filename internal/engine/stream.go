@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 func (e *Engine) createTableStream(ctx context.Context, s *sqlast.CreateTableStream) (*core.Result, error) {

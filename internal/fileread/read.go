@@ -11,10 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/changes"
@@ -24,6 +20,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/formats"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 

@@ -9,14 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 func props(kv ...string) []sqlast.Property {

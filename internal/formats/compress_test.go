@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 func gzipBytes(t testing.TB, data []byte) []byte {

@@ -11,13 +11,12 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/lakepipe/lakepipe/internal/formats/textfile"
-
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/lakepipe/lakepipe/internal/formats/textfile"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // fuzzRead reads data through tiny reads and tiny batches, checking the

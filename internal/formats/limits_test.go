@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -22,6 +20,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/klauspost/compress/gzip"
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // readFile opens and reads a whole file, returning the first error. It

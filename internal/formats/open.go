@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/formats/textfile"
-
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // arrow-go decodes a compressed Parquet page into a buffer of the size its

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // Before arrow-go decodes a Parquet footer it is checked here, because

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 var roundTripCols = []rowio.Column{

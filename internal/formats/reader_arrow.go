@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // arrowStreamBuffer is the read-ahead under the IPC message reader: it

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // parquetStreamBuffer is how much of a column chunk is read at a time, so

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/formats/textfile"
-
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 

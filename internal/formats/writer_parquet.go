@@ -8,8 +8,6 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -18,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // parquetRowGroupRows is the number of rows per row group the Parquet

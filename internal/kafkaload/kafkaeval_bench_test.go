@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
+	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 

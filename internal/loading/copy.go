@@ -6,17 +6,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/formats/textfile"
-
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
+	"github.com/lakepipe/lakepipe/internal/formats/textfile"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*core.Result, error) {

@@ -4,9 +4,8 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -17,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // A query reading a table stream is translated from what this process

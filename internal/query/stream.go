@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // Stream modes.

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 

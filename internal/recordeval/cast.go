@@ -7,11 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 

@@ -13,9 +13,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
 // fnImpl computes a function from its evaluated arguments.

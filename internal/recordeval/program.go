@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // Record is one Kafka record as the SELECT list sees it. Append reads it

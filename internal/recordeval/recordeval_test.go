@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
-	"github.com/lakepipe/lakepipe/internal/sqlast"
-
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 

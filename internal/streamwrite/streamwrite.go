@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -23,6 +21,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/schemas"
 	"github.com/lakepipe/lakepipe/tunnel"
 )

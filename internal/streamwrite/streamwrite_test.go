@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
 

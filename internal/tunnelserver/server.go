@@ -23,11 +23,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/httpauth"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 	"github.com/lakepipe/lakepipe/tunnel"
 )

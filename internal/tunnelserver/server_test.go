@@ -19,11 +19,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
-
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/codec"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 	"github.com/lakepipe/lakepipe/tunnel"
 )

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/shopspring/decimal"
+
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 type csvWriter struct {
