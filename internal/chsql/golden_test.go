@@ -58,6 +58,7 @@ var goldenCases = []goldenCase{
 	{"where/ilike", "SELECT a FROM t WHERE b ILIKE 'x%' OR c NOT ILIKE 'Y%'"},
 	{"where/rlike", "SELECT a FROM t WHERE b RLIKE '^[a-z]+$'"},
 	{"where/not-rlike", "SELECT a FROM t WHERE b NOT RLIKE '^[a-z]+$'"},
+	{"where/not-like-operand", "SELECT a FROM t WHERE (b NOT RLIKE 'x') = (c NOT ILIKE 'y')"},
 	{"where/between", "SELECT a FROM t WHERE b BETWEEN 1 AND 10"},
 	{"where/not-between", "SELECT a FROM t WHERE b NOT BETWEEN 1 AND 10 AND c = 0"},
 	{"where/between-dates", "SELECT a FROM t WHERE d BETWEEN DATE '2024-01-01' AND DATE '2024-12-31'"},
@@ -82,7 +83,7 @@ var goldenCases = []goldenCase{
 	{"cast/map-struct", "SELECT CAST(a AS MAP<STRING, INT>), CAST(a AS STRUCT<x: INT, y: STRING>) FROM t"},
 	{"cast/json-keeps-text", "SELECT CAST(a AS JSON), a::JSON FROM t"},
 	{"cast/double-colon-chain", "SELECT a::DOUBLE::STRING FROM t"},
-	{"cast/try-cast", "SELECT TRY_CAST(a AS INT) FROM t"},
+	{"cast/try-cast", "SELECT TRY_CAST(a AS INT), TRY_CAST(a AS TIMESTAMP) FROM t"},
 	{"cast/typed-literals", "SELECT DATE '2024-02-29', TIMESTAMP '2024-02-29 12:00:00'"},
 	{"cast/null", "SELECT CAST(NULL AS INT)"},
 
@@ -94,9 +95,17 @@ var goldenCases = []goldenCase{
 	{"time/interval-arithmetic", "SELECT ts + INTERVAL 1 DAY, ts - INTERVAL '3' HOURS, d + INTERVAL 2 MONTH FROM t"},
 	{"time/interval-where", "SELECT a FROM t WHERE ts >= now() - INTERVAL 7 DAY"},
 	{"time/bad-interval", "SELECT now() - INTERVAL 'x' DAY"},
-	{"time/interval-no-unit", "SELECT now() - INTERVAL 3"},
-	{"time/bare-current-timestamp", "SELECT current_timestamp, current_date FROM t"},
+	{"time/interval-unit-in-string", "SELECT now() - INTERVAL '3 hours', now() + INTERVAL ' 2 DAY '"},
+	{"time/interval-string-no-unit", "SELECT now() - INTERVAL '3'"},
+	{"time/bare-current-timestamp", "SELECT current_timestamp, current_date, CURRENT_TIMESTAMP + INTERVAL 1 DAY FROM t"},
+	{"time/current-timestamp-quoted-column", "SELECT `current_timestamp`, t.current_date FROM t"},
 	{"time/to-date-format", "SELECT to_date(s, 'yyyy/MM/dd'), to_timestamp(s, 'yyyy-MM-dd HH:mm') FROM t"},
+	{"time/to-timestamp-formats", "SELECT to_timestamp(s, 'yyyy-MM-dd''T''HH:mm:ss.SSS'), to_timestamp(s, 'd/M/yyyy H:m:s'), to_date(s, 'yyyyMMdd') FROM t"},
+	{"time/to-date-format-month-name", "SELECT to_date(s, 'dd MMM yyyy') FROM t"},
+	{"time/to-timestamp-format-zone", "SELECT to_timestamp(s, 'yyyy-MM-dd HH:mm:ssXXX') FROM t"},
+	{"time/to-date-format-two-digit-year", "SELECT to_date(s, 'dd.MM.yy') FROM t"},
+	{"time/to-date-format-column", "SELECT to_date(s, f) FROM t"},
+	{"time/try-to-date", "SELECT try_to_date(s, 'dd/MM/yyyy'), try_to_timestamp(s, 'yyyy-MM-dd HH:mm:ss'), try_to_date(s), try_to_timestamp(s) FROM t"},
 
 	// Text.
 	{"text/case-mapping", "SELECT lower(a), upper(a), LOWER(a), Upper(a) FROM t"},
@@ -105,7 +114,12 @@ var goldenCases = []goldenCase{
 	{"text/concat-replace", "SELECT concat(a, b, 'c'), replace(a, 'x', 'y') FROM t"},
 	{"text/null-handling", "SELECT coalesce(a, b, ''), ifnull(a, 0), nvl(a, 0), nullif(a, ''), iff(a > 0, 1, 0), if(a, 'y', 'n') FROM t"},
 	{"text/split", "SELECT split(a, ',') FROM t"},
+	{"text/split-escaped", `SELECT split(a, '\\|'), split(a, ' - ') FROM t`},
+	{"text/split-regexp", `SELECT split(a, '\\s+') FROM t`},
+	{"text/split-empty", "SELECT split(a, '') FROM t"},
 	{"text/md5", "SELECT md5(a) FROM t"},
+	{"text/sha", "SELECT sha1(a), sha(a), sha2(a, 256), sha2(a, 224), sha2(a, 0) FROM t"},
+	{"text/sha2-512", "SELECT sha2(a, 512) FROM t"},
 	{"text/tostring", "SELECT tostring(a), toint64(b) FROM t"},
 
 	// JSON: values are kept as their text on the ClickHouse path.
@@ -142,6 +156,8 @@ var goldenCases = []goldenCase{
 	{"union/all", "SELECT a FROM t UNION ALL SELECT a FROM u"},
 	{"union/all-three", "SELECT 'Source' AS stage, COUNT(*) AS rows FROM a UNION ALL SELECT 'ODS', COUNT(*) FROM b UNION ALL SELECT 'DWD', COUNT(*) FROM c"},
 	{"union/all-order-limit", "SELECT a FROM t UNION ALL SELECT a FROM u ORDER BY a LIMIT 5"},
+	{"union/all-limit-offset", "SELECT a AS x FROM t UNION ALL SELECT b FROM u LIMIT 5 OFFSET 2"},
+	{"union/parenthesised-arm-offset", "(SELECT a FROM t ORDER BY a OFFSET 1) UNION ALL SELECT a FROM u"},
 	{"union/parenthesised-arms", "(SELECT a FROM t ORDER BY a LIMIT 1) UNION ALL (SELECT a FROM u)"},
 	{"union/distinct", "SELECT a FROM t UNION SELECT a FROM u"},
 	{"union/intersect", "SELECT a FROM t INTERSECT SELECT a FROM u"},
@@ -158,6 +174,8 @@ var goldenCases = []goldenCase{
 	{"cte/twice", "WITH x AS (SELECT a FROM t) SELECT x.a FROM x JOIN x AS y ON x.a = y.a"},
 	{"cte/chained", "WITH x AS (SELECT a FROM t), y AS (SELECT a FROM x) SELECT a FROM y"},
 	{"cte/shadows-table", "WITH sales AS (SELECT 1 AS z) SELECT * FROM sales"},
+	{"cte/reads-table-of-its-name", "WITH sales AS (SELECT * FROM sales WHERE amount > 0) SELECT * FROM sales"},
+	{"cte/later-not-in-scope", "WITH x AS (SELECT a FROM y), y AS (SELECT a FROM t) SELECT a FROM x"},
 	{"cte/in-subquery", "WITH x AS (SELECT a FROM t) SELECT b FROM u WHERE b IN (SELECT a FROM x)"},
 
 	// ORDER BY and LIMIT.
@@ -167,6 +185,7 @@ var goldenCases = []goldenCase{
 	{"order/limit", "SELECT a FROM t LIMIT 10"},
 	{"order/limit-offset", "SELECT a FROM t ORDER BY a LIMIT 10 OFFSET 20"},
 	{"order/offset-without-limit", "SELECT a FROM t ORDER BY a OFFSET 5"},
+	{"order/limit-only-zero-offset", "SELECT a FROM t LIMIT 0"},
 
 	// Sources lakepipe renders itself (Translator.Source).
 	{"source/volume", "SELECT * FROM VOLUME v USING CSV"},
@@ -191,7 +210,9 @@ var goldenCases = []goldenCase{
 	{"quote/string-injection", "SELECT a FROM t WHERE b = 'x'' OR 1=1 --'"},
 	{"quote/string-backtick", "SELECT '`not an ident`'"},
 	{"quote/function-backquoted-name", "SELECT `toStartOfMonth`(ts) FROM t"},
-	{"quote/function-camelcase-unquoted", "SELECT toStartOfMonth(ts) FROM t"},
+	{"quote/function-camelcase-unquoted", "SELECT toStartOfMonth(ts), toYYYYMM(ts), parseDateTimeBestEffortOrNull(s) FROM t"},
+	{"quote/function-combinators", "SELECT countIf(a > 1), uniqExactIf(b, a > 0), sumArray(c), groupArrayState(a) FROM t"},
+	{"quote/function-unknown-unquoted", "SELECT my_udf(a), isnull(a) FROM t"},
 	{"quote/function-odd-name", "SELECT `drop table`(a) FROM t"},
 
 	// Functions refused because they read past the query's tables.
@@ -221,20 +242,7 @@ var goldenCases = []goldenCase{
 // golden file records that output under a KNOWN WRONG warning, so that a
 // fix shows up as a diff and nobody takes the line for the right
 // translation; take the entry off with the fix.
-var knownWrong = map[string]string{
-	"where/not-rlike":                   "ClickHouse has no RLIKE operator; RLIKE becomes match(…) but NOT RLIKE is passed through (want NOT match(…))",
-	"time/interval-no-unit":             "the parser accepts INTERVAL without a unit and the output has none, which ClickHouse cannot parse",
-	"time/bare-current-timestamp":       "without parentheses these parse as columns and reach ClickHouse as the identifiers `current_timestamp`, `current_date` (want now(), today())",
-	"time/to-date-format":               "the second argument of ClickHouse's toDate/toDateTime is a time zone, not a format",
-	"text/split":                        "ClickHouse's splitByString takes the separator first (splitByString(sep, s)) and a literal, not a regex; the arguments are passed in split's order",
-	"text/md5":                          "ClickHouse's MD5 returns 16 raw bytes (FixedString(16)); md5 in the lakehouse SQL returns 32 hex digits (want lower(hex(MD5(…))))",
-	"json/get-json-object":              "ClickHouse has no get_json_object; a known bug listed in docs/sql-semantics.md",
-	"union/all-order-limit":             "ClickHouse applies ORDER BY and LIMIT written after UNION ALL to the last SELECT only; the whole union needs wrapping in SELECT * FROM (…)",
-	"cte/chained":                       "a CTE that reads an earlier CTE is translated without the CTEs in scope: x resolves to the table public.x, not the CTE",
-	"cte/shadows-table":                 "the star expands to the columns of the table sales, which the CTE of the same name shadows (want * or z)",
-	"order/offset-without-limit":        "OFFSET without LIMIT is dropped, so no row is skipped",
-	"quote/function-camelcase-unquoted": "ClickHouse function names are case-sensitive; an unquoted name is lower-cased by the parser and only names in the functions map get their case back (tostartofmonth does not exist)",
-}
+var knownWrong = map[string]string{}
 
 // goldenTranslator resolves names the way the engine does, minus the
 // catalog: unqualified tables live in public, sales and customers have known

@@ -27,9 +27,17 @@ type Translator struct {
 
 // Unsupported is returned for constructs that parse but that lakepipe cannot
 // run on ClickHouse.
-type Unsupported struct{ What string }
+type Unsupported struct {
+	What string
+	Hint string // why, or what to write instead; may be empty
+}
 
-func (e *Unsupported) Error() string { return e.What + " is not supported" }
+func (e *Unsupported) Error() string {
+	if e.Hint != "" {
+		return e.What + " is not supported: " + e.Hint
+	}
+	return e.What + " is not supported"
+}
 
 // Query translates a whole query.
 func (t *Translator) Query(q *sqlast.Query) (string, error) {
@@ -53,30 +61,28 @@ func (t *Translator) query(b *strings.Builder, q *sqlast.Query) error {
 	if len(q.With) > 0 {
 		// ClickHouse 18.16 has no common table expressions; inline them by
 		// substituting the CTE for each reference.
-		inner := *t
-		ctes := map[string]*sqlast.Query{}
+		inner := t
 		for _, c := range q.With {
-			ctes[c.Name] = c.Query
-		}
-		outerTable := t.Table
-		inner.Table = func(name sqlast.ObjectName) (string, error) {
-			if len(name.Parts) == 1 {
-				if cq, ok := ctes[name.Parts[0]]; ok {
-					s, err := t.Query(cq)
-					if err != nil {
-						return "", err
-					}
-					return "(" + s + ")", nil
-				}
-			}
-			return outerTable(name)
+			inner = inner.withCTE(c.Name, c.Query)
 		}
 		rest := *q
 		rest.With = nil
 		return inner.query(b, &rest)
 	}
+	// ClickHouse reads ORDER BY and LIMIT written after the last SELECT of
+	// a UNION ALL as that SELECT's own; in SQL they apply to the whole
+	// union, which therefore becomes a subquery. SELECT * keeps the
+	// union's column names, those of its first SELECT.
+	_, union := q.Body.(*sqlast.SetOp)
+	wrap := union && (len(q.OrderBy) > 0 || q.Limit != nil || q.Offset != nil)
+	if wrap {
+		b.WriteString("SELECT * FROM (")
+	}
 	if err := t.setExpr(b, q.Body); err != nil {
 		return err
+	}
+	if wrap {
+		b.WriteString(")")
 	}
 	if len(q.OrderBy) > 0 {
 		b.WriteString(" ORDER BY ")
@@ -84,7 +90,7 @@ func (t *Translator) query(b *strings.Builder, q *sqlast.Query) error {
 			return err
 		}
 	}
-	if q.Limit != nil {
+	if q.Limit != nil || q.Offset != nil {
 		b.WriteString(" LIMIT ")
 		if q.Offset != nil {
 			// LIMIT m, n is the form both 18.16 and current releases accept.
@@ -93,11 +99,54 @@ func (t *Translator) query(b *strings.Builder, q *sqlast.Query) error {
 			}
 			b.WriteString(", ")
 		}
-		if err := t.expr(b, q.Limit); err != nil {
-			return err
+		if q.Limit != nil {
+			if err := t.expr(b, q.Limit); err != nil {
+				return err
+			}
+		} else {
+			b.WriteString(noLimit)
 		}
 	}
 	return nil
+}
+
+// noLimit is the LIMIT that goes with an OFFSET written alone: 18.16 has
+// no OFFSET without LIMIT (current releases do). Not 2^64-1 nor 2^63-1:
+// 18.16 adds offset and limit in signed 64-bit arithmetic that overflows
+// (LIMIT 3, 18446744073709551615 returns no rows there, LIMIT 3,
+// 9223372036854775807 fails "out of bound"), so 10^18 rows, which leaves
+// room for any offset below 8·10^18. An 18.16-only workaround; current
+// releases take either.
+const noLimit = "1000000000000000000"
+
+// withCTE returns a translator in which the one-part name name is the
+// common table expression q. Each reference is replaced by q in
+// parentheses, translated by t: with the CTEs defined before it in scope,
+// but not itself (CTEs are not recursive; its own name there is a table).
+// Inside the scope name shadows a table of that name, for * too.
+func (t *Translator) withCTE(name string, q *sqlast.Query) *Translator {
+	in := *t
+	in.Table = func(n sqlast.ObjectName) (string, error) {
+		if len(n.Parts) == 1 && n.Parts[0] == name {
+			s, err := t.Query(q)
+			if err != nil {
+				return "", err
+			}
+			return "(" + s + ")", nil
+		}
+		if t.Table == nil {
+			return "", fmt.Errorf("table %s: no table resolver", strings.Join(n.Parts, "."))
+		}
+		return t.Table(n)
+	}
+	in.Columns = func(n sqlast.ObjectName) ([]string, bool) {
+		if len(n.Parts) == 1 && n.Parts[0] == name || t.Columns == nil {
+			// A CTE's * is the * of its subquery, expanded there.
+			return nil, false
+		}
+		return t.Columns(n)
+	}
+	return &in
 }
 
 func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem) error {
@@ -127,7 +176,7 @@ func (t *Translator) setExpr(b *strings.Builder, s sqlast.SetExpr) error {
 	case *sqlast.Select:
 		return t.selectBody(b, s)
 	case *sqlast.Query:
-		if len(s.OrderBy) == 0 && s.Limit == nil && len(s.With) == 0 {
+		if len(s.OrderBy) == 0 && s.Limit == nil && s.Offset == nil && len(s.With) == 0 {
 			return t.setExpr(b, s.Body)
 		}
 		b.WriteString("SELECT * FROM (")
@@ -363,28 +412,6 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlast.TableRef) error {
 	return nil
 }
 
-// functions maps the ClickZetta Lakehouse (and common warehouse) function names to
-// ClickHouse's; names not listed pass through unchanged.
-var functions = map[string]string{
-	"count": "count", "sum": "sum", "avg": "avg", "min": "min", "max": "max",
-	"upper": "upperUTF8", "lower": "lowerUTF8", "length": "lengthUTF8", "char_length": "lengthUTF8",
-	"substr": "substringUTF8", "substring": "substringUTF8", "concat": "concat",
-	"coalesce": "coalesce", "ifnull": "ifNull", "nvl": "ifNull", "nullif": "nullIf",
-	"if": "if", "iff": "if", "abs": "abs", "round": "round", "floor": "floor", "ceil": "ceil",
-	"now": "now", "current_timestamp": "now", "current_date": "today", "today": "today",
-	"to_date": "toDate", "date": "toDate", "to_timestamp": "toDateTime",
-	"year": "toYear", "month": "toMonth", "day": "toDayOfMonth", "dayofmonth": "toDayOfMonth",
-	"hour": "toHour", "minute": "toMinute", "second": "toSecond",
-	"trim": "trimBoth", "ltrim": "trimLeft", "rtrim": "trimRight",
-	"replace": "replaceAll", "split": "splitByString", "md5": "MD5",
-	"stddev": "stddevSamp", "variance": "varSamp", "any_value": "any",
-	"approx_count_distinct": "uniq", "row_number": "row_number", "rand": "rand",
-	"todate": "toDate", "todatetime": "toDateTime", "tostring": "toString", "toint64": "toInt64",
-	"toyear": "toYear", "tomonth": "toMonth", "tostartofday": "toStartOfDay", "tostartofhour": "toStartOfHour",
-	"uniq": "uniq", "uniqexact": "uniqExact", "groupArray": "groupArray", "grouparray": "groupArray",
-	"parse_json": "", // handled below
-}
-
 func (t *Translator) expr(b *strings.Builder, e sqlast.Expr) error {
 	switch e := e.(type) {
 	case *sqlast.ColumnRef:
@@ -440,6 +467,13 @@ func (t *Translator) expr(b *strings.Builder, e sqlast.Expr) error {
 			return t.expr(b, e.X)
 		}
 		// Nullable, so that NULL casts to NULL as in SQL, not to an error.
+		// TRY_CAST is the same CAST: ClickHouse's CAST to Nullable(T)
+		// already gives NULL for text it cannot parse, the NULL that
+		// TRY_CAST promises (and that CAST should not give; see
+		// docs/sql-semantics.md). toTOrNull would add nothing on 18.16 (it
+		// wraps on overflow alike and takes strings only), and
+		// accurateCastOrNull, which gives NULL on overflow too, came after
+		// 18.16.
 		ch, err := schemas.ClickHouseType(e.Type, false)
 		if err != nil {
 			return err
@@ -540,20 +574,51 @@ func (t *Translator) expr(b *strings.Builder, e sqlast.Expr) error {
 	case *sqlast.ExistsExpr:
 		return &Unsupported{What: "EXISTS (rewrite as IN (SELECT …))"}
 	case *sqlast.IntervalExpr:
-		b.WriteString("INTERVAL ")
-		if l, ok := e.Value.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
-			if _, err := strconv.Atoi(strings.TrimSpace(l.Value)); err != nil {
-				return fmt.Errorf("INTERVAL '%s': not a whole number", l.Value)
-			}
-			b.WriteString(strings.TrimSpace(l.Value))
-		} else if err := t.expr(b, e.Value); err != nil {
-			return err
-		}
-		b.WriteString(" " + strings.TrimSuffix(strings.ToUpper(e.Unit), "S"))
+		return t.interval(b, e)
 	default:
 		return fmt.Errorf("unexpected expression %T", e)
 	}
 	return nil
+}
+
+// interval writes INTERVAL n UNIT. A unit may come inside the string, as
+// in INTERVAL '3 hours'; an interval without one is refused (the parser
+// refuses INTERVAL 3 already).
+func (t *Translator) interval(b *strings.Builder, e *sqlast.IntervalExpr) error {
+	value, unit := e.Value, strings.TrimSuffix(strings.ToUpper(e.Unit), "S")
+	if l, ok := value.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
+		text := strings.TrimSpace(l.Value)
+		if unit == "" {
+			f := strings.Fields(text)
+			if len(f) != 2 {
+				return fmt.Errorf("INTERVAL '%s': expected INTERVAL n UNIT or INTERVAL 'n UNIT'", l.Value)
+			}
+			text, unit = f[0], strings.TrimSuffix(strings.ToUpper(f[1]), "S")
+			if !intervalUnits[unit] {
+				return fmt.Errorf("INTERVAL '%s': unknown unit %s", l.Value, f[1])
+			}
+		}
+		if _, err := strconv.Atoi(text); err != nil {
+			return fmt.Errorf("INTERVAL '%s': not a whole number", l.Value)
+		}
+		b.WriteString("INTERVAL " + text + " " + unit)
+		return nil
+	}
+	if unit == "" {
+		return fmt.Errorf("INTERVAL %s: the unit is missing (INTERVAL n DAY, HOUR, …)", sqlast.FormatExpr(value))
+	}
+	b.WriteString("INTERVAL ")
+	if err := t.expr(b, value); err != nil {
+		return err
+	}
+	b.WriteString(" " + unit)
+	return nil
+}
+
+// intervalUnits are the units of INTERVAL, singular.
+var intervalUnits = map[string]bool{
+	"YEAR": true, "QUARTER": true, "MONTH": true, "WEEK": true, "DAY": true,
+	"HOUR": true, "MINUTE": true, "SECOND": true, "MILLISECOND": true, "MICROSECOND": true,
 }
 
 func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
@@ -572,8 +637,9 @@ func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
 		return nil
 	case "ILIKE", "NOT ILIKE":
 		// 18.16 has no ILIKE.
-		if op == "NOT ILIKE" {
-			b.WriteString("NOT ")
+		not := op == "NOT ILIKE"
+		if not {
+			b.WriteString("(NOT ")
 		}
 		b.WriteString("(lowerUTF8(")
 		if err := t.expr(b, e.L); err != nil {
@@ -584,8 +650,18 @@ func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
 			return err
 		}
 		b.WriteString("))")
+		if not {
+			b.WriteString(")")
+		}
 		return nil
-	case "RLIKE":
+	case "RLIKE", "NOT RLIKE":
+		// ClickHouse has no RLIKE operator; match is its regular
+		// expression test (RE2, which lacks Java's look-arounds and
+		// back-references: those fail there rather than mismatch).
+		not := op == "NOT RLIKE"
+		if not {
+			b.WriteString("(NOT ")
+		}
 		b.WriteString("match(")
 		if err := t.expr(b, e.L); err != nil {
 			return err
@@ -595,6 +671,9 @@ func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
 			return err
 		}
 		b.WriteString(")")
+		if not {
+			b.WriteString(")")
+		}
 		return nil
 	case "!=":
 		op = "<>"
@@ -606,54 +685,6 @@ func (t *Translator) binary(b *strings.Builder, e *sqlast.BinaryExpr) error {
 	b.WriteString(" " + op + " ")
 	if err := t.expr(b, e.R); err != nil {
 		return err
-	}
-	b.WriteString(")")
-	return nil
-}
-
-func (t *Translator) call(b *strings.Builder, f *sqlast.FuncCall) error {
-	if f.Over != nil {
-		return &Unsupported{What: "window functions (OVER …) on this ClickHouse"}
-	}
-	name := strings.ToLower(f.Name)
-	switch name {
-	case "parse_json", "to_json", "json":
-		// JSON values are kept as their text in ClickHouse.
-		if len(f.Args) != 1 {
-			return fmt.Errorf("%s takes one argument", strings.ToUpper(name))
-		}
-		return t.expr(b, f.Args[0])
-	case "current_timestamp", "current_date":
-		b.WriteString(functions[name] + "()")
-		return nil
-	}
-	if err := CheckFunction(f.Name); err != nil {
-		return err
-	}
-	if mapped, ok := functions[name]; ok && mapped != "" {
-		name = mapped
-	} else {
-		name = f.Name
-	}
-	if !isPlainIdent(name) {
-		return fmt.Errorf("function name %q is not valid", f.Name)
-	}
-	b.WriteString(name + "(")
-	if f.Distinct {
-		b.WriteString("DISTINCT ")
-	}
-	if f.Star {
-		if name != "count" {
-			return fmt.Errorf("%s(*) is not valid; only COUNT(*)", strings.ToUpper(f.Name))
-		}
-	}
-	for i, a := range f.Args {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if err := t.expr(b, a); err != nil {
-			return err
-		}
 	}
 	b.WriteString(")")
 	return nil

@@ -123,3 +123,82 @@ func TestTranslateRefusedFunctions(t *testing.T) {
 		}
 	}
 }
+
+func TestClickHouseName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"tostartofmonth", "toStartOfMonth"},
+		{"md5", "MD5"},
+		{"countif", "countIf"},
+		{"uniqexactifstate", "uniqExactIfState"},
+		{"summergestate", "sumMergeState"},
+		{"summap", "sumMap"},
+		{"stddev_popif", "STDDEV_POPIf"},
+		{"jsonextractstring", "JSONExtractString"}, // current releases only
+		{"length", ""},                             // all lower case: stays as written
+		{"count_if", ""},
+		{"if", ""},
+		{"my_udf", ""},
+	} {
+		got, ok := clickHouseName(tt.in)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("clickHouseName(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
+		}
+	}
+}
+
+func TestParseJavaFormat(t *testing.T) {
+	for _, tt := range []struct{ format, re, repl, err string }{
+		{format: "yyyy-MM-dd", re: `(\d{4})-(\d{2})-(\d{2})`, repl: `\1-\2-\3 00:00:00`},
+		{format: "dd/MM/yyyy HH:mm", re: `(\d{2})/(\d{2})/(\d{4}) (\d{2}):(\d{2})`, repl: `\3-\2-\1 \4:\5:00`},
+		{format: "yyyy-MM-dd'T'HH:mm:ss,SS", re: `(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2}),\d{2}`, repl: `\1-\2-\3 \4:\5:\6`},
+		{format: "yyyy''MM 'o''clock' y.M", err: `the pattern "y" is not supported on ClickHouse (given twice)`},
+		{format: "yyyy''MM 'o''clock'", re: `(\d{4})'(\d{2}) o'clock`, repl: `\1-\2-01 00:00:00`},
+		{format: "yyyy-MM", re: `(\d{4})-(\d{2})`, repl: `\1-\2-01 00:00:00`},
+		{format: "MM-dd", err: "has no year"},
+		{format: "yyyy-MM-dd 'at", err: "unterminated quote"},
+		{format: "yyyy-MM-dd HH:mm:ssSSS", err: `"SSS" is not supported on ClickHouse (fractions of a second must follow '.' or ',')`},
+		{format: "yyyy-MM-dd hh:mm a", err: `"hh" is not supported`},
+		{format: "EEE, dd MMM yyyy", err: `"EEE" is not supported`},
+		{format: "yyyy-MM-dd HH:mm:ss Z", err: `"Z" is not supported`},
+		{format: "yyyyy", err: `"yyyyy" is not supported`},
+	} {
+		p, err := parseJavaFormat(tt.format)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: err = %v, want %s", tt.format, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.format, err)
+			continue
+		}
+		if p.re != tt.re || p.replacement(false) != tt.repl {
+			t.Errorf("%s: re %s, replacement %s; want %s, %s", tt.format, p.re, p.replacement(false), tt.re, tt.repl)
+		}
+	}
+}
+
+func TestPlainRegexp(t *testing.T) {
+	for _, tt := range []struct {
+		re, want string
+		ok       bool
+	}{
+		{",", ",", true},
+		{" - ", " - ", true},
+		{`\|`, "|", true},
+		{`a\.b\\c`, `a.b\c`, true},
+		{"日本", "日本", true},
+		{`\s+`, "", false},
+		{`\d`, "", false},
+		{"a|b", "", false},
+		{"[,;]", "", false},
+		{".", "", false},
+		{`x\`, "", false},
+	} {
+		got, ok := plainRegexp(tt.re)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("plainRegexp(%q) = %q, %v; want %q, %v", tt.re, got, ok, tt.want, tt.ok)
+		}
+	}
+}

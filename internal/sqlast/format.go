@@ -10,7 +10,8 @@ import (
 // somewhere, so that no formatted name can be mistaken for syntax.
 var quoteWords = union(ReservedInExpr, SelectAliasStop, TableAliasStop, WordSet(
 	"add", "all", "alter", "asc", "auto_refresh", "by", "cast", "column", "comment",
-	"connection", "connections", "copy", "create", "date", "default", "delete", "desc",
+	"connection", "connections", "copy", "create", "current_date", "current_timestamp",
+	"date", "default", "delete", "desc",
 	"describe", "directory", "drop", "dynamic", "enable", "execute", "exists", "extended",
 	"external", "file_format", "first", "history", "if", "insert", "interval", "last",
 	"location", "nulls", "or", "overwrite", "partition", "partitioned", "pipe", "pipes",

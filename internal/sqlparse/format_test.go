@@ -32,6 +32,7 @@ func TestRoundTripEdges(t *testing.T) {
 		`CREATE DYNAMIC TABLE "Dt" ("A", b DEFAULT 1 NOT NULL) VCLUSTER "VC" AS WITH x AS (SELECT 1) SELECT * FROM x`,
 		"SELECT * FROM `volume` v, VOLUME `Vol` USING CSV AS `volume`",
 		"SELECT café, 数据 FROM t",
+		"SELECT current_timestamp, CURRENT_DATE(), `current_date`, t.current_timestamp FROM t",
 	} {
 		checkRoundTrip(t, mustParse(t, src))
 	}

@@ -267,6 +267,10 @@ func (p *parser) parsePrimary() sqlast.Expr {
 				if u := p.tok(); u.kind == tWord && intervalUnits[u.upper] != "" {
 					p.i++
 					e.Unit = intervalUnits[u.upper]
+				} else if l, ok := e.Value.(*sqlast.Literal); !ok || l.Kind != sqlast.LitString {
+					// Only a string may carry its unit inside (INTERVAL
+					// '3 hours'); INTERVAL 3 alone means nothing.
+					p.fail(u, "expected the unit of the INTERVAL (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND or MICROSECOND)")
 				}
 				return e
 			}
@@ -277,6 +281,12 @@ func (p *parser) parsePrimary() sqlast.Expr {
 		}
 		if sqlast.ReservedInExpr[t.val] {
 			p.fail(t, "expected an expression")
+		}
+		if (t.upper == "CURRENT_TIMESTAMP" || t.upper == "CURRENT_DATE") && !isOp(next, "(") && !isOp(next, ".") {
+			// SQL's niladic functions, written without parentheses; a
+			// column of that name must be quoted.
+			p.i++
+			return &sqlast.FuncCall{Name: t.val}
 		}
 		if isOp(next, "(") {
 			p.i++

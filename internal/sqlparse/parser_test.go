@@ -413,6 +413,21 @@ func TestTrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	eq(t, "interval", unspanned(e), sqlast.Expr(&sqlast.IntervalExpr{Value: &sqlast.Literal{Kind: sqlast.LitString, Value: "1"}, Unit: "DAY"}))
+	// The unit may be inside a string (INTERVAL '3 hours'), for the
+	// evaluator to read.
+	e, err = ParseExpr("INTERVAL '3 hours'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "interval in a string", unspanned(e), sqlast.Expr(&sqlast.IntervalExpr{Value: &sqlast.Literal{Kind: sqlast.LitString, Value: "3 hours"}}))
+
+	// CURRENT_TIMESTAMP and CURRENT_DATE without parentheses are calls; a
+	// column of that name is quoted or qualified.
+	e, err = ParseExpr("CURRENT_TIMESTAMP + `current_date` + t.current_date + current_date")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "niladic", sqlast.FormatExpr(e), "current_timestamp() + `current_date` + t.`current_date` + current_date()")
 
 	q, err := ParseQuery("SELECT 1;")
 	if err != nil {
@@ -452,6 +467,8 @@ func TestErrors(t *testing.T) {
 		{"CREATE OR REPLACE PIPE p AS COPY INTO t FROM VOLUME v USING CSV", "line 1, column 19: syntax error near 'PIPE': OR REPLACE is supported only for DYNAMIC TABLE and TABLE STREAM"},
 		{"CREATE DYNAMIC TABLE d REFRESH INTERVAL 1 WEEK AS SELECT 1", "line 1, column 43: syntax error near 'WEEK': expected SECOND, MINUTE, HOUR or DAY"},
 		{"SELECT a FROM t WHERE", "line 1, column 22: syntax error at end of input: expected an expression"},
+		{"SELECT now() - INTERVAL 3", "line 1, column 26: syntax error at end of input: expected the unit of the INTERVAL (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND or MICROSECOND)"},
+		{"SELECT ts + INTERVAL (1 + 2) days2 FROM t", "line 1, column 30: syntax error near 'days2': expected the unit of the INTERVAL (YEAR, QUARTER, MONTH, WEEK, DAY, HOUR, MINUTE, SECOND, MILLISECOND or MICROSECOND)"},
 		{"SELECT CASE WHEN a THEN b", "line 1, column 26: syntax error at end of input: expected END to close CASE"},
 		{"SELECT sum(x) OVER (ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "line 1, column 21: syntax error near 'ROWS': expected ')' (a window has PARTITION BY and ORDER BY only; frames are not supported)"},
 		{"INSERT INTO t", "line 1, column 14: syntax error at end of input: expected VALUES (…) or SELECT …"},
