@@ -2,9 +2,19 @@
 # Installs, when missing, everything the local stack needs: the Temporal CLI and
 # versitygw into .bin/ (built from the Go module proxy), and Debian's ClickHouse.
 # Safe to run again: each step checks first.
+#   deploy/local/install.sh [--demo]
+# --demo installs only what ./task demo uses: not the kfake Kafka server nor
+# ZooKeeper with its Java runtime, which only the Kafka and replicated-cluster
+# tests need (./task test installs everything).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
+demo=false
+case ${1:-} in
+  --demo) demo=true ;;
+  "") ;;
+  *) echo "install.sh: unknown argument $1 (known: --demo)" >&2; exit 2 ;;
+esac
 
 mkdir -p "$LAKEPIPE_BIN"
 if [ ! -x "$LAKEPIPE_BIN/temporal" ]; then
@@ -15,7 +25,7 @@ if [ ! -x "$LAKEPIPE_BIN/versitygw" ]; then
   echo "install: versitygw $VERSITYGW_VERSION"
   GOBIN="$LAKEPIPE_BIN" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
-if [ ! -x "$LAKEPIPE_BIN/lakepipe-kafka" ] || [ -n "$(find "$LAKEPIPE_ROOT/deploy/local/kafka" -newer "$LAKEPIPE_BIN/lakepipe-kafka" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) 2>/dev/null)" ]; then
+if ! $demo && { [ ! -x "$LAKEPIPE_BIN/lakepipe-kafka" ] || [ -n "$(find "$LAKEPIPE_ROOT/deploy/local/kafka" -newer "$LAKEPIPE_BIN/lakepipe-kafka" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) 2>/dev/null)" ]; }; then
   echo "install: lakepipe-kafka (kfake)"
   (cd "$LAKEPIPE_ROOT/deploy/local/kafka" && go build -o "$LAKEPIPE_BIN/lakepipe-kafka" .)
 fi
@@ -28,7 +38,7 @@ if ! command -v clickhouse-server >/dev/null 2>&1 || ! command -v clickhouse-cli
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
 fi
 # ZooKeeper (and a Java runtime) for the replicated ClickHouse cluster.
-if [ ! -r /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; then
+if ! $demo && { [ ! -r /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null 2>&1; }; then
   echo "install: zookeeper (Debian package, with a Java runtime)"
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
