@@ -38,6 +38,9 @@
 // the version, in one part; the view hides the markers. Summaries may read
 // such a join too (planAggregate). A dimension table that changed since the
 // state's version fails the INSERT (throwIf) and makes the refresh FULL.
+// The marker row carries the checks itself (its HAVING), so that no
+// refresh takes the version past such a change, or a DELETE, even when no
+// new row comes with it.
 //
 // Refreshes of one table must not overlap (two from the same version
 // would both add the same rows): the refresh workflows run them one at a

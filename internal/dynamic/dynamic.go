@@ -3,6 +3,7 @@ package dynamic
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,20 +39,43 @@ func (e *Refresher) dynamicSpec(ctx context.Context, n sqlast.ObjectName) (strin
 	return schema, name, spec, nil
 }
 
-// sourceTables lists the tables a query reads, qualified.
+// sourceTables lists the tables a query reads, qualified. The name of a
+// WITH query is not a table where it is in scope (in the query's body and
+// the WITH queries after it); the tables the WITH query reads are listed.
 func (e *Refresher) sourceTables(q *sqlast.Query) []string {
 	seen := map[string]bool{}
 	var out []string
-	sqlast.Inspect(q, func(n any) bool {
-		if t, ok := n.(*sqlast.TableName); ok {
-			schema, name, err := e.Qualify(t.Name)
-			if err == nil && !seen[core.Display(schema, name)] {
-				seen[core.Display(schema, name)] = true
-				out = append(out, core.Display(schema, name))
+	var visit func(node any, ctes map[string]bool)
+	visit = func(node any, ctes map[string]bool) {
+		sqlast.Inspect(node, func(n any) bool {
+			switch n := n.(type) {
+			case *sqlast.Query:
+				if len(n.With) == 0 {
+					return true
+				}
+				inner := maps.Clone(ctes)
+				for _, c := range n.With {
+					visit(c.Query, inner)
+					inner[c.Name] = true
+				}
+				rest := *n
+				rest.With = nil
+				visit(&rest, inner)
+				return false
+			case *sqlast.TableName:
+				if len(n.Name.Parts) == 1 && ctes[n.Name.Parts[0]] {
+					return true
+				}
+				schema, name, err := e.Qualify(n.Name)
+				if err == nil && !seen[core.Display(schema, name)] {
+					seen[core.Display(schema, name)] = true
+					out = append(out, core.Display(schema, name))
+				}
 			}
-		}
-		return true
-	})
+			return true
+		})
+	}
+	visit(q, map[string]bool{})
 	sort.Strings(out)
 	return out
 }

@@ -90,12 +90,7 @@ func (p *incPlan) stateSelect(cond func(incSource) string, upto uint64, checks [
 		cols = append(cols, "countState("+arg+") AS "+chsql.QuoteIdent(fmt.Sprintf("n%d", j)))
 	}
 	cols = append(cols, "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto")
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM "
-	if p.from != "" {
-		q += p.render(p.from, cond)
-	} else {
-		q += chsql.Table(p.sources[0].schema, p.sources[0].table) + " PREWHERE " + cond(p.sources[0])
-	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + p.render(p.from, cond)
 	where := checks
 	if p.where != "" {
 		where = append([]string{"(" + p.where + ")"}, checks...)
@@ -129,13 +124,12 @@ func (p *incPlan) viewSelect(state string) string {
 		}
 		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0"
 	}
-	cols := make([]string, 0, len(p.order))
-	for _, o := range p.order {
+	cols := make([]string, len(p.order))
+	for i, o := range p.order {
 		if o >= 0 {
-			cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("k%d", o))+" AS "+chsql.QuoteIdent(p.keyNames[o]))
+			cols[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", o)) + " AS " + chsql.QuoteIdent(p.names[i])
 		} else {
-			a := p.aggs[-o-1]
-			cols = append(cols, p.merged(-o-1)+" AS "+chsql.QuoteIdent(a.alias))
+			cols[i] = p.merged(-o-1) + " AS " + chsql.QuoteIdent(p.names[i])
 		}
 	}
 	groups := make([]string, len(p.keys))
@@ -230,9 +224,28 @@ func (p *incPlan) deltaSQL(schema, name string, hi uint64, checks []string) (str
 	if len(checks) > 0 {
 		q += " WHERE " + strings.Join(checks, " AND ")
 	}
-	// The marker row: the version, even when no row came.
-	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0"
+	// The marker row: the version, even when no row came. It is written
+	// only if the checks hold, with those of the changing tables' commits:
+	// they are its HAVING, over the one row any() gives. The WHERE above
+	// fails the statement only while some row reaches it on releases that
+	// do not fold throwIf of a constant at analysis (18.16 folds it; those
+	// with short-circuit evaluation do not), and a marker must never take
+	// the version past a change only a FULL refresh can take.
+	guard := append(p.sourceChecks(state, hi), checks...)
+	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0 HAVING " + strings.Join(guard, " AND ")
 	return q, nil
+}
+
+// sourceChecks are conditions failing (throwIf) a refresh after which a
+// changing table had rows deleted or updated, as newCommits does for the
+// rows it reads.
+func (p *incPlan) sourceChecks(state string, hi uint64) []string {
+	var out []string
+	for _, s := range p.sources {
+		out = append(out, fmt.Sprintf("throwIf((SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %s AND version <= %d AND kind != %s) != 0) = 0",
+			chsql.QuoteString(s.schema), chsql.QuoteString(s.table), p.stateVersion(state), hi, chsql.QuoteString(changes.CommitInsert)))
+	}
+	return out
 }
 
 // incrementalFull rebuilds a summary's state from the rows of commits up

@@ -2,7 +2,6 @@ package dynamic
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +19,8 @@ import (
 
 // incAgg is one aggregate of an incremental summary.
 type incAgg struct {
-	fn    string // ClickHouse aggregate: count, sum, min, max, avg, uniqExact
-	arg   string // translated argument; "" for COUNT(*)
-	alias string
+	fn  string // ClickHouse aggregate: count, sum, min, max, avg, uniqExact
+	arg string // translated argument; "" for COUNT(*)
 }
 
 // incPlan is a dynamic table's query reduced to what incremental refresh
@@ -34,12 +32,12 @@ type incPlan struct {
 	in      string      // " IN " or, in cluster mode, " GLOBAL IN "
 
 	// Aggregate plans (GROUP BY).
-	from     string   // translated FROM with deltaToken(0) for the changing table's rows; "" for a plain table
-	where    string   // translated, "" for none
-	keys     []string // translated group keys
-	keyNames []string // their column names in the dynamic table
-	aggs     []incAgg
-	order    []int // per select item: key index, or -(agg index)-1
+	from  string   // translated FROM, deltaToken(0) where the changing table's rows are picked
+	where string   // translated, "" for none
+	keys  []string // translated group keys
+	aggs  []incAgg
+	order []int    // per select item: key index, or -(agg index)-1
+	names []string // per select item: its column in the dynamic table
 
 	// Append plans (rows of the query appended as their source rows come).
 	appendRows bool
@@ -184,9 +182,17 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 		return nil, why
 	}
 	var err error
-	if len(p.dims) > 0 {
-		// A plain table is read with PREWHERE directly (stateSelect); a
-		// join reads the changing table's rows through a subquery.
+	if t, ok := sel.From[0].(*sqlast.TableName); ok {
+		// A plain table is read with PREWHERE directly, under the name
+		// the query gives it (its alias), so that s.col still names it.
+		src := p.sources[0]
+		p.from = chsql.Table(src.schema, src.table)
+		if t.Alias != "" {
+			p.from += " AS " + chsql.QuoteIdent(t.Alias)
+		}
+		p.from += " PREWHERE " + deltaToken(0)
+	} else {
+		// A join reads the changing table's rows through a subquery.
 		e.deltaTables(sess, p)
 		if p.from, err = sess.Tr.From(sel.From); err != nil {
 			return nil, err.Error()
@@ -210,29 +216,27 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 			return nil, err.Error()
 		}
 		p.keys = append(p.keys, k)
-		p.keyNames = append(p.keyNames, "")
 	}
+	selected := make([]bool, len(p.keys))
 	for _, it := range sel.Items {
 		if it.Star {
 			return nil, "it selects *"
 		}
 		if c, ok := it.Expr.(*sqlast.ColumnRef); ok {
 			k, _ := sess.Tr.Expr(c)
-			idx := -1
-			for i, key := range p.keys {
-				if key == k {
-					idx = i
-				}
-			}
+			idx := slices.Index(p.keys, k)
 			if idx < 0 {
 				return nil, "it selects a column that is not grouped"
 			}
+			// A key may be selected more than once, each time under
+			// its own name.
 			name := it.Alias
 			if name == "" {
 				name = c.Parts[len(c.Parts)-1]
 			}
-			p.keyNames[idx] = name
+			selected[idx] = true
 			p.order = append(p.order, idx)
+			p.names = append(p.names, name)
 			continue
 		}
 		f, ok := it.Expr.(*sqlast.FuncCall)
@@ -242,7 +246,7 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 		if it.Alias == "" {
 			return nil, "an aggregate has no name (write AS name to refresh incrementally)"
 		}
-		a := incAgg{alias: it.Alias}
+		var a incAgg
 		switch {
 		case f.Name == "count" && f.Star:
 			a.fn = "count"
@@ -260,12 +264,10 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 		}
 		p.aggs = append(p.aggs, a)
 		p.order = append(p.order, -len(p.aggs))
+		p.names = append(p.names, it.Alias)
 	}
-	for i, n := range p.keyNames {
-		if n == "" {
-			p.keyNames[i] = fmt.Sprintf("__lp_key%d", i)
-			return nil, "a GROUP BY column is not selected"
-		}
+	if slices.Contains(selected, false) {
+		return nil, "a GROUP BY column is not selected"
 	}
 	return p, ""
 }
