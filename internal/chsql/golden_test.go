@@ -2,25 +2,23 @@ package chsql
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lakepipe/lakepipe/internal/golden"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// update rewrites the golden file instead of comparing with it:
+// With -update (package golden) the test rewrites the golden file instead
+// of comparing with it:
 //
 //	go test ./internal/chsql -run Golden -update
 //
 // Review the diff it makes: the file is a list of claims about what correct
 // ClickHouse SQL is, and a wrong line enshrined there hides a bug.
-var update = flag.Bool("update", false, "rewrite testdata/translate.golden from the current translations")
 
 const goldenPath = "testdata/translate.golden"
 
@@ -364,38 +362,6 @@ func TestTranslateGolden(t *testing.T) {
 			t.Fatalf("knownWrong lists %s, which is not a case", name)
 		}
 	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenPath, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/chsql -run Golden -update to create it)", err)
-	}
-	if string(want) == b.String() {
-		return
-	}
-	// Name the cases that differ, then fail for the file as a whole (a
-	// header or order change differs without any case differing).
-	wantCases := parseGolden(string(want))
-	for _, c := range goldenCases {
-		w, ok := wantCases[c.name]
-		switch {
-		case !ok:
-			t.Errorf("%s: not in %s", c.name, goldenPath)
-		case w != got[c.name]:
-			t.Errorf("%s: %s\n got: %s\nwant: %s", c.name, c.sql, got[c.name], w)
-		}
-	}
-	for name := range wantCases {
-		if _, ok := got[name]; !ok {
-			t.Errorf("%s: in %s but no longer a case", name, goldenPath)
-		}
-	}
-	t.Errorf("%s differs from the current translations; if the change is intended, run go test ./internal/chsql -run Golden -update and review the diff", goldenPath)
+	golden.Check(t, golden.File{Path: goldenPath, Text: b.String(), Got: got, Parse: parseGolden,
+		Update: "go test ./internal/chsql -run Golden -update"})
 }

@@ -2,15 +2,14 @@ package dynamic
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/golden"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -22,13 +21,13 @@ import (
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// update rewrites the golden files instead of comparing with them:
+// With -update (package golden) the test rewrites the golden files instead
+// of comparing with them:
 //
 //	go test ./internal/dynamic -run Golden -update
 //
 // Review the diff it makes: the files are claims about what a refresh
 // sends ClickHouse, and a wrong statement enshrined there hides a bug.
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current plans")
 
 // The fixed values the rendered SQL depends on.
 const (
@@ -392,41 +391,14 @@ func TestPlanGolden(t *testing.T) {
 	for _, file := range order {
 		path := filepath.Join("testdata", file+".golden")
 		text := files[file].String()
-		if *update {
-			if err := os.MkdirAll("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test ./internal/dynamic -run Golden -update to create it)", err)
-		}
-		if string(want) == text {
-			continue
-		}
-		wantCases := parsePlanGolden(string(want))
+		fileGot := map[string]string{}
 		for _, c := range planCases {
-			if !strings.HasPrefix(c.name, file+"/") {
-				continue
-			}
-			w, ok := wantCases[c.name]
-			switch {
-			case !ok:
-				t.Errorf("%s: not in %s", c.name, path)
-			case w != got[c.name]:
-				t.Errorf("%s: %s\n got:\n%s\nwant:\n%s", c.name, c.sql, got[c.name], w)
+			if strings.HasPrefix(c.name, file+"/") {
+				fileGot[c.name] = got[c.name]
 			}
 		}
-		for name := range wantCases {
-			if _, ok := got[name]; !ok {
-				t.Errorf("%s: in %s but no longer a case", name, path)
-			}
-		}
-		t.Errorf("%s differs from the current plans; if the change is intended, run go test ./internal/dynamic -run Golden -update and review the diff", path)
+		golden.Check(t, golden.File{Path: path, Text: text, Got: fileGot, Parse: parsePlanGolden,
+			Update: "go test ./internal/dynamic -run Golden -update"})
 	}
 	// A golden file of no case is left over from cases since removed.
 	stale, _ := filepath.Glob(filepath.Join("testdata", "*.golden"))
