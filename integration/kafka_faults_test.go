@@ -115,8 +115,17 @@ func TestKafkaPipeFaults(t *testing.T) {
 		if k%2 == 0 {
 			// Even kills land inside a batch: rows may be inserted and
 			// the offsets not yet recorded.
+			// A pipe that has caught up with what the producer let out
+			// (it waits for this kill) runs no batch: then the kill lands
+			// at a random moment instead. Exactness is checked either way.
 			aim = "inside a batch"
-			pipeWait(t, time.Minute, fmt.Sprintf("kill %d: a batch runs", k), inBatch)
+			deadline := time.Now().Add(20 * time.Second)
+			for !inBatch() && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if !inBatch() {
+				aim = "at a random moment (no batch ran in 20 s: the pipe had caught up)"
+			}
 			time.Sleep(time.Duration(rng.Intn(150)) * time.Millisecond)
 		} else {
 			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
