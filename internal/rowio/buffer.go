@@ -1,6 +1,7 @@
 package rowio
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -124,3 +125,18 @@ func (c *ChunkBuf) makeRoom() {
 // fail is the error to report once the input is exhausted: nil at a clean
 // EOF.
 func (c *ChunkBuf) fail() error { return c.Err }
+
+// SkipLine consumes input up to and including the next newline, reporting
+// whether one was found.
+func (c *ChunkBuf) SkipLine() bool {
+	for {
+		if j := bytes.IndexByte(c.Buf[c.Pos:c.End], '\n'); j >= 0 {
+			c.Pos += j + 1
+			return true
+		}
+		c.Pos = c.End
+		if !c.Fill() {
+			return false
+		}
+	}
+}

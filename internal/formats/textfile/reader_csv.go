@@ -223,18 +223,11 @@ func (r *csvReader) skipBlank() bool {
 // skipLine consumes input up to and including the next newline, reporting
 // whether one was found.
 func (r *csvReader) skipLine() bool {
-	in := r.in
-	for {
-		if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
-			in.Pos += j + 1
-			r.line++
-			return true
-		}
-		in.Pos = in.End
-		if !in.Fill() {
-			return false
-		}
+	if !r.in.SkipLine() {
+		return false
 	}
+	r.line++
+	return true
 }
 
 func (r *csvReader) Columns() []rowio.Column { return r.cols }

@@ -186,18 +186,11 @@ func (r *jsonReader) start() error {
 }
 
 func (r *jsonReader) skipLine() bool {
-	in := r.in
-	for {
-		if j := bytes.IndexByte(in.Buf[in.Pos:in.End], '\n'); j >= 0 {
-			in.Pos += j + 1
-			r.line++
-			return true
-		}
-		in.Pos = in.End
-		if !in.Fill() {
-			return false
-		}
+	if !r.in.SkipLine() {
+		return false
 	}
+	r.line++
+	return true
 }
 
 func (r *jsonReader) Next() (*rowio.Batch, error) {
