@@ -63,7 +63,7 @@ func targetOf(t sqlast.TypeName) (target, error) {
 }
 
 // cast converts v to t. A NULL (or JSON null) stays NULL.
-func (st *state) cast(v value, t target) (value, error) {
+func (st *Ctx) cast(v value, t target) (value, error) {
 	if v.k == kNull {
 		return v, nil
 	}
@@ -94,7 +94,7 @@ func (st *state) cast(v value, t target) (value, error) {
 // errCast is a cast that has nothing more to say than that it failed.
 var errCast = errors.New("cannot cast")
 
-func (st *state) castScalar(v value, t target) (value, error) {
+func (st *Ctx) castScalar(v value, t target) (value, error) {
 	switch t.k {
 	case kInt:
 		i, err := castInt(v)
@@ -288,31 +288,31 @@ func truncDay(t time.Time) time.Time {
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-func (st *state) castDecimal(v value, p, s int) (value, error) {
+func (st *Ctx) castDecimal(v value, p, s int) (value, error) {
 	var b []byte
 	switch v.k {
 	case kInt:
-		start := len(st.scratch)
-		st.scratch = strconv.AppendInt(st.scratch, v.i, 10)
+		start := len(st.Scratch)
+		st.Scratch = strconv.AppendInt(st.Scratch, v.i, 10)
 		b = st.carve(start)
 	case kFloat:
 		if math.IsNaN(v.f) || math.IsInf(v.f, 0) {
 			return value{}, errCast
 		}
-		start := len(st.scratch)
-		st.scratch = strconv.AppendFloat(st.scratch, v.f, 'f', -1, 64)
+		start := len(st.Scratch)
+		st.Scratch = strconv.AppendFloat(st.Scratch, v.f, 'f', -1, 64)
 		b = st.carve(start)
 	case kDecimal, kString:
 		b = trimBlank(v.s)
 	default:
 		return value{}, errCast
 	}
-	start := len(st.scratch)
-	out, err := appendRoundDecimal(st.scratch, b, s, p-s)
+	start := len(st.Scratch)
+	out, err := appendRoundDecimal(st.Scratch, b, s, p-s)
 	if err != nil {
 		return value{}, err
 	}
-	st.scratch = out
+	st.Scratch = out
 	return decV(st.carve(start)), nil
 }
 
@@ -411,7 +411,7 @@ func smallExponent(t []byte) bool {
 	return true
 }
 
-func (st *state) castJSON(v value) (value, error) {
+func (st *Ctx) castJSON(v value) (value, error) {
 	switch v.k {
 	case kJSON:
 		return v, nil
@@ -428,12 +428,12 @@ func (st *state) castJSON(v value) (value, error) {
 		if v.k == kFloat && (math.IsNaN(v.f) || math.IsInf(v.f, 0)) {
 			return value{}, fmt.Errorf("cannot cast %s to JSON", describe(v))
 		}
-		start := len(st.scratch)
-		st.scratch = appendScalar(st.scratch, v)
+		start := len(st.Scratch)
+		st.Scratch = appendScalar(st.Scratch, v)
 		return jsonV(st.carve(start)), nil
 	}
-	start := len(st.scratch)
-	st.scratch = appendJSONString(st.scratch, appendScalar(nil, v))
+	start := len(st.Scratch)
+	st.Scratch = appendJSONString(st.Scratch, appendScalar(nil, v))
 	return jsonV(st.carve(start)), nil
 }
 

@@ -404,8 +404,8 @@ func (n *concatNode) eval(st *state) (value, error) {
 	if xn || yn {
 		return value{}, nil
 	}
-	start := len(st.scratch)
-	st.scratch = append(append(st.scratch, x...), y...)
+	start := len(st.Scratch)
+	st.Scratch = append(append(st.Scratch, x...), y...)
 	return strV(st.carve(start)), nil
 }
 
@@ -542,15 +542,15 @@ func (n *likeNode) eval(st *state) (value, error) {
 			return value{}, nil
 		}
 		if n.fold {
-			start := len(st.scratch)
-			st.scratch = appendLower(st.scratch, p)
+			start := len(st.Scratch)
+			st.Scratch = appendLower(st.Scratch, p)
 			p = st.carve(start)
 		}
 		toks = compileLike(p)
 	}
 	if n.fold {
-		start := len(st.scratch)
-		st.scratch = appendLower(st.scratch, s)
+		start := len(st.Scratch)
+		st.Scratch = appendLower(st.Scratch, s)
 		s = st.carve(start)
 	}
 	return boolV(likeMatch(toks, s) != n.not), nil
@@ -944,7 +944,7 @@ func (n *callNode) eval(st *state) (value, error) {
 		}
 		st.stack = append(st.stack, v)
 	}
-	v, err := n.fn(st, st.stack[base:])
+	v, err := n.fn(&st.Ctx, st.stack[base:])
 	st.stack = st.stack[:base]
 	if err != nil {
 		return value{}, fmt.Errorf("%s: %w", n.name, err)

@@ -19,7 +19,7 @@ import (
 )
 
 // fnImpl computes a function from its evaluated arguments.
-type fnImpl func(st *state, args []value) (value, error)
+type fnImpl func(st *Ctx, args []value) (value, error)
 
 // funcDef describes a scalar function.
 type funcDef struct {
@@ -44,7 +44,7 @@ func init() {
 		return &funcDef{min: min, max: max, kind: kUnknown, impl: impl}
 	}
 	part := func(get func(t time.Time) int) *funcDef {
-		return &funcDef{min: 1, max: 1, kind: kInt, impl: func(st *state, a []value) (value, error) {
+		return &funcDef{min: 1, max: 1, kind: kInt, impl: func(st *Ctx, a []value) (value, error) {
 			t, err := st.cast(a[0], timestampTarget)
 			if err != nil || t.k == kNull {
 				return t, err
@@ -146,7 +146,7 @@ var aggregates = map[string]bool{
 // ---- argument helpers ----
 
 // intArg converts an argument to BIGINT.
-func (st *state) intArg(v value, what string) (int64, error) {
+func (st *Ctx) intArg(v value, what string) (int64, error) {
 	n, err := st.cast(v, bigintTarget)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
@@ -154,21 +154,21 @@ func (st *state) intArg(v value, what string) (int64, error) {
 	return n.i, nil
 }
 
-func (st *state) strResult(start int) (value, error) { return strV(st.carve(start)), nil }
+func (st *Ctx) strResult(start int) (value, error) { return strV(st.carve(start)), nil }
 
 // ---- text ----
 
-func fnLower(st *state, a []value) (value, error) {
+func fnLower(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
-	start := len(st.scratch)
-	st.scratch = appendLower(st.scratch, s)
+	start := len(st.Scratch)
+	st.Scratch = appendLower(st.Scratch, s)
 	return st.strResult(start)
 }
 
-func fnUpper(st *state, a []value) (value, error) {
+func fnUpper(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
-	start := len(st.scratch)
-	st.scratch = appendCase(st.scratch, s, true)
+	start := len(st.Scratch)
+	st.Scratch = appendCase(st.Scratch, s, true)
 	return st.strResult(start)
 }
 
@@ -207,7 +207,7 @@ func appendCase(dst, s []byte, upper bool) []byte {
 // trimFn trims white space, or with a second argument any of its
 // characters (Snowflake's TRIM(s, chars)).
 func trimFn(left, right bool) fnImpl {
-	return func(st *state, a []value) (value, error) {
+	return func(st *Ctx, a []value) (value, error) {
 		s, _ := st.text(a[0])
 		if len(a) == 1 {
 			if left {
@@ -229,14 +229,14 @@ func trimFn(left, right bool) fnImpl {
 	}
 }
 
-func fnLength(st *state, a []value) (value, error) {
+func fnLength(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
 	return intV(int64(utf8.RuneCount(s))), nil
 }
 
 // fnSubstr is Spark's substr(s, pos[, len]): pos counts characters from 1,
 // 0 acts as 1, a negative pos counts from the end; a negative len gives "".
-func fnSubstr(st *state, a []value) (value, error) {
+func fnSubstr(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
 	pos, err := st.intArg(a[1], "position")
 	if err != nil {
@@ -287,7 +287,7 @@ func runeOffset(s []byte, n int64) int {
 	return i
 }
 
-func fnConcat(st *state, a []value) (value, error) {
+func fnConcat(st *Ctx, a []value) (value, error) {
 	texts := make([][]byte, 0, 8)
 	for _, v := range a {
 		s, null := st.text(v)
@@ -296,16 +296,16 @@ func fnConcat(st *state, a []value) (value, error) {
 		}
 		texts = append(texts, s)
 	}
-	start := len(st.scratch)
+	start := len(st.Scratch)
 	for _, s := range texts {
-		st.scratch = append(st.scratch, s...)
+		st.Scratch = append(st.Scratch, s...)
 	}
 	return st.strResult(start)
 }
 
 // fnConcatWS joins the arguments that are not NULL with the separator; a
 // NULL separator gives NULL.
-func fnConcatWS(st *state, a []value) (value, error) {
+func fnConcatWS(st *Ctx, a []value) (value, error) {
 	sep, null := st.text(a[0])
 	if null {
 		return value{}, nil
@@ -316,17 +316,17 @@ func fnConcatWS(st *state, a []value) (value, error) {
 			texts = append(texts, s)
 		}
 	}
-	start := len(st.scratch)
+	start := len(st.Scratch)
 	for i, s := range texts {
 		if i > 0 {
-			st.scratch = append(st.scratch, sep...)
+			st.Scratch = append(st.Scratch, sep...)
 		}
-		st.scratch = append(st.scratch, s...)
+		st.Scratch = append(st.Scratch, s...)
 	}
 	return st.strResult(start)
 }
 
-func fnReplace(st *state, a []value) (value, error) {
+func fnReplace(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
 	from, _ := st.text(a[1])
 	var to []byte
@@ -336,23 +336,23 @@ func fnReplace(st *state, a []value) (value, error) {
 	if len(from) == 0 || bytes.Index(s, from) < 0 {
 		return strV(s), nil
 	}
-	start := len(st.scratch)
+	start := len(st.Scratch)
 	for {
 		i := bytes.Index(s, from)
 		if i < 0 {
 			break
 		}
-		st.scratch = append(append(st.scratch, s[:i]...), to...)
+		st.Scratch = append(append(st.Scratch, s[:i]...), to...)
 		s = s[i+len(from):]
 	}
-	st.scratch = append(st.scratch, s...)
+	st.Scratch = append(st.Scratch, s...)
 	return st.strResult(start)
 }
 
 // fnSplitPart is split_part(s, delimiter, n): the n-th part counting from 1
 // (negative n counts from the end, 0 acts as 1, as in Snowflake); "" when
 // there is no such part. An empty delimiter does not split.
-func fnSplitPart(st *state, a []value) (value, error) {
+func fnSplitPart(st *Ctx, a []value) (value, error) {
 	s, _ := st.text(a[0])
 	d, _ := st.text(a[1])
 	n, err := st.intArg(a[2], "part number")
@@ -587,7 +587,7 @@ func buildIf(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 }
 
 // fnNullIf is NULLIF(a, b): NULL when a = b, else a.
-func fnNullIf(st *state, a []value) (value, error) {
+func fnNullIf(st *Ctx, a []value) (value, error) {
 	if a[0].k == kNull || a[1].k == kNull {
 		return a[0], nil
 	}
@@ -603,7 +603,7 @@ func fnNullIf(st *state, a []value) (value, error) {
 
 // ---- numbers ----
 
-func fnAbs(st *state, a []value) (value, error) {
+func fnAbs(st *Ctx, a []value) (value, error) {
 	v, err := st.number(a[0])
 	if err != nil {
 		return value{}, err
@@ -627,7 +627,7 @@ func fnAbs(st *state, a []value) (value, error) {
 // fnRound is round(x[, d]): half away from zero at d fraction digits
 // (negative d rounds to tens, hundreds, …). Floats are rounded on their
 // shortest decimal text, as Spark does: round(1.005, 2) = 1.01.
-func fnRound(st *state, a []value) (value, error) {
+func fnRound(st *Ctx, a []value) (value, error) {
 	v, err := st.number(a[0])
 	if err != nil || v.k == kNull {
 		return value{}, err
@@ -705,7 +705,7 @@ func roundInt(x, d int64) (value, error) {
 
 // floorCeil gives BIGINT (DECIMAL beyond its range) as Spark does.
 func floorCeil(floor bool) fnImpl {
-	return func(st *state, a []value) (value, error) {
+	return func(st *Ctx, a []value) (value, error) {
 		v, err := st.number(a[0])
 		if err != nil || v.k == kNull {
 			return value{}, err
@@ -824,7 +824,7 @@ func (n *toTimeNode) eval(st *state) (value, error) {
 }
 
 // parseLayout parses v's text with a Go layout, in UTC.
-func (st *state) parseLayout(v value, layout string) (time.Time, error) {
+func (st *Ctx) parseLayout(v value, layout string) (time.Time, error) {
 	if v.k == kTime || v.k == kDate {
 		return v.t, nil
 	}
@@ -867,8 +867,8 @@ func (n *fromUnixtimeNode) eval(st *state) (value, error) {
 	if err != nil || !ok {
 		return value{}, wrapFn("from_unixtime", err)
 	}
-	start := len(st.scratch)
-	st.scratch = time.Unix(sec, 0).UTC().AppendFormat(st.scratch, layout)
+	start := len(st.Scratch)
+	st.Scratch = time.Unix(sec, 0).UTC().AppendFormat(st.Scratch, layout)
 	return st.strResult(start)
 }
 
@@ -948,8 +948,8 @@ func (n *dateFormatNode) eval(st *state) (value, error) {
 	if err != nil || !ok {
 		return value{}, wrapFn("date_format", err)
 	}
-	start := len(st.scratch)
-	st.scratch = t.t.UTC().AppendFormat(st.scratch, layout)
+	start := len(st.Scratch)
+	st.Scratch = t.t.UTC().AppendFormat(st.Scratch, layout)
 	return st.strResult(start)
 }
 

@@ -254,16 +254,14 @@ func (p *Program) putState(st *state) {
 // into scratch or into memoized JSON; all of it is valid until the next
 // begin.
 type state struct {
-	p       *Program
-	r       *Record
-	gen     uint64 // record generation, for memo
-	memo    []memo
-	scratch []byte  // bytes of intermediate values of this record
+	p    *Program
+	r    *Record
+	gen  uint64 // record generation, for memo
+	memo []memo
+	Ctx
 	tmp     []byte  // short-lived: JSON keys being compared
 	stack   []value // function arguments
 	outs    []value
-	now     time.Time
-	haveNow bool
 	keyRaw  []byte // validated JSON of the key and value ('json' formats)
 	valRaw  []byte
 	headers []byte // JSON of the headers, built on first use
@@ -316,9 +314,8 @@ func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
 func (st *state) begin(r *Record) error {
 	st.r = r
 	st.gen++
-	st.scratch = st.scratch[:0]
+	st.Ctx.reset()
 	st.stack = st.stack[:0]
-	st.haveNow = false
 	st.keyRaw, st.valRaw = nil, nil
 	if st.p.keyJSON && len(r.Key) > 0 {
 		raw, err := validJSON(r.Key)
@@ -337,22 +334,6 @@ func (st *state) begin(r *Record) error {
 		st.memo[st.p.valSlot].set(st.gen, raw, nil)
 	}
 	return nil
-}
-
-// carve returns the scratch bytes appended since start, capped so that a
-// later append cannot overwrite them.
-func (st *state) carve(start int) []byte {
-	n := len(st.scratch)
-	return st.scratch[start:n:n]
-}
-
-// nowTime is current_timestamp(): fixed for the whole record.
-func (st *state) nowTime() time.Time {
-	if !st.haveNow {
-		st.now = time.Now().UTC()
-		st.haveNow = true
-	}
-	return st.now
 }
 
 // arena hands out output cells carved from large chunks. Chunks are never

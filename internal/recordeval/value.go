@@ -113,9 +113,40 @@ func appendScalar(dst []byte, v value) []byte {
 	return dst
 }
 
+// Ctx is what evaluating one record lends to value operations: the
+// scratch bytes its intermediate values are carved from, and the record's
+// now(), fixed for the whole record.
+type Ctx struct {
+	Scratch []byte
+	now     time.Time
+	haveNow bool
+}
+
+// reset forgets the previous record's scratch and now.
+func (c *Ctx) reset() {
+	c.Scratch = c.Scratch[:0]
+	c.haveNow = false
+}
+
+// carve returns the scratch bytes appended since start, capped so that a
+// later append cannot overwrite them.
+func (c *Ctx) carve(start int) []byte {
+	n := len(c.Scratch)
+	return c.Scratch[start:n:n]
+}
+
+// nowTime is current_timestamp(): fixed for the whole record.
+func (c *Ctx) nowTime() time.Time {
+	if !c.haveNow {
+		c.now = time.Now().UTC()
+		c.haveNow = true
+	}
+	return c.now
+}
+
 // text renders v as the text a cast to STRING gives; null reports NULL
 // (including JSON null). The bytes may be v's own.
-func (st *state) text(v value) (b []byte, null bool) {
+func (st *Ctx) text(v value) (b []byte, null bool) {
 	switch v.k {
 	case kNull:
 		return nil, true
@@ -129,23 +160,23 @@ func (st *state) text(v value) (b []byte, null bool) {
 			if c, ok := stringContent(v.s); ok {
 				return c, false
 			}
-			start := len(st.scratch)
-			st.scratch = appendUnquoted(st.scratch, v.s)
+			start := len(st.Scratch)
+			st.Scratch = appendUnquoted(st.Scratch, v.s)
 			return st.carve(start), false
 		case '{', '[':
-			return compactJSON(v.s, &st.scratch), false
+			return compactJSON(v.s, &st.Scratch), false
 		}
 		return v.s, false
 	}
-	start := len(st.scratch)
-	st.scratch = appendScalar(st.scratch, v)
+	start := len(st.Scratch)
+	st.Scratch = appendScalar(st.Scratch, v)
 	return st.carve(start), false
 }
 
 // scalar turns a JSON value into the scalar it stands for: a string's text,
 // a number, a boolean, NULL, or an object's or array's compact text. Other
 // values are returned as they are.
-func (st *state) scalar(v value) value {
+func (st *Ctx) scalar(v value) value {
 	if v.k != kJSON {
 		return v
 	}
@@ -238,7 +269,7 @@ func trimBlank(b []byte) []byte {
 
 // number converts v to BIGINT, DOUBLE or DECIMAL for arithmetic; v is not
 // NULL.
-func (st *state) number(v value) (value, error) {
+func (st *Ctx) number(v value) (value, error) {
 	v = st.scalar(v)
 	switch v.k {
 	case kInt, kFloat, kDecimal, kNull:
@@ -303,7 +334,7 @@ func (t tri) value() value {
 
 // truth reads v as a condition: BOOLEAN, NULL, a number (true when not 0),
 // or text spelling a boolean.
-func (st *state) truth(v value) (tri, error) {
+func (st *Ctx) truth(v value) (tri, error) {
 	v = st.scalar(v)
 	switch v.k {
 	case kNull:
@@ -349,7 +380,7 @@ func parseBool(b []byte) (bool, bool) {
 // compare orders two non-NULL values: numbers numerically, text bytewise,
 // booleans false < true, times and dates in time. Text compared with a
 // number, a time or a boolean is converted to that type first.
-func (st *state) compare(a, b value) (int, error) {
+func (st *Ctx) compare(a, b value) (int, error) {
 	a, b = st.scalar(a), st.scalar(b)
 	if a.k == kNull || b.k == kNull {
 		return 0, errors.New("internal error: comparing NULL")
@@ -379,7 +410,7 @@ func (st *state) compare(a, b value) (int, error) {
 }
 
 // coerceText converts text to the kind k it is compared with.
-func (st *state) coerceText(s value, k kind) (value, error) {
+func (st *Ctx) coerceText(s value, k kind) (value, error) {
 	switch k {
 	case kInt, kFloat, kDecimal:
 		n, err := parseNumber(s.s)
