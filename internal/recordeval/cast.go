@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -335,10 +337,10 @@ func appendRoundDecimal(dst, b []byte, scale, maxInt int) ([]byte, error) {
 	}
 	plain := len(intPart)+len(frac) > 0
 	for _, c := range intPart {
-		plain = plain && isDigit(c)
+		plain = plain && rawjson.IsDigit(c)
 	}
 	for _, c := range frac {
-		plain = plain && isDigit(c)
+		plain = plain && rawjson.IsDigit(c)
 	}
 	if !plain { // exponent or junk: let shopspring read it
 		if !smallExponent(t) {
@@ -416,7 +418,7 @@ func (st *Ctx) castJSON(v value) (value, error) {
 	case kJSON:
 		return v, nil
 	case kString:
-		raw, err := validJSON(v.s)
+		raw, err := rawjson.Valid(v.s)
 		if err != nil {
 			return value{}, fmt.Errorf("%s is not valid JSON: %w", describe(v), err)
 		}
@@ -433,7 +435,7 @@ func (st *Ctx) castJSON(v value) (value, error) {
 		return jsonV(st.carve(start)), nil
 	}
 	start := len(st.Scratch)
-	st.Scratch = appendJSONString(st.Scratch, appendScalar(nil, v))
+	st.Scratch = rawjson.AppendQuoted(st.Scratch, appendScalar(nil, v))
 	return jsonV(st.carve(start)), nil
 }
 
@@ -446,7 +448,7 @@ func parseTimestamp(b []byte) (time.Time, error) {
 	if t, ok := parseISO(b); ok {
 		return t, nil
 	}
-	if len(b) > 0 && (isDigit(b[0]) || b[0] == '-' || b[0] == '+' || b[0] == '.') {
+	if len(b) > 0 && (rawjson.IsDigit(b[0]) || b[0] == '-' || b[0] == '+' || b[0] == '.') {
 		if i, err := parseInt(b); err == nil {
 			return epochTime(i), nil
 		}
@@ -496,9 +498,9 @@ func parseISO(b []byte) (time.Time, bool) {
 				return time.Time{}, false
 			}
 			rest = rest[3:]
-			if len(rest) >= 2 && (rest[0] == '.' || rest[0] == ',') && isDigit(rest[1]) {
+			if len(rest) >= 2 && (rest[0] == '.' || rest[0] == ',') && rawjson.IsDigit(rest[1]) {
 				k, scale := 1, 100000000
-				for ; k < len(rest) && isDigit(rest[k]); k++ {
+				for ; k < len(rest) && rawjson.IsDigit(rest[k]); k++ {
 					ns += int(rest[k]-'0') * scale
 					scale /= 10
 				}
@@ -547,7 +549,7 @@ func parseISO(b []byte) (time.Time, bool) {
 func digits(b []byte) (int, bool) {
 	n := 0
 	for _, c := range b {
-		if !isDigit(c) {
+		if !rawjson.IsDigit(c) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')

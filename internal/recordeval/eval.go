@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+
 	"github.com/shopspring/decimal"
 )
 
@@ -77,12 +79,12 @@ func (st *state) headerJSON() []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, sbytes(h.Key))
+		b = rawjson.AppendQuoted(b, sbytes(h.Key))
 		b = append(b, ':')
 		if h.Value == nil {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSONString(b, h.Value)
+			b = rawjson.AppendQuoted(b, h.Value)
 		}
 	}
 	b = append(b, '}')
@@ -153,9 +155,9 @@ func (n *indexNode) eval(st *state) (value, error) {
 		if n.root >= 0 {
 			return jsonOrNull(st.memo[n.root].get(v.s, key, &st.tmp)), nil
 		}
-		return jsonOrNull(objectGet(v.s, key, &st.tmp)), nil
+		return jsonOrNull(rawjson.ObjectGet(v.s, key, &st.tmp)), nil
 	}
-	return jsonOrNull(arrayGet(v.s, idx)), nil
+	return jsonOrNull(rawjson.ArrayGet(v.s, idx)), nil
 }
 
 // parseJSONNode is PARSE_JSON(x) and TRY_PARSE_JSON(x), memoized per record
@@ -199,13 +201,13 @@ func (st *state) parseMemo(x node, slot int, what string) ([]byte, error) {
 		raw = v.s
 		if raw[0] == '"' { // a JSON string holding JSON text
 			s, _ := st.text(v)
-			if raw, err = validJSON(s); err != nil {
+			if raw, err = rawjson.Valid(s); err != nil {
 				err = fmt.Errorf("%s is %w: %w", what, errNotJSON, err)
 			}
 		}
 	default:
 		s, _ := st.text(v)
-		if raw, err = validJSON(s); err != nil {
+		if raw, err = rawjson.Valid(s); err != nil {
 			err = fmt.Errorf("%s is %w: %w", what, errNotJSON, err)
 		}
 	}
@@ -220,7 +222,7 @@ type getJSONNode struct {
 	x     node
 	slot  int
 	what  string
-	steps []pathStep
+	steps []rawjson.PathStep
 	path  node // nil when constant
 }
 
@@ -239,11 +241,11 @@ func (n *getJSONNode) eval(st *state) (value, error) {
 			return value{}, err
 		}
 		s, _ := st.text(p)
-		if steps, err = parsePath(string(s)); err != nil {
+		if steps, err = rawjson.ParsePath(string(s)); err != nil {
 			return value{}, nil
 		}
 	}
-	v := jsonOrNull(walkPath(raw, steps, &st.tmp))
+	v := jsonOrNull(rawjson.WalkPath(raw, steps, &st.tmp))
 	if v.k == kNull {
 		return v, nil
 	}

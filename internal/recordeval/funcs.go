@@ -13,6 +13,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/sqlast"
@@ -547,11 +549,11 @@ func javaReplacement(r []byte, groups int) []byte {
 			} else {
 				out = append(out, r[i])
 			}
-		case c == '$' && i+1 < len(r) && isDigit(r[i+1]):
+		case c == '$' && i+1 < len(r) && rawjson.IsDigit(r[i+1]):
 			// Java reads as many digits as still name a group
 			g := int(r[i+1] - '0')
 			j := i + 2
-			for j < len(r) && isDigit(r[j]) && g*10+int(r[j]-'0') <= groups {
+			for j < len(r) && rawjson.IsDigit(r[j]) && g*10+int(r[j]-'0') <= groups {
 				g = g*10 + int(r[j]-'0')
 				j++
 			}
@@ -966,7 +968,7 @@ func buildGetJSON(c *compiler, f *sqlast.FuncCall, args []node) (node, error) {
 	what := sqlast.FormatExpr(f.Args[0])
 	n := &getJSONNode{x: args[0], slot: c.slot(what), what: what}
 	if p, ok := constText(args[1]); ok {
-		steps, err := parsePath(p)
+		steps, err := rawjson.ParsePath(p)
 		if err != nil {
 			return nil, err
 		}

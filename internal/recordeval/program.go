@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
@@ -294,17 +296,17 @@ func (m *memo) set(gen uint64, raw []byte, err error) {
 // m.raw), or nil; the last of duplicate keys wins, as in objectGet.
 func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
 	if len(raw) == 0 || len(raw) != len(m.raw) || &raw[0] != &m.raw[0] {
-		return objectGet(raw, key, tmp)
+		return rawjson.ObjectGet(raw, key, tmp)
 	}
 	if !m.indexed {
 		m.members = m.members[:0]
-		eachMember(m.raw, func(k []byte, plain bool, v []byte) {
+		rawjson.EachMember(m.raw, func(k []byte, plain bool, v []byte) {
 			m.members = append(m.members, member{k: k, v: v, plain: plain})
 		})
 		m.indexed = true
 	}
 	for i := len(m.members) - 1; i >= 0; i-- {
-		if e := &m.members[i]; keyEqual(e.k, e.plain, key, tmp) {
+		if e := &m.members[i]; rawjson.KeyEqual(e.k, e.plain, key, tmp) {
 			return e.v
 		}
 	}
@@ -318,7 +320,7 @@ func (st *state) begin(r *Record) error {
 	st.stack = st.stack[:0]
 	st.keyRaw, st.valRaw = nil, nil
 	if st.p.keyJSON && len(r.Key) > 0 {
-		raw, err := validJSON(r.Key)
+		raw, err := rawjson.Valid(r.Key)
 		if err != nil {
 			return fmt.Errorf("key is not valid JSON (key format 'json'): %w", err)
 		}
@@ -326,7 +328,7 @@ func (st *state) begin(r *Record) error {
 		st.memo[st.p.keySlot].set(st.gen, raw, nil)
 	}
 	if st.p.valueJSON && len(r.Value) > 0 {
-		raw, err := validJSON(r.Value)
+		raw, err := rawjson.Valid(r.Value)
 		if err != nil {
 			return fmt.Errorf("value is not valid JSON (value format 'json'): %w", err)
 		}

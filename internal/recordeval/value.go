@@ -9,6 +9,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+
 	"github.com/shopspring/decimal"
 )
 
@@ -157,14 +159,14 @@ func (st *Ctx) text(v value) (b []byte, null bool) {
 		case 'n':
 			return nil, true
 		case '"':
-			if c, ok := stringContent(v.s); ok {
+			if c, ok := rawjson.StringContent(v.s); ok {
 				return c, false
 			}
 			start := len(st.Scratch)
-			st.Scratch = appendUnquoted(st.Scratch, v.s)
+			st.Scratch = rawjson.AppendUnquoted(st.Scratch, v.s)
 			return st.carve(start), false
 		case '{', '[':
-			return compactJSON(v.s, &st.Scratch), false
+			return rawjson.Compact(v.s, &st.Scratch), false
 		}
 		return v.s, false
 	}
@@ -258,10 +260,10 @@ func parseInt(b []byte) (int64, error) {
 }
 
 func trimBlank(b []byte) []byte {
-	for len(b) > 0 && isWS(b[0]) {
+	for len(b) > 0 && rawjson.IsSpace(b[0]) {
 		b = b[1:]
 	}
-	for len(b) > 0 && isWS(b[len(b)-1]) {
+	for len(b) > 0 && rawjson.IsSpace(b[len(b)-1]) {
 		b = b[:len(b)-1]
 	}
 	return b

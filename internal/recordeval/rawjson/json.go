@@ -1,4 +1,4 @@
-package recordeval
+package rawjson
 
 import (
 	"bytes"
@@ -8,11 +8,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// JSON values are kept as their text, validated once (validJSON) and then
-// navigated lazily: a lookup skips over what it does not need instead of
-// decoding the document. The grammar accepted is exactly encoding/json's
-// (RFC 8259; strings may hold invalid UTF-8, which decodes to U+FFFD).
 
 // maxJSONDepth bounds nesting, as encoding/json does.
 const maxJSONDepth = 10000
@@ -43,9 +38,9 @@ func quoteChar(c byte) string {
 	return "'" + s[1:len(s)-1] + "'"
 }
 
-// validJSON checks that b holds exactly one JSON value, possibly surrounded by
+// Valid checks that b holds exactly one JSON value, possibly surrounded by
 // white space, and returns the value without the white space.
-func validJSON(b []byte) ([]byte, error) {
+func Valid(b []byte) ([]byte, error) {
 	i := skipWS(b, 0)
 	end, err := checkValue(b, i, 0)
 	if err != nil {
@@ -57,10 +52,10 @@ func validJSON(b []byte) ([]byte, error) {
 	return b[i:end:end], nil
 }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 func skipWS(b []byte, i int) int {
-	for i < len(b) && isWS(b[i]) {
+	for i < len(b) && IsSpace(b[i]) {
 		i++
 	}
 	return i
@@ -196,7 +191,7 @@ func checkString(b []byte, i int) (int, error) {
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+func IsDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func checkNumber(b []byte, i int) (int, error) {
 	if b[i] == '-' {
@@ -206,17 +201,17 @@ func checkNumber(b []byte, i int) (int, error) {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i++; i < len(b) && isDigit(b[i]); i++ {
+		for i++; i < len(b) && IsDigit(b[i]); i++ {
 		}
 	default:
 		return i, jsonErrAt(b, i, "in numeric literal")
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
-		if i >= len(b) || !isDigit(b[i]) {
+		if i >= len(b) || !IsDigit(b[i]) {
 			return i, jsonErrAt(b, i, "after decimal point in numeric literal")
 		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		for ; i < len(b) && IsDigit(b[i]); i++ {
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -224,19 +219,14 @@ func checkNumber(b []byte, i int) (int, error) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		if i >= len(b) || !isDigit(b[i]) {
+		if i >= len(b) || !IsDigit(b[i]) {
 			return i, jsonErrAt(b, i, "in exponent of numeric literal")
 		}
-		for ; i < len(b) && isDigit(b[i]); i++ {
+		for ; i < len(b) && IsDigit(b[i]); i++ {
 		}
 	}
 	return i, nil
 }
-
-// ---- navigation of validated JSON ----
-//
-// The functions below assume their input passed validJSON; they never panic
-// on other input but may then return nonsense.
 
 // skipString returns the end of the string starting at b[i].
 func skipString(b []byte, i int) int {
@@ -288,29 +278,29 @@ func skipValue(b []byte, i int) int {
 		return len(b)
 	}
 	j := i + 1
-	for j < len(b) && !isWS(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+	for j < len(b) && !IsSpace(b[j]) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
 		j++
 	}
 	return j
 }
 
-// objectGet returns the value of key in the object obj, or nil when obj is
+// ObjectGet returns the value of key in the object obj, or nil when obj is
 // not an object or has no such key. The last of duplicate keys wins. tmp is
 // scratch space for keys with escapes.
-func objectGet(obj, key []byte, tmp *[]byte) []byte {
+func ObjectGet(obj, key []byte, tmp *[]byte) []byte {
 	var found []byte
-	eachMember(obj, func(k []byte, plain bool, v []byte) {
-		if keyEqual(k, plain, key, tmp) {
+	EachMember(obj, func(k []byte, plain bool, v []byte) {
+		if KeyEqual(k, plain, key, tmp) {
 			found = v
 		}
 	})
 	return found
 }
 
-// eachMember calls f with the raw key (without quotes), whether it is plain
+// EachMember calls f with the raw key (without quotes), whether it is plain
 // (see scanString) and the raw value of each member of the object obj, in
 // order. It does nothing when obj is not an object.
-func eachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
+func EachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return
 	}
@@ -334,8 +324,8 @@ func eachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
 	}
 }
 
-// keyEqual reports whether the raw key k (without quotes) decodes to key.
-func keyEqual(k []byte, plain bool, key []byte, tmp *[]byte) bool {
+// KeyEqual reports whether the raw key k (without quotes) decodes to key.
+func KeyEqual(k []byte, plain bool, key []byte, tmp *[]byte) bool {
 	if plain {
 		return bytes.Equal(k, key)
 	}
@@ -346,8 +336,8 @@ func keyEqual(k []byte, plain bool, key []byte, tmp *[]byte) bool {
 	return bytes.Equal(*tmp, key)
 }
 
-// arrayGet returns element n (0-based) of the array arr, or nil.
-func arrayGet(arr []byte, n int64) []byte {
+// ArrayGet returns element n (0-based) of the array arr, or nil.
+func ArrayGet(arr []byte, n int64) []byte {
 	if len(arr) == 0 || arr[0] != '[' || n < 0 {
 		return nil
 	}
@@ -369,9 +359,9 @@ func arrayGet(arr []byte, n int64) []byte {
 	}
 }
 
-// stringContent returns the text of the JSON string q (with its quotes)
+// StringContent returns the text of the JSON string q (with its quotes)
 // without copying when it has no escapes and is valid UTF-8.
-func stringContent(q []byte) ([]byte, bool) {
+func StringContent(q []byte) ([]byte, bool) {
 	if len(q) < 2 {
 		return nil, true
 	}
@@ -382,10 +372,10 @@ func stringContent(q []byte) ([]byte, bool) {
 	return nil, false
 }
 
-// appendUnquoted appends the text of the JSON string q (with its quotes),
+// AppendUnquoted appends the text of the JSON string q (with its quotes),
 // decoding exactly as encoding/json does: invalid UTF-8 and unpaired
 // surrogates become U+FFFD.
-func appendUnquoted(dst, q []byte) []byte {
+func AppendUnquoted(dst, q []byte) []byte {
 	if len(q) < 2 {
 		return dst
 	}
@@ -468,9 +458,9 @@ func getu4(s []byte, i int) rune {
 	return r
 }
 
-// compactJSON returns raw without insignificant white space: raw itself when
+// Compact returns raw without insignificant white space: raw itself when
 // it has none, else a copy appended to *dst.
-func compactJSON(raw []byte, dst *[]byte) []byte {
+func Compact(raw []byte, dst *[]byte) []byte {
 	i := 0
 	for i < len(raw) {
 		c := raw[i]
@@ -478,7 +468,7 @@ func compactJSON(raw []byte, dst *[]byte) []byte {
 			i = skipString(raw, i)
 			continue
 		}
-		if isWS(c) {
+		if IsSpace(c) {
 			break
 		}
 		i++
@@ -495,7 +485,7 @@ func compactJSON(raw []byte, dst *[]byte) []byte {
 			e := skipString(raw, i)
 			out = append(out, raw[i:e]...)
 			i = e
-		case isWS(c):
+		case IsSpace(c):
 			i++
 		default:
 			out = append(out, c)
@@ -508,9 +498,9 @@ func compactJSON(raw []byte, dst *[]byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string, as encoding/json writes it
+// AppendQuoted appends s as a JSON string, as encoding/json writes it
 // without HTML escaping: invalid UTF-8 becomes \ufffd.
-func appendJSONString(dst, s []byte) []byte {
+func AppendQuoted(dst, s []byte) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -550,22 +540,20 @@ func appendJSONString(dst, s []byte) []byte {
 	return append(dst, '"')
 }
 
-// ---- JSON paths of GET_JSON_OBJECT ----
-
-// pathStep is one step of a JSON path: .key / ['key'] or [n].
-type pathStep struct {
+// PathStep is one step of a JSON path: .key / ['key'] or [n].
+type PathStep struct {
 	key   []byte
 	index int64
 	isIdx bool
 }
 
-// parsePath parses a Hive/Spark JSON path: $ followed by .name, ['name'],
+// ParsePath parses a Hive/Spark JSON path: $ followed by .name, ['name'],
 // ["name"] or [n] steps. Wildcards are not supported.
-func parsePath(p string) ([]pathStep, error) {
+func ParsePath(p string) ([]PathStep, error) {
 	if p == "" || p[0] != '$' {
 		return nil, fmt.Errorf("JSON path %q must start with $", p)
 	}
-	var steps []pathStep
+	var steps []PathStep
 	i := 1
 	for i < len(p) {
 		switch p[i] {
@@ -578,7 +566,7 @@ func parsePath(p string) ([]pathStep, error) {
 			if name == "" || name == "*" {
 				return nil, fmt.Errorf("JSON path %q: expected a name after '.' at offset %d", p, i)
 			}
-			steps = append(steps, pathStep{key: []byte(name)})
+			steps = append(steps, PathStep{key: []byte(name)})
 			i = j
 		case '[':
 			j := i + 1
@@ -591,19 +579,19 @@ func parsePath(p string) ([]pathStep, error) {
 				if k+1 >= len(p) || p[k+1] != ']' {
 					return nil, fmt.Errorf("JSON path %q: unterminated [%c…%c] at offset %d", p, q, q, i)
 				}
-				steps = append(steps, pathStep{key: []byte(p[j+1 : k])})
+				steps = append(steps, PathStep{key: []byte(p[j+1 : k])})
 				i = k + 2
 				continue
 			}
 			k := j
-			for k < len(p) && isDigit(p[k]) {
+			for k < len(p) && IsDigit(p[k]) {
 				k++
 			}
 			if k == j || k >= len(p) || p[k] != ']' || k-j > 18 {
 				return nil, fmt.Errorf("JSON path %q: expected [n], ['name'] or [\"name\"] at offset %d (wildcards are not supported)", p, i)
 			}
 			n, _ := strconv.ParseInt(p[j:k], 10, 64)
-			steps = append(steps, pathStep{index: n, isIdx: true})
+			steps = append(steps, PathStep{index: n, isIdx: true})
 			i = k + 1
 		default:
 			return nil, fmt.Errorf("JSON path %q: unexpected %q at offset %d", p, p[i], i)
@@ -612,13 +600,13 @@ func parsePath(p string) ([]pathStep, error) {
 	return steps, nil
 }
 
-// walkPath follows steps from the validated JSON raw; nil when absent.
-func walkPath(raw []byte, steps []pathStep, tmp *[]byte) []byte {
+// WalkPath follows steps from the validated JSON raw; nil when absent.
+func WalkPath(raw []byte, steps []PathStep, tmp *[]byte) []byte {
 	for _, s := range steps {
 		if s.isIdx {
-			raw = arrayGet(raw, s.index)
+			raw = ArrayGet(raw, s.index)
 		} else {
-			raw = objectGet(raw, s.key, tmp)
+			raw = ObjectGet(raw, s.key, tmp)
 		}
 		if raw == nil {
 			return nil

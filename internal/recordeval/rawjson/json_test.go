@@ -1,4 +1,4 @@
-package recordeval
+package rawjson
 
 import (
 	"bytes"
@@ -22,18 +22,18 @@ func TestValidJSONMatchesEncodingJSON(t *testing.T) {
 		checkJSON(t, []byte(s))
 	}
 	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
-	if _, err := validJSON([]byte(deep)); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+	if _, err := Valid([]byte(deep)); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
 		t.Errorf("deep nesting: %v", err)
 	}
 }
 
-// checkJSON compares validJSON, compactJSON, the text of JSON strings and
+// checkJSON compares Valid, Compact, the text of JSON strings and
 // objectGet with encoding/json.
 func checkJSON(t *testing.T, b []byte) {
 	t.Helper()
-	raw, err := validJSON(b)
+	raw, err := Valid(b)
 	if (err == nil) != json.Valid(b) {
-		t.Fatalf("%q: validJSON err=%v, json.Valid=%v", b, err, json.Valid(b))
+		t.Fatalf("%q: Valid err=%v, json.Valid=%v", b, err, json.Valid(b))
 	}
 	if err != nil {
 		return
@@ -46,7 +46,7 @@ func checkJSON(t *testing.T, b []byte) {
 		t.Fatal(err)
 	}
 	var scratch []byte
-	if got := compactJSON(raw, &scratch); !bytes.Equal(got, want.Bytes()) {
+	if got := Compact(raw, &scratch); !bytes.Equal(got, want.Bytes()) {
 		t.Fatalf("%q: compact = %q, want %q", b, got, want.Bytes())
 	}
 	if end := skipValue(raw, 0); end != len(raw) {
@@ -60,8 +60,8 @@ func checkJSON(t *testing.T, b []byte) {
 	}
 	switch v := v.(type) {
 	case string:
-		got := string(appendUnquoted(nil, raw))
-		if c, ok := stringContent(raw); ok && string(c) != got {
+		got := string(AppendUnquoted(nil, raw))
+		if c, ok := StringContent(raw); ok && string(c) != got {
 			t.Fatalf("%q: stringContent = %q, unquoted %q", b, c, got)
 		}
 		if got != v {
@@ -69,7 +69,7 @@ func checkJSON(t *testing.T, b []byte) {
 		}
 	case map[string]any:
 		for k, want := range v {
-			got := objectGet(raw, []byte(k), &scratch)
+			got := ObjectGet(raw, []byte(k), &scratch)
 			var g any
 			d := json.NewDecoder(bytes.NewReader(got))
 			d.UseNumber()
@@ -82,12 +82,12 @@ func checkJSON(t *testing.T, b []byte) {
 				t.Fatalf("%q: objectGet(%q) = %s, want %s", b, k, gj, wj)
 			}
 		}
-		if got := objectGet(raw, []byte("\x00no such key"), &scratch); got != nil {
+		if got := ObjectGet(raw, []byte("\x00no such key"), &scratch); got != nil {
 			t.Fatalf("%q: missing key gave %q", b, got)
 		}
 	case []any:
 		for i, want := range v {
-			got := arrayGet(raw, int64(i))
+			got := ArrayGet(raw, int64(i))
 			wj, _ := json.Marshal(want)
 			var gc bytes.Buffer
 			if err := json.Compact(&gc, got); err != nil {
@@ -102,7 +102,7 @@ func checkJSON(t *testing.T, b []byte) {
 				t.Fatalf("%q: arrayGet(%d) = %s, want %s", b, i, gj, wj)
 			}
 		}
-		if got := arrayGet(raw, int64(len(v))); got != nil {
+		if got := ArrayGet(raw, int64(len(v))); got != nil {
 			t.Fatalf("%q: element past the end: %q", b, got)
 		}
 	}
@@ -110,7 +110,7 @@ func checkJSON(t *testing.T, b []byte) {
 
 func TestAppendJSONString(t *testing.T) {
 	for _, s := range []string{"", "plain", "q\"b\\s", "\x00\x1f\n\t\r\b\f", "é\U0001F600", "\xff\xfe", "\u2028\u2029", "<&>"} {
-		got := appendJSONString(nil, []byte(s))
+		got := AppendQuoted(nil, []byte(s))
 		want, _ := json.Marshal(s)
 		want = bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(want, []byte(`\u003c`), []byte("<")), []byte(`\u003e`), []byte(">")), []byte(`\u0026`), []byte("&"))
 		if !bytes.Equal(got, want) {
@@ -134,17 +134,17 @@ func TestParsePath(t *testing.T) {
 		"$.z":             "",
 		"$['$']":          "1",
 	} {
-		steps, err := parsePath(path)
+		steps, err := ParsePath(path)
 		if err != nil {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		if got := string(walkPath(raw, steps, &tmp)); got != want {
+		if got := string(WalkPath(raw, steps, &tmp)); got != want {
 			t.Errorf("%s: got %q, want %q", path, got, want)
 		}
 	}
 	for _, bad := range []string{"", "a", "$.", "$..a", "$[", "$[x]", "$['a'", "$.a[*]", "$.*", "$a"} {
-		if _, err := parsePath(bad); err == nil {
+		if _, err := ParsePath(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
