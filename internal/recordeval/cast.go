@@ -18,16 +18,16 @@ import (
 
 // target is the type of a cast.
 type target struct {
-	k        kind   // kString, kInt, kFloat, kBool, kTime, kDate, kDecimal, kJSON
-	name     string // as written, for messages
-	min, max int64  // kInt
-	p, s     int    // kDecimal
+	Kind        kind   // kString, kInt, kFloat, kBool, kTime, kDate, kDecimal, kJSON
+	name        string // as written, for messages
+	min, max    int64  // kInt
+	Prec, Scale int    // kDecimal
 }
 
 var (
-	bigintTarget    = target{k: kInt, name: "BIGINT", min: math.MinInt64, max: math.MaxInt64}
-	timestampTarget = target{k: kTime, name: "TIMESTAMP"}
-	dateTarget      = target{k: kDate, name: "DATE"}
+	bigintTarget    = target{Kind: kInt, name: "BIGINT", min: math.MinInt64, max: math.MaxInt64}
+	timestampTarget = target{Kind: kTime, name: "TIMESTAMP"}
+	dateTarget      = target{Kind: kDate, name: "DATE"}
 )
 
 // targetOf maps a declared SQL type to a cast target.
@@ -35,44 +35,44 @@ func targetOf(t sqlast.TypeName) (target, error) {
 	name := sqlast.FormatType(t)
 	switch t.Name {
 	case "STRING", "VARCHAR", "CHAR", "TEXT", "BINARY":
-		return target{k: kString, name: name}, nil
+		return target{Kind: kString, name: name}, nil
 	case "TINYINT", "BYTE":
-		return target{k: kInt, name: name, min: math.MinInt8, max: math.MaxInt8}, nil
+		return target{Kind: kInt, name: name, min: math.MinInt8, max: math.MaxInt8}, nil
 	case "SMALLINT", "SHORT":
-		return target{k: kInt, name: name, min: math.MinInt16, max: math.MaxInt16}, nil
+		return target{Kind: kInt, name: name, min: math.MinInt16, max: math.MaxInt16}, nil
 	case "INT", "INTEGER":
-		return target{k: kInt, name: name, min: math.MinInt32, max: math.MaxInt32}, nil
+		return target{Kind: kInt, name: name, min: math.MinInt32, max: math.MaxInt32}, nil
 	case "BIGINT", "LONG":
-		return target{k: kInt, name: name, min: math.MinInt64, max: math.MaxInt64}, nil
+		return target{Kind: kInt, name: name, min: math.MinInt64, max: math.MaxInt64}, nil
 	case "FLOAT", "REAL", "DOUBLE", "FLOAT64":
-		return target{k: kFloat, name: name}, nil
+		return target{Kind: kFloat, name: name}, nil
 	case "DECIMAL", "NUMERIC", "NUMBER":
 		p, s, err := schemas.DecimalParams(t)
 		if err != nil {
 			return target{}, fmt.Errorf("%s: precision must be 1..38 and scale 0..precision", name)
 		}
-		return target{k: kDecimal, name: name, p: p, s: s}, nil
+		return target{Kind: kDecimal, name: name, Prec: p, Scale: s}, nil
 	case "BOOLEAN", "BOOL":
-		return target{k: kBool, name: name}, nil
+		return target{Kind: kBool, name: name}, nil
 	case "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "DATETIME":
-		return target{k: kTime, name: name}, nil
+		return target{Kind: kTime, name: name}, nil
 	case "DATE":
-		return target{k: kDate, name: name}, nil
+		return target{Kind: kDate, name: name}, nil
 	case "JSON", "VARIANT":
-		return target{k: kJSON, name: name}, nil
+		return target{Kind: kJSON, name: name}, nil
 	}
 	return target{}, fmt.Errorf("cannot cast to %s in a Kafka pipe's SELECT (supported: STRING, VARCHAR(n), TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), BOOLEAN, TIMESTAMP, DATE, JSON; keep nested data as JSON text)", name)
 }
 
 // cast converts v to t. A NULL (or JSON null) stays NULL.
 func (st *Ctx) cast(v value, t target) (value, error) {
-	if v.k == kNull {
+	if v.Kind == kNull {
 		return v, nil
 	}
-	if t.k == kJSON {
+	if t.Kind == kJSON {
 		return st.castJSON(v)
 	}
-	if t.k == kString {
+	if t.Kind == kString {
 		b, null := st.text(v)
 		if null {
 			return value{}, nil
@@ -80,7 +80,7 @@ func (st *Ctx) cast(v value, t target) (value, error) {
 		return strV(b), nil
 	}
 	s := st.scalar(v)
-	if s.k == kNull {
+	if s.Kind == kNull {
 		return s, nil
 	}
 	r, err := st.castScalar(s, t)
@@ -97,7 +97,7 @@ func (st *Ctx) cast(v value, t target) (value, error) {
 var errCast = errors.New("cannot cast")
 
 func (st *Ctx) castScalar(v value, t target) (value, error) {
-	switch t.k {
+	switch t.Kind {
 	case kInt:
 		i, err := castInt(v)
 		if err != nil {
@@ -124,22 +124,22 @@ func (st *Ctx) castScalar(v value, t target) (value, error) {
 		}
 		return dateV(truncDay(tm)), nil
 	case kDecimal:
-		return st.castDecimal(v, t.p, t.s)
+		return st.castDecimal(v, t.Prec, t.Scale)
 	}
 	return value{}, errCast
 }
 
 func castInt(v value) (int64, error) {
-	switch v.k {
+	switch v.Kind {
 	case kInt:
-		return v.i, nil
+		return v.Int, nil
 	case kBool:
-		return v.i, nil
+		return v.Int, nil
 	case kFloat:
-		return floatToInt(v.f)
+		return floatToInt(v.Float)
 	case kDecimal:
-		d, err := decimal.NewFromString(bstr(v.s))
-		if err != nil || !smallExponent(v.s) {
+		d, err := decimal.NewFromString(bstr(v.Bytes))
+		if err != nil || !smallExponent(v.Bytes) {
 			return 0, errCast
 		}
 		d = d.Truncate(0)
@@ -148,7 +148,7 @@ func castInt(v value) (int64, error) {
 		}
 		return d.IntPart(), nil
 	case kString:
-		b := trimBlank(v.s)
+		b := trimBlank(v.Bytes)
 		i, err := parseInt(b)
 		if err == nil || err == errIntRange {
 			return i, err
@@ -159,7 +159,7 @@ func castInt(v value) (int64, error) {
 		}
 		return floatToInt(f)
 	case kTime:
-		return v.t.Unix(), nil
+		return v.Time.Unix(), nil
 	}
 	return 0, errCast
 }
@@ -182,15 +182,15 @@ func floatToInt(f float64) (int64, error) {
 }
 
 func castFloat(v value) (value, error) {
-	switch v.k {
+	switch v.Kind {
 	case kFloat:
 		return v, nil
 	case kInt, kBool:
-		return floatV(float64(v.i)), nil
+		return floatV(float64(v.Int)), nil
 	case kDecimal:
 		return floatV(toFloat(v)), nil
 	case kString:
-		f, err := strconv.ParseFloat(bstr(trimBlank(v.s)), 64)
+		f, err := strconv.ParseFloat(bstr(trimBlank(v.Bytes)), 64)
 		if err != nil {
 			if isRangeErr(err) {
 				return value{}, errIntRange
@@ -199,23 +199,23 @@ func castFloat(v value) (value, error) {
 		}
 		return floatV(f), nil
 	case kTime:
-		return floatV(float64(v.t.UnixNano()) / 1e9), nil
+		return floatV(float64(v.Time.UnixNano()) / 1e9), nil
 	}
 	return value{}, errCast
 }
 
 func castBool(v value) (value, error) {
-	switch v.k {
+	switch v.Kind {
 	case kBool:
 		return v, nil
 	case kInt:
-		return boolV(v.i != 0), nil
+		return boolV(v.Int != 0), nil
 	case kFloat:
-		return boolV(v.f != 0), nil
+		return boolV(v.Float != 0), nil
 	case kDecimal:
 		return boolV(!toDecimal(v).IsZero()), nil
 	case kString:
-		if b, ok := parseBool(v.s); ok {
+		if b, ok := parseBool(v.Bytes); ok {
 			return boolV(b), nil
 		}
 	}
@@ -224,17 +224,17 @@ func castBool(v value) (value, error) {
 
 // castTime converts a scalar to a UTC time.
 func castTime(v value) (time.Time, error) {
-	switch v.k {
+	switch v.Kind {
 	case kTime, kDate:
-		return v.t, nil
+		return v.Time, nil
 	case kInt:
-		return epochTime(v.i), nil
+		return epochTime(v.Int), nil
 	case kFloat:
-		return epochFloatTime(v.f)
+		return epochFloatTime(v.Float)
 	case kDecimal:
 		return epochFloatTime(toFloat(v))
 	case kString:
-		return parseTimestamp(v.s)
+		return parseTimestamp(v.Bytes)
 	}
 	return time.Time{}, errCast
 }
@@ -292,20 +292,20 @@ func truncDay(t time.Time) time.Time {
 
 func (st *Ctx) castDecimal(v value, p, s int) (value, error) {
 	var b []byte
-	switch v.k {
+	switch v.Kind {
 	case kInt:
 		start := len(st.Scratch)
-		st.Scratch = strconv.AppendInt(st.Scratch, v.i, 10)
+		st.Scratch = strconv.AppendInt(st.Scratch, v.Int, 10)
 		b = st.carve(start)
 	case kFloat:
-		if math.IsNaN(v.f) || math.IsInf(v.f, 0) {
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
 			return value{}, errCast
 		}
 		start := len(st.Scratch)
-		st.Scratch = strconv.AppendFloat(st.Scratch, v.f, 'f', -1, 64)
+		st.Scratch = strconv.AppendFloat(st.Scratch, v.Float, 'f', -1, 64)
 		b = st.carve(start)
 	case kDecimal, kString:
-		b = trimBlank(v.s)
+		b = trimBlank(v.Bytes)
 	default:
 		return value{}, errCast
 	}
@@ -414,11 +414,11 @@ func smallExponent(t []byte) bool {
 }
 
 func (st *Ctx) castJSON(v value) (value, error) {
-	switch v.k {
+	switch v.Kind {
 	case kJSON:
 		return v, nil
 	case kString:
-		raw, err := rawjson.Valid(v.s)
+		raw, err := rawjson.Valid(v.Bytes)
 		if err != nil {
 			return value{}, fmt.Errorf("%s is not valid JSON: %w", describe(v), err)
 		}
@@ -427,7 +427,7 @@ func (st *Ctx) castJSON(v value) (value, error) {
 		}
 		return jsonV(raw), nil
 	case kInt, kFloat, kDecimal, kBool:
-		if v.k == kFloat && (math.IsNaN(v.f) || math.IsInf(v.f, 0)) {
+		if v.Kind == kFloat && (math.IsNaN(v.Float) || math.IsInf(v.Float, 0)) {
 			return value{}, fmt.Errorf("cannot cast %s to JSON", describe(v))
 		}
 		start := len(st.Scratch)

@@ -385,11 +385,11 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 		}
 	}
 	if k, ok := idx.(*constNode); ok {
-		switch k.v.k {
+		switch k.v.Kind {
 		case kString:
-			n.index, n.key, n.isKey = nil, k.v.s, true
+			n.index, n.key, n.isKey = nil, k.v.Bytes, true
 		case kInt:
-			n.index, n.n = nil, k.v.i
+			n.index, n.n = nil, k.v.Int
 		default:
 			return nil, fmt.Errorf("%s: an index is a 'key' or an integer", sqlast.FormatExpr(e))
 		}
@@ -401,9 +401,9 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 func staticKind(n node) kind {
 	switch n := n.(type) {
 	case *constNode:
-		return n.v.k
+		return n.v.Kind
 	case *castNode:
-		return n.t.k
+		return n.t.Kind
 	case *parseJSONNode, *indexNode:
 		return kJSON
 	case *getJSONNode, *concatNode:

@@ -133,7 +133,7 @@ type indexNode struct {
 
 func (n *indexNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k != kJSON {
+	if err != nil || v.Kind != kJSON {
 		return value{}, err
 	}
 	key, idx, isKey := n.key, n.n, n.isKey
@@ -142,22 +142,22 @@ func (n *indexNode) eval(st *state) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		switch iv = st.scalar(iv); iv.k {
+		switch iv = st.scalar(iv); iv.Kind {
 		case kString:
-			key, isKey = iv.s, true
+			key, isKey = iv.Bytes, true
 		case kInt:
-			idx, isKey = iv.i, false
+			idx, isKey = iv.Int, false
 		default:
 			return value{}, nil
 		}
 	}
 	if isKey {
 		if n.root >= 0 {
-			return jsonOrNull(st.memo[n.root].get(v.s, key, &st.tmp)), nil
+			return jsonOrNull(st.memo[n.root].get(v.Bytes, key, &st.tmp)), nil
 		}
-		return jsonOrNull(rawjson.ObjectGet(v.s, key, &st.tmp)), nil
+		return jsonOrNull(rawjson.ObjectGet(v.Bytes, key, &st.tmp)), nil
 	}
-	return jsonOrNull(rawjson.ArrayGet(v.s, idx)), nil
+	return jsonOrNull(rawjson.ArrayGet(v.Bytes, idx)), nil
 }
 
 // parseJSONNode is PARSE_JSON(x) and TRY_PARSE_JSON(x), memoized per record
@@ -195,10 +195,10 @@ func (st *state) parseMemo(x node, slot int, what string) ([]byte, error) {
 		return nil, err
 	}
 	var raw []byte
-	switch v.k {
+	switch v.Kind {
 	case kNull:
 	case kJSON:
-		raw = v.s
+		raw = v.Bytes
 		if raw[0] == '"' { // a JSON string holding JSON text
 			s, _ := st.text(v)
 			if raw, err = rawjson.Valid(s); err != nil {
@@ -237,7 +237,7 @@ func (n *getJSONNode) eval(st *state) (value, error) {
 	steps := n.steps
 	if n.path != nil {
 		p, err := n.path.eval(st)
-		if err != nil || p.k == kNull {
+		if err != nil || p.Kind == kNull {
 			return value{}, err
 		}
 		s, _ := st.text(p)
@@ -246,7 +246,7 @@ func (n *getJSONNode) eval(st *state) (value, error) {
 		}
 	}
 	v := jsonOrNull(rawjson.WalkPath(raw, steps, &st.tmp))
-	if v.k == kNull {
+	if v.Kind == kNull {
 		return v, nil
 	}
 	s, _ := st.text(v)
@@ -262,11 +262,11 @@ type arithNode struct {
 
 func (n *arithNode) eval(st *state) (value, error) {
 	a, err := n.l.eval(st)
-	if err != nil || a.k == kNull {
+	if err != nil || a.Kind == kNull {
 		return value{}, err
 	}
 	b, err := n.r.eval(st)
-	if err != nil || b.k == kNull {
+	if err != nil || b.Kind == kNull {
 		return value{}, err
 	}
 	if a, err = st.number(a); err != nil {
@@ -275,7 +275,7 @@ func (n *arithNode) eval(st *state) (value, error) {
 	if b, err = st.number(b); err != nil {
 		return value{}, fmt.Errorf("operator %c: %w", n.op, err)
 	}
-	if a.k == kNull || b.k == kNull {
+	if a.Kind == kNull || b.Kind == kNull {
 		return value{}, nil
 	}
 	v, err := arith(n.op, a, b)
@@ -300,8 +300,8 @@ func arith(op byte, a, b value) (value, error) {
 		return floatV(toFloat(a) / d), nil
 	}
 	switch {
-	case a.k == kInt && b.k == kInt:
-		x, y := a.i, b.i
+	case a.Kind == kInt && b.Kind == kInt:
+		x, y := a.Int, b.Int
 		switch op {
 		case '+':
 			s := x + y
@@ -330,7 +330,7 @@ func arith(op byte, a, b value) (value, error) {
 			}
 			return intV(x % y), nil
 		}
-	case a.k == kFloat || b.k == kFloat:
+	case a.Kind == kFloat || b.Kind == kFloat:
 		x, y := toFloat(a), toFloat(b)
 		switch op {
 		case '+':
@@ -370,20 +370,20 @@ type negNode struct{ x node }
 
 func (n *negNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	if v, err = st.number(v); err != nil {
 		return value{}, fmt.Errorf("unary -: %w", err)
 	}
-	switch v.k {
+	switch v.Kind {
 	case kInt:
-		if v.i == math.MinInt64 {
-			return value{}, fmt.Errorf("-%d: %w", v.i, errOverflow)
+		if v.Int == math.MinInt64 {
+			return value{}, fmt.Errorf("-%d: %w", v.Int, errOverflow)
 		}
-		return intV(-v.i), nil
+		return intV(-v.Int), nil
 	case kFloat:
-		return floatV(-v.f), nil
+		return floatV(-v.Float), nil
 	case kDecimal:
 		return decV(sbytes(toDecimal(v).Neg().String())), nil
 	}
@@ -394,11 +394,11 @@ type concatNode struct{ l, r node }
 
 func (n *concatNode) eval(st *state) (value, error) {
 	a, err := n.l.eval(st)
-	if err != nil || a.k == kNull {
+	if err != nil || a.Kind == kNull {
 		return value{}, err
 	}
 	b, err := n.r.eval(st)
-	if err != nil || b.k == kNull {
+	if err != nil || b.Kind == kNull {
 		return value{}, err
 	}
 	x, xn := st.text(a)
@@ -418,14 +418,14 @@ type cmpNode struct {
 
 func (n *cmpNode) eval(st *state) (value, error) {
 	a, err := n.l.eval(st)
-	if err != nil || a.k == kNull {
+	if err != nil || a.Kind == kNull {
 		return value{}, err
 	}
 	b, err := n.r.eval(st)
-	if err != nil || b.k == kNull {
+	if err != nil || b.Kind == kNull {
 		return value{}, err
 	}
-	if a.k == kJSON && a.s[0] == 'n' || b.k == kJSON && b.s[0] == 'n' {
+	if a.Kind == kJSON && a.Bytes[0] == 'n' || b.Kind == kJSON && b.Bytes[0] == 'n' {
 		return value{}, nil
 	}
 	c, err := st.compare(a, b)
@@ -526,7 +526,7 @@ type likeNode struct {
 
 func (n *likeNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	s, null := st.text(v)
@@ -536,7 +536,7 @@ func (n *likeNode) eval(st *state) (value, error) {
 	toks := n.toks
 	if n.pat != nil {
 		pv, err := n.pat.eval(st)
-		if err != nil || pv.k == kNull {
+		if err != nil || pv.Kind == kNull {
 			return value{}, err
 		}
 		p, null := st.text(pv)
@@ -649,7 +649,7 @@ type rlikeNode struct {
 
 func (n *rlikeNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	s, null := st.text(v)
@@ -691,7 +691,7 @@ type inNode struct {
 
 func (n *inNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	sawNull := false
@@ -700,7 +700,7 @@ func (n *inNode) eval(st *state) (value, error) {
 		if err != nil {
 			return value{}, err
 		}
-		if w.k == kNull {
+		if w.Kind == kNull {
 			sawNull = true
 			continue
 		}
@@ -725,12 +725,12 @@ type betweenNode struct {
 
 func (n *betweenNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	bound := func(b node, want func(int) bool) (tri, error) {
 		w, err := b.eval(st)
-		if err != nil || w.k == kNull {
+		if err != nil || w.Kind == kNull {
 			return triNull, err
 		}
 		c, err := st.compare(v, w)
@@ -772,7 +772,7 @@ func (n *isNullNode) eval(st *state) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	null := v.k == kNull || v.k == kJSON && v.s[0] == 'n'
+	null := v.Kind == kNull || v.Kind == kJSON && v.Bytes[0] == 'n'
 	return boolV(null != n.not), nil
 }
 
@@ -805,14 +805,14 @@ func (n *caseNode) eval(st *state) (value, error) {
 			}
 			continue
 		}
-		if op.k == kNull {
+		if op.Kind == kNull {
 			break
 		}
 		c, err := w.cond.eval(st)
 		if err != nil {
 			return value{}, err
 		}
-		if c.k == kNull {
+		if c.Kind == kNull {
 			continue
 		}
 		d, err := st.compare(op, c)
@@ -835,7 +835,7 @@ type coalesceNode struct{ args []node }
 func (n *coalesceNode) eval(st *state) (value, error) {
 	for _, a := range n.args {
 		v, err := a.eval(st)
-		if err != nil || v.k != kNull {
+		if err != nil || v.Kind != kNull {
 			return v, err
 		}
 	}
@@ -870,22 +870,22 @@ var unitDurations = map[string]time.Duration{
 
 func (n *intervalNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	c, err := n.n.eval(st)
-	if err != nil || c.k == kNull {
+	if err != nil || c.Kind == kNull {
 		return value{}, err
 	}
 	if c, err = st.cast(c, bigintTarget); err != nil {
 		return value{}, fmt.Errorf("INTERVAL: %w", err)
 	}
-	k := c.i * n.sign
-	date := v.k == kDate
+	k := c.Int * n.sign
+	date := v.Kind == kDate
 	if v, err = st.cast(v, timestampTarget); err != nil {
 		return value{}, fmt.Errorf("INTERVAL: %w", err)
 	}
-	t := v.t
+	t := v.Time
 	if d, ok := unitDurations[n.unit]; ok {
 		if k > math.MaxInt64/int64(d) || k < math.MinInt64/int64(d) {
 			return value{}, fmt.Errorf("INTERVAL %d %s: out of range", k, n.unit)
@@ -940,7 +940,7 @@ func (n *callNode) eval(st *state) (value, error) {
 	base := len(st.stack)
 	for _, a := range n.args {
 		v, err := a.eval(st)
-		if err != nil || n.strict && v.k == kNull {
+		if err != nil || n.strict && v.Kind == kNull {
 			st.stack = st.stack[:base]
 			return value{}, err
 		}

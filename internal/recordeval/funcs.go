@@ -38,27 +38,33 @@ type funcDef struct {
 // build functions refer back to the compiler.
 var funcs map[string]*funcDef
 
-func init() {
-	str := func(impl fnImpl, min, max int) *funcDef {
-		return &funcDef{min: min, max: max, kind: kString, impl: impl}
+// scalarFunc is a function computed from its evaluated arguments alone.
+type scalarFunc struct {
+	min, max int  // argument counts; max < 0: no limit
+	kind     kind // result kind when always the same, else kUnknown
+	call     fnImpl
+	nullArgs bool // call sees NULL arguments; otherwise a NULL argument gives NULL
+}
+
+// scalarFuncs are the functions computed from their arguments alone, by
+// lower-case name.
+func scalarFuncs() map[string]scalarFunc {
+	str := func(impl fnImpl, min, max int) scalarFunc {
+		return scalarFunc{min: min, max: max, kind: kString, call: impl}
 	}
-	num := func(impl fnImpl, min, max int) *funcDef {
-		return &funcDef{min: min, max: max, kind: kUnknown, impl: impl}
+	num := func(impl fnImpl, min, max int) scalarFunc {
+		return scalarFunc{min: min, max: max, kind: kUnknown, call: impl}
 	}
-	part := func(get func(t time.Time) int) *funcDef {
-		return &funcDef{min: 1, max: 1, kind: kInt, impl: func(st *Ctx, a []value) (value, error) {
+	part := func(get func(t time.Time) int) scalarFunc {
+		return scalarFunc{min: 1, max: 1, kind: kInt, call: func(st *Ctx, a []value) (value, error) {
 			t, err := st.cast(a[0], timestampTarget)
-			if err != nil || t.k == kNull {
+			if err != nil || t.Kind == kNull {
 				return t, err
 			}
-			return intV(int64(get(t.t))), nil
+			return intV(int64(get(t.Time))), nil
 		}}
 	}
-	coalesce := &funcDef{min: 1, max: -1, build: buildCoalesce}
-	ifFn := &funcDef{min: 3, max: 3, build: buildIf}
-	now := &funcDef{min: 0, max: 0, kind: kTime, build: func(*compiler, *sqlast.FuncCall, []node) (node, error) { return &nowNode{}, nil }}
-	jsonGet := &funcDef{min: 2, max: 2, kind: kString, build: buildGetJSON}
-	funcs = map[string]*funcDef{
+	return map[string]scalarFunc{
 		// text
 		"lower":            str(fnLower, 1, 1),
 		"lcase":            str(fnLower, 1, 1),
@@ -67,31 +73,50 @@ func init() {
 		"trim":             str(trimFn(true, true), 1, 2),
 		"ltrim":            str(trimFn(true, false), 1, 2),
 		"rtrim":            str(trimFn(false, true), 1, 2),
-		"length":           {min: 1, max: 1, kind: kInt, impl: fnLength},
-		"char_length":      {min: 1, max: 1, kind: kInt, impl: fnLength},
-		"character_length": {min: 1, max: 1, kind: kInt, impl: fnLength},
+		"length":           {min: 1, max: 1, kind: kInt, call: fnLength},
+		"char_length":      {min: 1, max: 1, kind: kInt, call: fnLength},
+		"character_length": {min: 1, max: 1, kind: kInt, call: fnLength},
 		"substr":           str(fnSubstr, 2, 3),
 		"substring":        str(fnSubstr, 2, 3),
 		"concat":           str(fnConcat, 1, -1),
-		"concat_ws":        {min: 2, max: -1, kind: kString, impl: fnConcatWS, nullArgs: true},
+		"concat_ws":        {min: 2, max: -1, kind: kString, call: fnConcatWS, nullArgs: true},
 		"replace":          str(fnReplace, 2, 3),
 		"split_part":       str(fnSplitPart, 3, 3),
-		"regexp_extract":   {min: 2, max: 3, kind: kString, build: buildRegexpExtract},
-		"regexp_replace":   {min: 3, max: 3, kind: kString, build: buildRegexpReplace},
-		"regexp_like":      {min: 2, max: 2, kind: kBool, build: buildRegexpLike},
-		// NULL handling and conditions
-		"coalesce": coalesce,
-		"nvl":      {min: 2, max: 2, build: buildCoalesce},
-		"ifnull":   {min: 2, max: 2, build: buildCoalesce},
-		"nullif":   {min: 2, max: 2, kind: kUnknown, impl: fnNullIf, nullArgs: true},
-		"if":       ifFn,
-		"iff":      ifFn,
+		// NULL handling
+		"nullif": {min: 2, max: 2, kind: kUnknown, call: fnNullIf, nullArgs: true},
 		// numbers
 		"abs":     num(fnAbs, 1, 1),
 		"round":   num(fnRound, 1, 2),
 		"floor":   num(floorCeil(true), 1, 1),
 		"ceil":    num(floorCeil(false), 1, 1),
 		"ceiling": num(floorCeil(false), 1, 1),
+		// time
+		"year":       part(func(t time.Time) int { return t.Year() }),
+		"month":      part(func(t time.Time) int { return int(t.Month()) }),
+		"day":        part(func(t time.Time) int { return t.Day() }),
+		"dayofmonth": part(func(t time.Time) int { return t.Day() }),
+		"hour":       part(func(t time.Time) int { return t.Hour() }),
+		"minute":     part(func(t time.Time) int { return t.Minute() }),
+		"second":     part(func(t time.Time) int { return t.Second() }),
+	}
+}
+
+func init() {
+	coalesce := &funcDef{min: 1, max: -1, build: buildCoalesce}
+	ifFn := &funcDef{min: 3, max: 3, build: buildIf}
+	now := &funcDef{min: 0, max: 0, kind: kTime, build: func(*compiler, *sqlast.FuncCall, []node) (node, error) { return &nowNode{}, nil }}
+	jsonGet := &funcDef{min: 2, max: 2, kind: kString, build: buildGetJSON}
+	funcs = map[string]*funcDef{
+		// text
+		"regexp_extract": {min: 2, max: 3, kind: kString, build: buildRegexpExtract},
+		"regexp_replace": {min: 3, max: 3, kind: kString, build: buildRegexpReplace},
+		"regexp_like":    {min: 2, max: 2, kind: kBool, build: buildRegexpLike},
+		// NULL handling and conditions
+		"coalesce": coalesce,
+		"nvl":      {min: 2, max: 2, build: buildCoalesce},
+		"ifnull":   {min: 2, max: 2, build: buildCoalesce},
+		"if":       ifFn,
+		"iff":      ifFn,
 		// time
 		"to_timestamp":      {min: 1, max: 2, kind: kTime, build: buildToTime(kTime, false)},
 		"try_to_timestamp":  {min: 1, max: 2, kind: kTime, build: buildToTime(kTime, true)},
@@ -100,13 +125,6 @@ func init() {
 		"from_unixtime":     {min: 1, max: 2, kind: kString, build: buildFromUnixtime},
 		"unix_timestamp":    {min: 0, max: 2, kind: kInt, build: buildUnixTimestamp},
 		"date_format":       {min: 2, max: 2, kind: kString, build: buildDateFormat},
-		"year":              part(func(t time.Time) int { return t.Year() }),
-		"month":             part(func(t time.Time) int { return int(t.Month()) }),
-		"day":               part(func(t time.Time) int { return t.Day() }),
-		"dayofmonth":        part(func(t time.Time) int { return t.Day() }),
-		"hour":              part(func(t time.Time) int { return t.Hour() }),
-		"minute":            part(func(t time.Time) int { return t.Minute() }),
-		"second":            part(func(t time.Time) int { return t.Second() }),
 		"current_timestamp": now,
 		"now":               now,
 		"current_date": {min: 0, max: 0, kind: kDate, build: func(*compiler, *sqlast.FuncCall, []node) (node, error) {
@@ -117,6 +135,9 @@ func init() {
 		"try_parse_json":  {min: 1, max: 1, kind: kJSON, build: buildParseJSON(true)},
 		"get_json_object": jsonGet,
 		"json_extract":    jsonGet,
+	}
+	for name, f := range scalarFuncs() {
+		funcs[name] = &funcDef{min: f.min, max: f.max, kind: f.kind, impl: f.call, nullArgs: f.nullArgs}
 	}
 }
 
@@ -153,7 +174,7 @@ func (st *Ctx) intArg(v value, what string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	return n.i, nil
+	return n.Int, nil
 }
 
 func (st *Ctx) strResult(start int) (value, error) { return strV(st.carve(start)), nil }
@@ -389,10 +410,10 @@ func fnSplitPart(st *Ctx, a []value) (value, error) {
 // constText returns the text of a constant argument.
 func constText(n node) (string, bool) {
 	c, ok := n.(*constNode)
-	if !ok || c.v.k != kString {
+	if !ok || c.v.Kind != kString {
 		return "", false
 	}
-	return string(c.v.s), true
+	return string(c.v.Bytes), true
 }
 
 func constRegexp(n node) (*regexp.Regexp, error) {
@@ -437,8 +458,8 @@ func buildRegexpExtract(_ *compiler, _ *sqlast.FuncCall, args []node) (node, err
 		n.pat = args[1]
 	}
 	if len(args) == 3 {
-		if c, ok := args[2].(*constNode); ok && c.v.k == kInt {
-			n.g = c.v.i
+		if c, ok := args[2].(*constNode); ok && c.v.Kind == kInt {
+			n.g = c.v.Int
 		} else {
 			n.group = args[2]
 		}
@@ -451,7 +472,7 @@ func buildRegexpExtract(_ *compiler, _ *sqlast.FuncCall, args []node) (node, err
 
 func (n *regexpExtractNode) eval(st *state) (value, error) {
 	sv, err := n.s.eval(st)
-	if err != nil || sv.k == kNull {
+	if err != nil || sv.Kind == kNull {
 		return value{}, err
 	}
 	re, g := n.re, n.g
@@ -462,7 +483,7 @@ func (n *regexpExtractNode) eval(st *state) (value, error) {
 	}
 	if n.group != nil {
 		gv, err := n.group.eval(st)
-		if err != nil || gv.k == kNull {
+		if err != nil || gv.Kind == kNull {
 			return value{}, err
 		}
 		if g, err = st.intArg(gv, "group"); err != nil {
@@ -515,7 +536,7 @@ func buildRegexpReplace(_ *compiler, _ *sqlast.FuncCall, args []node) (node, err
 
 func (n *regexpReplaceNode) eval(st *state) (value, error) {
 	sv, err := n.s.eval(st)
-	if err != nil || sv.k == kNull {
+	if err != nil || sv.Kind == kNull {
 		return value{}, err
 	}
 	re, tmpl := n.re, n.tmpl
@@ -526,7 +547,7 @@ func (n *regexpReplaceNode) eval(st *state) (value, error) {
 	}
 	if n.rep != nil {
 		rv, err := n.rep.eval(st)
-		if err != nil || rv.k == kNull {
+		if err != nil || rv.Kind == kNull {
 			return value{}, err
 		}
 		r, _ := st.text(rv)
@@ -590,7 +611,7 @@ func buildIf(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error) {
 
 // fnNullIf is NULLIF(a, b): NULL when a = b, else a.
 func fnNullIf(st *Ctx, a []value) (value, error) {
-	if a[0].k == kNull || a[1].k == kNull {
+	if a[0].Kind == kNull || a[1].Kind == kNull {
 		return a[0], nil
 	}
 	c, err := st.compare(a[0], a[1])
@@ -610,16 +631,16 @@ func fnAbs(st *Ctx, a []value) (value, error) {
 	if err != nil {
 		return value{}, err
 	}
-	switch v.k {
+	switch v.Kind {
 	case kInt:
-		if v.i == math.MinInt64 {
+		if v.Int == math.MinInt64 {
 			return value{}, errOverflow
 		}
-		if v.i < 0 {
-			return intV(-v.i), nil
+		if v.Int < 0 {
+			return intV(-v.Int), nil
 		}
 	case kFloat:
-		return floatV(math.Abs(v.f)), nil
+		return floatV(math.Abs(v.Float)), nil
 	case kDecimal:
 		return decV(sbytes(toDecimal(v).Abs().String())), nil
 	}
@@ -631,7 +652,7 @@ func fnAbs(st *Ctx, a []value) (value, error) {
 // shortest decimal text, as Spark does: round(1.005, 2) = 1.01.
 func fnRound(st *Ctx, a []value) (value, error) {
 	v, err := st.number(a[0])
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	var d int64
@@ -640,21 +661,21 @@ func fnRound(st *Ctx, a []value) (value, error) {
 			return value{}, err
 		}
 	}
-	switch v.k {
+	switch v.Kind {
 	case kInt:
 		if d >= 0 {
 			return v, nil
 		}
-		return roundInt(v.i, d)
+		return roundInt(v.Int, d)
 	case kFloat:
-		if math.IsNaN(v.f) || math.IsInf(v.f, 0) {
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
 			return v, nil
 		}
 		if d < 0 {
-			f, _ := decimal.NewFromFloat(v.f).Round(int32(max(d, -400))).Float64()
+			f, _ := decimal.NewFromFloat(v.Float).Round(int32(max(d, -400))).Float64()
 			return floatV(f), nil
 		}
-		text := strconv.AppendFloat(nil, v.f, 'f', -1, 64)
+		text := strconv.AppendFloat(nil, v.Float, 'f', -1, 64)
 		if d >= int64(fracDigits(text)) {
 			return v, nil
 		}
@@ -709,16 +730,16 @@ func roundInt(x, d int64) (value, error) {
 func floorCeil(floor bool) fnImpl {
 	return func(st *Ctx, a []value) (value, error) {
 		v, err := st.number(a[0])
-		if err != nil || v.k == kNull {
+		if err != nil || v.Kind == kNull {
 			return value{}, err
 		}
-		switch v.k {
+		switch v.Kind {
 		case kInt:
 			return v, nil
 		case kFloat:
-			f := math.Ceil(v.f)
+			f := math.Ceil(v.Float)
 			if floor {
-				f = math.Floor(v.f)
+				f = math.Floor(v.Float)
 			}
 			i, err := floatToInt(f)
 			if err != nil {
@@ -764,7 +785,7 @@ func (l layoutArg) get(st *state) (string, bool, error) {
 		return l.layout, true, nil
 	}
 	v, err := l.n.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return "", false, err
 	}
 	p, _ := st.text(v)
@@ -805,7 +826,7 @@ func buildToTime(k kind, try bool) func(*compiler, *sqlast.FuncCall, []node) (no
 
 func (n *toTimeNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	layout, ok, err := n.layout.get(st)
@@ -827,8 +848,8 @@ func (n *toTimeNode) eval(st *state) (value, error) {
 
 // parseLayout parses v's text with a Go layout, in UTC.
 func (st *Ctx) parseLayout(v value, layout string) (time.Time, error) {
-	if v.k == kTime || v.k == kDate {
-		return v.t, nil
+	if v.Kind == kTime || v.Kind == kDate {
+		return v.Time, nil
 	}
 	s, null := st.text(v)
 	if null {
@@ -858,7 +879,7 @@ func buildFromUnixtime(_ *compiler, _ *sqlast.FuncCall, args []node) (node, erro
 
 func (n *fromUnixtimeNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	sec, err := st.intArg(v, "seconds")
@@ -902,15 +923,15 @@ func (n *unixTimestampNode) eval(st *state) (value, error) {
 		return intV(st.nowTime().Unix()), nil
 	}
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	if n.layout == nil {
 		t, err := st.cast(v, timestampTarget)
-		if err != nil || t.k == kNull {
+		if err != nil || t.Kind == kNull {
 			return value{}, wrapFn("unix_timestamp", err)
 		}
-		return intV(t.t.Unix()), nil
+		return intV(t.Time.Unix()), nil
 	}
 	layout, ok, err := n.layout.get(st)
 	if err != nil || !ok {
@@ -939,11 +960,11 @@ func buildDateFormat(_ *compiler, _ *sqlast.FuncCall, args []node) (node, error)
 
 func (n *dateFormatNode) eval(st *state) (value, error) {
 	v, err := n.x.eval(st)
-	if err != nil || v.k == kNull {
+	if err != nil || v.Kind == kNull {
 		return value{}, err
 	}
 	t, err := st.cast(v, timestampTarget)
-	if err != nil || t.k == kNull {
+	if err != nil || t.Kind == kNull {
 		return value{}, wrapFn("date_format", err)
 	}
 	layout, ok, err := n.layout.get(st)
@@ -951,7 +972,7 @@ func (n *dateFormatNode) eval(st *state) (value, error) {
 		return value{}, wrapFn("date_format", err)
 	}
 	start := len(st.Scratch)
-	st.Scratch = t.t.UTC().AppendFormat(st.Scratch, layout)
+	st.Scratch = t.Time.UTC().AppendFormat(st.Scratch, layout)
 	return st.strResult(start)
 }
 

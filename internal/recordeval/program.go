@@ -206,10 +206,10 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 	st.outs = outs
 	for i := range outs {
 		vec := &b.Cols[i]
-		if vec.Text == nil && outs[i].k != kNull && outs[i].k != p.kinds[i] && !(p.kinds[i] == kTime && outs[i].k == kDate) {
+		if vec.Text == nil && outs[i].Kind != kNull && outs[i].Kind != p.kinds[i] && !(p.kinds[i] == kTime && outs[i].Kind == kDate) {
 			// Typed columns have a static kind: anything else is a bug,
 			// which this record reports rather than a wrong value.
-			return false, fmt.Errorf("column %s: a %s where a %s was expected", p.Columns[i], outs[i].k, p.kinds[i]), true
+			return false, fmt.Errorf("column %s: a %s where a %s was expected", p.Columns[i], outs[i].Kind, p.kinds[i]), true
 		}
 	}
 	for i := range outs {
@@ -217,13 +217,13 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 		if v := outs[i]; vec.Text == nil {
 			switch p.kinds[i] {
 			case kInt:
-				vec.Int = append(vec.Int, v.i)
+				vec.Int = append(vec.Int, v.Int)
 			case kFloat:
-				vec.Float = append(vec.Float, v.f)
+				vec.Float = append(vec.Float, v.Float)
 			default:
-				vec.Time = append(vec.Time, v.t)
+				vec.Time = append(vec.Time, v.Time)
 			}
-			vec.Null = append(vec.Null, v.k == kNull)
+			vec.Null = append(vec.Null, v.Kind == kNull)
 			continue
 		}
 		s, null := st.text(outs[i])

@@ -1143,24 +1143,24 @@ func TestTypedBatch(t *testing.T) {
 			t.Errorf("Typed(%d) = %q, want %q", i, got, w)
 		}
 	}
-	values := []string{
+	inputs := []string{
 		`{"time": "2026-12-02 10:01:02.5", "d": "2026-12-02", "n": 42, "f": 1.25, "s": "x"}`,
 		`{"time": null, "n": "-7", "f": "1e300", "s": null}`,
 		`{"time": "2026-12-02T10:01:02Z", "d": "2026-01-31", "n": 9223372036854775807, "f": 3}`,
 	}
-	typed := p.NewBatch(len(values), []bool{true, true, true, true, true, true})
-	text := p.NewBatch(len(values), nil)
-	for i, v := range values {
+	typed := p.NewBatch(len(inputs), []bool{true, true, true, true, true, true})
+	text := p.NewBatch(len(inputs), nil)
+	for i, v := range inputs {
 		for _, b := range []*rowio.Batch{typed, text} {
 			if _, err := p.Append(b, &Record{Value: []byte(v), Offset: int64(i)}); err != nil {
 				t.Fatalf("record %d: %v", i, err)
 			}
 		}
 	}
-	if typed.Cols[5].Text == nil || typed.Cols[0].Text != nil || len(typed.Cols[0].Time) != len(values) || len(typed.Cols[2].Int) != len(values) || len(typed.Cols[3].Float) != len(values) {
+	if typed.Cols[5].Text == nil || typed.Cols[0].Text != nil || len(typed.Cols[0].Time) != len(inputs) || len(typed.Cols[2].Int) != len(inputs) || len(typed.Cols[3].Float) != len(inputs) {
 		t.Fatalf("typed batch holds the wrong vectors: %+v", typed.Cols)
 	}
-	for r := range values {
+	for r := range inputs {
 		for c, v := range typed.Cols {
 			want := row(text, r)[c]
 			var got string
@@ -1188,7 +1188,7 @@ func TestTypedBatch(t *testing.T) {
 		t.Fatal("a bad BIGINT was accepted")
 	}
 	for c, v := range typed.Cols {
-		if n := len(v.Null); n != len(values) || len(v.Int)+len(v.Float)+len(v.Time)+len(v.Text) != len(values) {
+		if n := len(v.Null); n != len(inputs) || len(v.Int)+len(v.Float)+len(v.Time)+len(v.Text) != len(inputs) {
 			t.Errorf("column %d grew on a failed record: %d nulls", c, n)
 		}
 	}

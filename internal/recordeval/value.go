@@ -42,25 +42,25 @@ func (k kind) String() string { return kindNames[k] }
 // value is one evaluated value. The zero value is NULL. Bytes are never
 // modified in place: they may be the record's, a literal's or scratch.
 type value struct {
-	k kind
-	s []byte    // kString; kDecimal: exact decimal text; kJSON: validated JSON text
-	i int64     // kInt; kBool: 0 or 1
-	f float64   // kFloat
-	t time.Time // kTime (UTC); kDate: midnight UTC
+	Kind  kind
+	Bytes []byte    // kString; kDecimal: exact decimal text; kJSON: validated JSON text
+	Int   int64     // kInt; kBool: 0 or 1
+	Float float64   // kFloat
+	Time  time.Time // kTime (UTC); kDate: midnight UTC
 }
 
-func strV(s []byte) value     { return value{k: kString, s: s} }
-func intV(i int64) value      { return value{k: kInt, i: i} }
-func floatV(f float64) value  { return value{k: kFloat, f: f} }
-func timeV(t time.Time) value { return value{k: kTime, t: t} }
-func dateV(t time.Time) value { return value{k: kDate, t: t} }
-func decV(s []byte) value     { return value{k: kDecimal, s: s} }
-func jsonV(raw []byte) value  { return value{k: kJSON, s: raw} }
+func strV(s []byte) value     { return value{Kind: kString, Bytes: s} }
+func intV(i int64) value      { return value{Kind: kInt, Int: i} }
+func floatV(f float64) value  { return value{Kind: kFloat, Float: f} }
+func timeV(t time.Time) value { return value{Kind: kTime, Time: t} }
+func dateV(t time.Time) value { return value{Kind: kDate, Time: t} }
+func decV(s []byte) value     { return value{Kind: kDecimal, Bytes: s} }
+func jsonV(raw []byte) value  { return value{Kind: kJSON, Bytes: raw} }
 func boolV(b bool) value {
 	if b {
-		return value{k: kBool, i: 1}
+		return value{Kind: kBool, Int: 1}
 	}
-	return value{k: kBool}
+	return value{Kind: kBool}
 }
 
 // bstr views b as a string without copying; the string must not outlive b's
@@ -79,38 +79,38 @@ func describe(v value) string {
 		}
 		return strconv.Quote(string(b))
 	}
-	switch v.k {
+	switch v.Kind {
 	case kNull:
 		return "NULL"
 	case kString:
-		return short(v.s)
+		return short(v.Bytes)
 	case kJSON:
-		return "JSON " + short(v.s)
+		return "JSON " + short(v.Bytes)
 	case kDecimal:
-		return "DECIMAL " + string(v.s)
+		return "DECIMAL " + string(v.Bytes)
 	}
-	return v.k.String() + " " + string(appendScalar(nil, v))
+	return v.Kind.String() + " " + string(appendScalar(nil, v))
 }
 
 // appendScalar appends the text of a value that is not a string, JSON or
 // NULL.
 func appendScalar(dst []byte, v value) []byte {
-	switch v.k {
+	switch v.Kind {
 	case kInt:
-		return strconv.AppendInt(dst, v.i, 10)
+		return strconv.AppendInt(dst, v.Int, 10)
 	case kFloat:
-		return strconv.AppendFloat(dst, v.f, 'g', -1, 64)
+		return strconv.AppendFloat(dst, v.Float, 'g', -1, 64)
 	case kBool:
-		if v.i != 0 {
+		if v.Int != 0 {
 			return append(dst, "true"...)
 		}
 		return append(dst, "false"...)
 	case kTime:
-		return appendTime(dst, v.t)
+		return appendTime(dst, v.Time)
 	case kDate:
-		return appendDate(dst, v.t)
+		return appendDate(dst, v.Time)
 	case kString, kDecimal, kJSON:
-		return append(dst, v.s...)
+		return append(dst, v.Bytes...)
 	}
 	return dst
 }
@@ -149,26 +149,26 @@ func (c *Ctx) nowTime() time.Time {
 // text renders v as the text a cast to STRING gives; null reports NULL
 // (including JSON null). The bytes may be v's own.
 func (st *Ctx) text(v value) (b []byte, null bool) {
-	switch v.k {
+	switch v.Kind {
 	case kNull:
 		return nil, true
 	case kString, kDecimal:
-		return v.s, false
+		return v.Bytes, false
 	case kJSON:
-		switch v.s[0] {
+		switch v.Bytes[0] {
 		case 'n':
 			return nil, true
 		case '"':
-			if c, ok := rawjson.StringContent(v.s); ok {
+			if c, ok := rawjson.StringContent(v.Bytes); ok {
 				return c, false
 			}
 			start := len(st.Scratch)
-			st.Scratch = rawjson.AppendUnquoted(st.Scratch, v.s)
+			st.Scratch = rawjson.AppendUnquoted(st.Scratch, v.Bytes)
 			return st.carve(start), false
 		case '{', '[':
-			return rawjson.Compact(v.s, &st.Scratch), false
+			return rawjson.Compact(v.Bytes, &st.Scratch), false
 		}
-		return v.s, false
+		return v.Bytes, false
 	}
 	start := len(st.Scratch)
 	st.Scratch = appendScalar(st.Scratch, v)
@@ -179,10 +179,10 @@ func (st *Ctx) text(v value) (b []byte, null bool) {
 // a number, a boolean, NULL, or an object's or array's compact text. Other
 // values are returned as they are.
 func (st *Ctx) scalar(v value) value {
-	if v.k != kJSON {
+	if v.Kind != kJSON {
 		return v
 	}
-	switch v.s[0] {
+	switch v.Bytes[0] {
 	case 'n':
 		return value{}
 	case 't':
@@ -193,9 +193,9 @@ func (st *Ctx) scalar(v value) value {
 		b, _ := st.text(v)
 		return strV(b)
 	}
-	n, err := parseNumber(v.s)
+	n, err := parseNumber(v.Bytes)
 	if err != nil { // cannot happen for valid JSON
-		return strV(v.s)
+		return strV(v.Bytes)
 	}
 	return n
 }
@@ -273,11 +273,11 @@ func trimBlank(b []byte) []byte {
 // NULL.
 func (st *Ctx) number(v value) (value, error) {
 	v = st.scalar(v)
-	switch v.k {
+	switch v.Kind {
 	case kInt, kFloat, kDecimal, kNull:
 		return v, nil
 	case kString:
-		n, err := parseNumber(v.s)
+		n, err := parseNumber(v.Bytes)
 		if err != nil {
 			return value{}, fmt.Errorf("%s is not a number", describe(v))
 		}
@@ -290,13 +290,13 @@ func isNumeric(k kind) bool { return k == kInt || k == kFloat || k == kDecimal }
 
 // toFloat converts a number (kInt, kFloat, kDecimal) to float64.
 func toFloat(v value) float64 {
-	switch v.k {
+	switch v.Kind {
 	case kInt:
-		return float64(v.i)
+		return float64(v.Int)
 	case kFloat:
-		return v.f
+		return v.Float
 	}
-	f, _ := strconv.ParseFloat(bstr(v.s), 64)
+	f, _ := strconv.ParseFloat(bstr(v.Bytes), 64)
 	return f
 }
 
@@ -304,10 +304,10 @@ func toFloat(v value) float64 {
 // only come from bounded text (parseNumber, casts, arithmetic on them), so
 // shopspring never expands a huge exponent here.
 func toDecimal(v value) decimal.Decimal {
-	if v.k == kInt {
-		return decimal.NewFromInt(v.i)
+	if v.Kind == kInt {
+		return decimal.NewFromInt(v.Int)
 	}
-	d, _ := decimal.NewFromString(bstr(v.s))
+	d, _ := decimal.NewFromString(bstr(v.Bytes))
 	return d
 }
 
@@ -338,19 +338,19 @@ func (t tri) value() value {
 // or text spelling a boolean.
 func (st *Ctx) truth(v value) (tri, error) {
 	v = st.scalar(v)
-	switch v.k {
+	switch v.Kind {
 	case kNull:
 		return triNull, nil
 	case kBool:
-		return triOf(v.i != 0), nil
+		return triOf(v.Int != 0), nil
 	case kInt:
-		return triOf(v.i != 0), nil
+		return triOf(v.Int != 0), nil
 	case kFloat:
-		return triOf(v.f != 0), nil
+		return triOf(v.Float != 0), nil
 	case kDecimal:
 		return triOf(!toDecimal(v).IsZero()), nil
 	case kString:
-		if b, ok := parseBool(v.s); ok {
+		if b, ok := parseBool(v.Bytes); ok {
 			return triOf(b), nil
 		}
 	}
@@ -384,29 +384,29 @@ func parseBool(b []byte) (bool, bool) {
 // number, a time or a boolean is converted to that type first.
 func (st *Ctx) compare(a, b value) (int, error) {
 	a, b = st.scalar(a), st.scalar(b)
-	if a.k == kNull || b.k == kNull {
+	if a.Kind == kNull || b.Kind == kNull {
 		return 0, errors.New("internal error: comparing NULL")
 	}
 	var err error
 	switch {
-	case a.k == kString && b.k == kString:
-		return bytes.Compare(a.s, b.s), nil
-	case a.k == kString && b.k != kString:
-		if a, err = st.coerceText(a, b.k); err != nil {
+	case a.Kind == kString && b.Kind == kString:
+		return bytes.Compare(a.Bytes, b.Bytes), nil
+	case a.Kind == kString && b.Kind != kString:
+		if a, err = st.coerceText(a, b.Kind); err != nil {
 			return 0, err
 		}
-	case b.k == kString && a.k != kString:
-		if b, err = st.coerceText(b, a.k); err != nil {
+	case b.Kind == kString && a.Kind != kString:
+		if b, err = st.coerceText(b, a.Kind); err != nil {
 			return 0, err
 		}
 	}
 	switch {
-	case isNumeric(a.k) && isNumeric(b.k):
+	case isNumeric(a.Kind) && isNumeric(b.Kind):
 		return compareNumbers(a, b), nil
-	case (a.k == kTime || a.k == kDate) && (b.k == kTime || b.k == kDate):
-		return a.t.Compare(b.t), nil
-	case a.k == kBool && b.k == kBool:
-		return int(a.i - b.i), nil
+	case (a.Kind == kTime || a.Kind == kDate) && (b.Kind == kTime || b.Kind == kDate):
+		return a.Time.Compare(b.Time), nil
+	case a.Kind == kBool && b.Kind == kBool:
+		return int(a.Int - b.Int), nil
 	}
 	return 0, fmt.Errorf("cannot compare %s with %s", describe(a), describe(b))
 }
@@ -415,19 +415,19 @@ func (st *Ctx) compare(a, b value) (int, error) {
 func (st *Ctx) coerceText(s value, k kind) (value, error) {
 	switch k {
 	case kInt, kFloat, kDecimal:
-		n, err := parseNumber(s.s)
+		n, err := parseNumber(s.Bytes)
 		if err != nil {
 			return value{}, fmt.Errorf("cannot compare %s with a number", describe(s))
 		}
 		return n, nil
 	case kTime, kDate:
-		t, err := parseTimestamp(s.s)
+		t, err := parseTimestamp(s.Bytes)
 		if err != nil {
 			return value{}, fmt.Errorf("cannot compare %s with a %s: %w", describe(s), k, err)
 		}
 		return timeV(t), nil
 	case kBool:
-		if b, ok := parseBool(s.s); ok {
+		if b, ok := parseBool(s.Bytes); ok {
 			return boolV(b), nil
 		}
 		return value{}, fmt.Errorf("cannot compare %s with a BOOLEAN", describe(s))
@@ -437,9 +437,9 @@ func (st *Ctx) coerceText(s value, k kind) (value, error) {
 
 func compareNumbers(a, b value) int {
 	switch {
-	case a.k == kInt && b.k == kInt:
-		return cmpInt(a.i, b.i)
-	case a.k == kFloat || b.k == kFloat:
+	case a.Kind == kInt && b.Kind == kInt:
+		return cmpInt(a.Int, b.Int)
+	case a.Kind == kFloat || b.Kind == kFloat:
 		return cmpFloat(toFloat(a), toFloat(b))
 	}
 	return toDecimal(a).Cmp(toDecimal(b))
