@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/recordeval/values"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
@@ -153,7 +154,7 @@ func (c *compiler) expr(e sqlast.Expr) (node, error) {
 	case *sqlast.FuncCall:
 		return c.call(e)
 	case *sqlast.CastExpr:
-		t, err := targetOf(e.Type)
+		t, err := values.TargetOf(e.Type)
 		if err != nil {
 			return nil, err
 		}
@@ -236,23 +237,23 @@ func (c *compiler) column(e *sqlast.ColumnRef) (node, error) {
 func literal(k, text string) (node, error) {
 	switch k {
 	case sqlast.LitString:
-		return &constNode{strV([]byte(text))}, nil
+		return &constNode{values.String([]byte(text))}, nil
 	case sqlast.LitBool:
-		return &constNode{boolV(strings.EqualFold(text, "true"))}, nil
+		return &constNode{values.Bool(strings.EqualFold(text, "true"))}, nil
 	case sqlast.LitNull:
 		return &constNode{}, nil
 	}
 	b := []byte(text)
-	if i, err := parseInt(b); err == nil {
-		return &constNode{intV(i)}, nil
-	} else if err == errIntRange {
-		return &constNode{decV(b)}, nil
+	if i, err := values.ParseInt(b); err == nil {
+		return &constNode{values.Int(i)}, nil
+	} else if err == values.ErrIntRange {
+		return &constNode{values.Decimal(b)}, nil
 	}
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil {
 		return nil, fmt.Errorf("number %s: out of range", text)
 	}
-	return &constNode{floatV(f)}, nil
+	return &constNode{values.Float(f)}, nil
 }
 
 func (c *compiler) binary(e *sqlast.BinaryExpr) (node, error) {
@@ -305,9 +306,9 @@ func (c *compiler) like(x node, e *sqlast.BinaryExpr) (node, error) {
 	if l, ok := e.R.(*sqlast.Literal); ok && l.Kind == sqlast.LitString {
 		p := []byte(l.Value)
 		if n.fold {
-			p = appendLower(nil, p)
+			p = values.AppendLower(nil, p)
 		}
-		n.toks = compileLike(p)
+		n.toks = values.CompileLike(p)
 		return n, nil
 	}
 	pat, err := c.expr(e.R)
@@ -359,9 +360,9 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 	}
 	k := staticKind(x)
 	if col, ok := x.(*colNode); ok && (col.col == colKey && !c.keyJSON || col.col == colValue && !c.valueJSON) {
-		k = kString
+		k = values.KString
 	}
-	if k != kJSON && k != kUnknown && k != kNull {
+	if k != values.KJSON && k != values.KUnknown && k != values.KNull {
 		hint := "use PARSE_JSON(…)"
 		if col, ok := x.(*colNode); ok && (col.col == colKey || col.col == colValue) {
 			hint = fmt.Sprintf("use PARSE_JSON(%s::STRING)[…] or READ_KAFKA's 'json' %s format", recordColumns[col.col], recordColumns[col.col])
@@ -386,9 +387,9 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 	}
 	if k, ok := idx.(*constNode); ok {
 		switch k.v.Kind {
-		case kString:
+		case values.KString:
 			n.index, n.key, n.isKey = nil, k.v.Bytes, true
-		case kInt:
+		case values.KInt:
 			n.index, n.n = nil, k.v.Int
 		default:
 			return nil, fmt.Errorf("%s: an index is a 'key' or an integer", sqlast.FormatExpr(e))
@@ -397,35 +398,35 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 	return n, nil
 }
 
-// staticKind is the kind a node always yields, or kUnknown.
-func staticKind(n node) kind {
+// staticKind is the kind a node always yields, or KUnknown.
+func staticKind(n node) values.Kind {
 	switch n := n.(type) {
 	case *constNode:
 		return n.v.Kind
 	case *castNode:
 		return n.t.Kind
 	case *parseJSONNode, *indexNode:
-		return kJSON
+		return values.KJSON
 	case *getJSONNode, *concatNode:
-		return kString
+		return values.KString
 	case *colNode:
 		switch n.col {
 		case colTopic:
-			return kString
+			return values.KString
 		case colPartition, colOffset:
-			return kInt
+			return values.KInt
 		case colTimestamp:
-			return kTime
+			return values.KTime
 		case colHeaders:
-			return kJSON
+			return values.KJSON
 		}
-		return kUnknown // key and value: by format, checked in index
+		return values.KUnknown // key and value: by format, checked in index
 	case *callNode:
 		if d := funcs[n.name]; d != nil {
 			return d.kind
 		}
 	}
-	return kUnknown
+	return values.KUnknown
 }
 
 func (c *compiler) caseExpr(e *sqlast.CaseExpr) (node, error) {

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
-
 	"github.com/lakepipe/lakepipe/internal/errtext"
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
+	"github.com/lakepipe/lakepipe/internal/recordeval/values"
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
@@ -53,9 +53,9 @@ type Program struct {
 	where     node
 	keyJSON   bool
 	valueJSON bool
-	kinds     []kind // static kind of each output column, or kUnknown
-	nslots    int    // memoized JSON parses
-	keySlot   int    // memo slots of the 'json' key and value, or -1
+	kinds     []values.Kind // static kind of each output column, or KUnknown
+	nslots    int           // memoized JSON parses
+	keySlot   int           // memo slots of the 'json' key and value, or -1
 	valSlot   int
 	pool      sync.Pool
 }
@@ -65,7 +65,7 @@ type Program struct {
 // (Vector.Float), "TIMESTAMP" or "DATE" (Vector.Time); else "".
 func (p *Program) Typed(i int) string {
 	switch k := p.kinds[i]; k {
-	case kInt, kFloat, kTime, kDate:
+	case values.KInt, values.KFloat, values.KTime, values.KDate:
 		return k.String()
 	}
 	return ""
@@ -87,11 +87,11 @@ func (p *Program) NewBatch(capacity int, typed []bool) *rowio.Batch {
 			continue
 		}
 		switch p.kinds[i] {
-		case kInt:
+		case values.KInt:
 			v.Int = make([]int64, 0, capacity)
-		case kFloat:
+		case values.KFloat:
 			v.Float = make([]float64, 0, capacity)
-		case kTime, kDate:
+		case values.KTime, values.KDate:
 			v.Time = make([]time.Time, 0, capacity)
 		default:
 			v.Text = make([][]byte, 0, capacity)
@@ -146,7 +146,7 @@ func (p *Program) Evaluator() *Evaluator { return &Evaluator{p: p, st: p.getStat
 func (e *Evaluator) Append(b *rowio.Batch, r *Record) (bool, error) {
 	kept, err, ok := e.p.append(e.st, b, r)
 	if !ok {
-		e.st = &state{p: e.p, memo: make([]memo, e.p.nslots), outs: make([]value, 0, len(e.p.cols))}
+		e.st = &state{p: e.p, memo: make([]memo, e.p.nslots), outs: make([]values.Value, 0, len(e.p.cols))}
 	}
 	e.st.r = nil // the record is the caller's again
 	return kept, err
@@ -185,9 +185,9 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 	if p.where != nil {
 		v, err := p.where.eval(st)
 		if err == nil {
-			var t tri
-			t, err = st.truth(v)
-			if err == nil && t != triTrue {
+			var t values.Tri
+			t, err = st.Truth(v)
+			if err == nil && t != values.TriTrue {
 				return false, nil, true
 			}
 		}
@@ -206,7 +206,7 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 	st.outs = outs
 	for i := range outs {
 		vec := &b.Cols[i]
-		if vec.Text == nil && outs[i].Kind != kNull && outs[i].Kind != p.kinds[i] && !(p.kinds[i] == kTime && outs[i].Kind == kDate) {
+		if vec.Text == nil && outs[i].Kind != values.KNull && outs[i].Kind != p.kinds[i] && !(p.kinds[i] == values.KTime && outs[i].Kind == values.KDate) {
 			// Typed columns have a static kind: anything else is a bug,
 			// which this record reports rather than a wrong value.
 			return false, fmt.Errorf("column %s: a %s where a %s was expected", p.Columns[i], outs[i].Kind, p.kinds[i]), true
@@ -216,17 +216,17 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 		vec := &b.Cols[i]
 		if v := outs[i]; vec.Text == nil {
 			switch p.kinds[i] {
-			case kInt:
+			case values.KInt:
 				vec.Int = append(vec.Int, v.Int)
-			case kFloat:
+			case values.KFloat:
 				vec.Float = append(vec.Float, v.Float)
 			default:
 				vec.Time = append(vec.Time, v.Time)
 			}
-			vec.Null = append(vec.Null, v.Kind == kNull)
+			vec.Null = append(vec.Null, v.Kind == values.KNull)
 			continue
 		}
-		s, null := st.text(outs[i])
+		s, null := st.Text(outs[i])
 		var cell []byte
 		if !null {
 			cell = st.out.put(s)
@@ -243,7 +243,7 @@ func (p *Program) getState() *state {
 	if st, ok := p.pool.Get().(*state); ok {
 		return st
 	}
-	return &state{p: p, memo: make([]memo, p.nslots), outs: make([]value, 0, len(p.cols))}
+	return &state{p: p, memo: make([]memo, p.nslots), outs: make([]values.Value, 0, len(p.cols))}
 }
 
 func (p *Program) putState(st *state) {
@@ -260,10 +260,10 @@ type state struct {
 	r    *Record
 	gen  uint64 // record generation, for memo
 	memo []memo
-	Ctx
-	tmp     []byte  // short-lived: JSON keys being compared
-	stack   []value // function arguments
-	outs    []value
+	values.Ctx
+	tmp     []byte         // short-lived: JSON keys being compared
+	stack   []values.Value // function arguments
+	outs    []values.Value
 	keyRaw  []byte // validated JSON of the key and value ('json' formats)
 	valRaw  []byte
 	headers []byte // JSON of the headers, built on first use
@@ -316,7 +316,7 @@ func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
 func (st *state) begin(r *Record) error {
 	st.r = r
 	st.gen++
-	st.Ctx.reset()
+	st.Ctx.Reset()
 	st.stack = st.stack[:0]
 	st.keyRaw, st.valRaw = nil, nil
 	if st.p.keyJSON && len(r.Key) > 0 {

@@ -1,16 +1,16 @@
-package recordeval
+package values
 
 import (
 	"fmt"
 	"strings"
 )
 
-// javaLayout converts a Java/Spark datetime pattern (yyyy-MM-dd
+// JavaLayout converts a Java/Spark datetime pattern (yyyy-MM-dd
 // HH:mm:ss.SSS) to a Go time layout. Supported letters: y, M (1-4), d, D
 // (DDD), E, a, H, h, m, s, S (after '.' or ','), z, Z, X, x; text in single
 // quotes is literal (” is a quote). Digits and the few words Go layouts
 // treat as fields (Jan, Mon, MST, PM, …) cannot appear literally.
-func javaLayout(p string) (string, error) {
+func JavaLayout(p string) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(p); {
 		c := p[i]

@@ -1,4 +1,4 @@
-package recordeval
+package values
 
 import (
 	"errors"
@@ -7,88 +7,87 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
-
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// target is the type of a cast.
-type target struct {
-	Kind        kind   // kString, kInt, kFloat, kBool, kTime, kDate, kDecimal, kJSON
+// Target is the type of a cast.
+type Target struct {
+	Kind        Kind   // KString, KInt, KFloat, KBool, KTime, KDate, KDecimal, KJSON
 	name        string // as written, for messages
-	min, max    int64  // kInt
-	Prec, Scale int    // kDecimal
+	min, max    int64  // KInt
+	Prec, Scale int    // KDecimal
 }
 
 var (
-	bigintTarget    = target{Kind: kInt, name: "BIGINT", min: math.MinInt64, max: math.MaxInt64}
-	timestampTarget = target{Kind: kTime, name: "TIMESTAMP"}
-	dateTarget      = target{Kind: kDate, name: "DATE"}
+	BigintTarget    = Target{Kind: KInt, name: "BIGINT", min: math.MinInt64, max: math.MaxInt64}
+	TimestampTarget = Target{Kind: KTime, name: "TIMESTAMP"}
+	DateTarget      = Target{Kind: KDate, name: "DATE"}
 )
 
-// targetOf maps a declared SQL type to a cast target.
-func targetOf(t sqlast.TypeName) (target, error) {
+// TargetOf maps a declared SQL type to a cast target.
+func TargetOf(t sqlast.TypeName) (Target, error) {
 	name := sqlast.FormatType(t)
 	switch t.Name {
 	case "STRING", "VARCHAR", "CHAR", "TEXT", "BINARY":
-		return target{Kind: kString, name: name}, nil
+		return Target{Kind: KString, name: name}, nil
 	case "TINYINT", "BYTE":
-		return target{Kind: kInt, name: name, min: math.MinInt8, max: math.MaxInt8}, nil
+		return Target{Kind: KInt, name: name, min: math.MinInt8, max: math.MaxInt8}, nil
 	case "SMALLINT", "SHORT":
-		return target{Kind: kInt, name: name, min: math.MinInt16, max: math.MaxInt16}, nil
+		return Target{Kind: KInt, name: name, min: math.MinInt16, max: math.MaxInt16}, nil
 	case "INT", "INTEGER":
-		return target{Kind: kInt, name: name, min: math.MinInt32, max: math.MaxInt32}, nil
+		return Target{Kind: KInt, name: name, min: math.MinInt32, max: math.MaxInt32}, nil
 	case "BIGINT", "LONG":
-		return target{Kind: kInt, name: name, min: math.MinInt64, max: math.MaxInt64}, nil
+		return Target{Kind: KInt, name: name, min: math.MinInt64, max: math.MaxInt64}, nil
 	case "FLOAT", "REAL", "DOUBLE", "FLOAT64":
-		return target{Kind: kFloat, name: name}, nil
+		return Target{Kind: KFloat, name: name}, nil
 	case "DECIMAL", "NUMERIC", "NUMBER":
 		p, s, err := schemas.DecimalParams(t)
 		if err != nil {
-			return target{}, fmt.Errorf("%s: precision must be 1..38 and scale 0..precision", name)
+			return Target{}, fmt.Errorf("%s: precision must be 1..38 and scale 0..precision", name)
 		}
-		return target{Kind: kDecimal, name: name, Prec: p, Scale: s}, nil
+		return Target{Kind: KDecimal, name: name, Prec: p, Scale: s}, nil
 	case "BOOLEAN", "BOOL":
-		return target{Kind: kBool, name: name}, nil
+		return Target{Kind: KBool, name: name}, nil
 	case "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "DATETIME":
-		return target{Kind: kTime, name: name}, nil
+		return Target{Kind: KTime, name: name}, nil
 	case "DATE":
-		return target{Kind: kDate, name: name}, nil
+		return Target{Kind: KDate, name: name}, nil
 	case "JSON", "VARIANT":
-		return target{Kind: kJSON, name: name}, nil
+		return Target{Kind: KJSON, name: name}, nil
 	}
-	return target{}, fmt.Errorf("cannot cast to %s in a Kafka pipe's SELECT (supported: STRING, VARCHAR(n), TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), BOOLEAN, TIMESTAMP, DATE, JSON; keep nested data as JSON text)", name)
+	return Target{}, fmt.Errorf("cannot cast to %s in a Kafka pipe's SELECT (supported: STRING, VARCHAR(n), TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p,s), BOOLEAN, TIMESTAMP, DATE, JSON; keep nested data as JSON text)", name)
 }
 
-// cast converts v to t. A NULL (or JSON null) stays NULL.
-func (st *Ctx) cast(v value, t target) (value, error) {
-	if v.Kind == kNull {
+// Cast converts v to t. A NULL (or JSON null) stays NULL.
+func (cx *Ctx) Cast(v Value, t Target) (Value, error) {
+	if v.Kind == KNull {
 		return v, nil
 	}
-	if t.Kind == kJSON {
-		return st.castJSON(v)
+	if t.Kind == KJSON {
+		return cx.castJSON(v)
 	}
-	if t.Kind == kString {
-		b, null := st.text(v)
+	if t.Kind == KString {
+		b, null := cx.Text(v)
 		if null {
-			return value{}, nil
+			return Value{}, nil
 		}
-		return strV(b), nil
+		return String(b), nil
 	}
-	s := st.scalar(v)
-	if s.Kind == kNull {
+	s := cx.Scalar(v)
+	if s.Kind == KNull {
 		return s, nil
 	}
-	r, err := st.castScalar(s, t)
+	r, err := cx.castScalar(s, t)
 	if err != nil {
 		if err == errCast {
-			return value{}, fmt.Errorf("cannot cast %s to %s", describe(v), t.name)
+			return Value{}, fmt.Errorf("cannot cast %s to %s", Describe(v), t.name)
 		}
-		return value{}, fmt.Errorf("cannot cast %s to %s: %w", describe(v), t.name, err)
+		return Value{}, fmt.Errorf("cannot cast %s to %s: %w", Describe(v), t.name, err)
 	}
 	return r, nil
 }
@@ -96,61 +95,61 @@ func (st *Ctx) cast(v value, t target) (value, error) {
 // errCast is a cast that has nothing more to say than that it failed.
 var errCast = errors.New("cannot cast")
 
-func (st *Ctx) castScalar(v value, t target) (value, error) {
+func (cx *Ctx) castScalar(v Value, t Target) (Value, error) {
 	switch t.Kind {
-	case kInt:
+	case KInt:
 		i, err := castInt(v)
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
 		if i < t.min || i > t.max {
-			return value{}, errIntRange
+			return Value{}, ErrIntRange
 		}
-		return intV(i), nil
-	case kFloat:
+		return Int(i), nil
+	case KFloat:
 		return castFloat(v)
-	case kBool:
+	case KBool:
 		return castBool(v)
-	case kTime:
+	case KTime:
 		tm, err := castTime(v)
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
-		return timeV(tm), nil
-	case kDate:
+		return Timestamp(tm), nil
+	case KDate:
 		tm, err := castTime(v)
 		if err != nil {
-			return value{}, err
+			return Value{}, err
 		}
-		return dateV(truncDay(tm)), nil
-	case kDecimal:
-		return st.castDecimal(v, t.Prec, t.Scale)
+		return Date(TruncDay(tm)), nil
+	case KDecimal:
+		return cx.castDecimal(v, t.Prec, t.Scale)
 	}
-	return value{}, errCast
+	return Value{}, errCast
 }
 
-func castInt(v value) (int64, error) {
+func castInt(v Value) (int64, error) {
 	switch v.Kind {
-	case kInt:
+	case KInt:
 		return v.Int, nil
-	case kBool:
+	case KBool:
 		return v.Int, nil
-	case kFloat:
+	case KFloat:
 		return floatToInt(v.Float)
-	case kDecimal:
+	case KDecimal:
 		d, err := decimal.NewFromString(bstr(v.Bytes))
 		if err != nil || !smallExponent(v.Bytes) {
 			return 0, errCast
 		}
 		d = d.Truncate(0)
 		if d.GreaterThan(decimal.NewFromInt(math.MaxInt64)) || d.LessThan(decimal.NewFromInt(math.MinInt64)) {
-			return 0, errIntRange
+			return 0, ErrIntRange
 		}
 		return d.IntPart(), nil
-	case kString:
+	case KString:
 		b := trimBlank(v.Bytes)
-		i, err := parseInt(b)
-		if err == nil || err == errIntRange {
+		i, err := ParseInt(b)
+		if err == nil || err == ErrIntRange {
 			return i, err
 		}
 		f, ferr := strconv.ParseFloat(bstr(b), 64)
@@ -158,7 +157,7 @@ func castInt(v value) (int64, error) {
 			return 0, errCast
 		}
 		return floatToInt(f)
-	case kTime:
+	case KTime:
 		return v.Time.Unix(), nil
 	}
 	return 0, errCast
@@ -176,64 +175,64 @@ func floatToInt(f float64) (int64, error) {
 	}
 	f = math.Trunc(f)
 	if f < -9223372036854775808 || f >= 9223372036854775808 {
-		return 0, errIntRange
+		return 0, ErrIntRange
 	}
 	return int64(f), nil
 }
 
-func castFloat(v value) (value, error) {
+func castFloat(v Value) (Value, error) {
 	switch v.Kind {
-	case kFloat:
+	case KFloat:
 		return v, nil
-	case kInt, kBool:
-		return floatV(float64(v.Int)), nil
-	case kDecimal:
-		return floatV(toFloat(v)), nil
-	case kString:
+	case KInt, KBool:
+		return Float(float64(v.Int)), nil
+	case KDecimal:
+		return Float(toFloat(v)), nil
+	case KString:
 		f, err := strconv.ParseFloat(bstr(trimBlank(v.Bytes)), 64)
 		if err != nil {
 			if isRangeErr(err) {
-				return value{}, errIntRange
+				return Value{}, ErrIntRange
 			}
-			return value{}, errCast
+			return Value{}, errCast
 		}
-		return floatV(f), nil
-	case kTime:
-		return floatV(float64(v.Time.UnixNano()) / 1e9), nil
+		return Float(f), nil
+	case KTime:
+		return Float(float64(v.Time.UnixNano()) / 1e9), nil
 	}
-	return value{}, errCast
+	return Value{}, errCast
 }
 
-func castBool(v value) (value, error) {
+func castBool(v Value) (Value, error) {
 	switch v.Kind {
-	case kBool:
+	case KBool:
 		return v, nil
-	case kInt:
-		return boolV(v.Int != 0), nil
-	case kFloat:
-		return boolV(v.Float != 0), nil
-	case kDecimal:
-		return boolV(!toDecimal(v).IsZero()), nil
-	case kString:
+	case KInt:
+		return Bool(v.Int != 0), nil
+	case KFloat:
+		return Bool(v.Float != 0), nil
+	case KDecimal:
+		return Bool(!ToDecimal(v).IsZero()), nil
+	case KString:
 		if b, ok := parseBool(v.Bytes); ok {
-			return boolV(b), nil
+			return Bool(b), nil
 		}
 	}
-	return value{}, errCast
+	return Value{}, errCast
 }
 
 // castTime converts a scalar to a UTC time.
-func castTime(v value) (time.Time, error) {
+func castTime(v Value) (time.Time, error) {
 	switch v.Kind {
-	case kTime, kDate:
+	case KTime, KDate:
 		return v.Time, nil
-	case kInt:
+	case KInt:
 		return epochTime(v.Int), nil
-	case kFloat:
+	case KFloat:
 		return epochFloatTime(v.Float)
-	case kDecimal:
+	case KDecimal:
 		return epochFloatTime(toFloat(v))
-	case kString:
+	case KString:
 		return parseTimestamp(v.Bytes)
 	}
 	return time.Time{}, errCast
@@ -276,7 +275,7 @@ func epochFloatTime(f float64) (time.Time, error) {
 		ns = f
 	}
 	if ns < -9.2e18 || ns > 9.2e18 {
-		return time.Time{}, errIntRange
+		return time.Time{}, ErrIntRange
 	}
 	if a < 1e11 { // keep whole seconds exact
 		sec, frac := math.Modf(f)
@@ -285,37 +284,38 @@ func epochFloatTime(f float64) (time.Time, error) {
 	return time.Unix(0, int64(math.Round(ns))).UTC(), nil
 }
 
-func truncDay(t time.Time) time.Time {
+// TruncDay is midnight UTC of t's UTC day.
+func TruncDay(t time.Time) time.Time {
 	y, m, d := t.UTC().Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-func (st *Ctx) castDecimal(v value, p, s int) (value, error) {
+func (cx *Ctx) castDecimal(v Value, p, s int) (Value, error) {
 	var b []byte
 	switch v.Kind {
-	case kInt:
-		start := len(st.Scratch)
-		st.Scratch = strconv.AppendInt(st.Scratch, v.Int, 10)
-		b = st.carve(start)
-	case kFloat:
+	case KInt:
+		start := len(cx.Scratch)
+		cx.Scratch = strconv.AppendInt(cx.Scratch, v.Int, 10)
+		b = cx.Carve(start)
+	case KFloat:
 		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			return value{}, errCast
+			return Value{}, errCast
 		}
-		start := len(st.Scratch)
-		st.Scratch = strconv.AppendFloat(st.Scratch, v.Float, 'f', -1, 64)
-		b = st.carve(start)
-	case kDecimal, kString:
+		start := len(cx.Scratch)
+		cx.Scratch = strconv.AppendFloat(cx.Scratch, v.Float, 'f', -1, 64)
+		b = cx.Carve(start)
+	case KDecimal, KString:
 		b = trimBlank(v.Bytes)
 	default:
-		return value{}, errCast
+		return Value{}, errCast
 	}
-	start := len(st.Scratch)
-	out, err := appendRoundDecimal(st.Scratch, b, s, p-s)
+	start := len(cx.Scratch)
+	out, err := appendRoundDecimal(cx.Scratch, b, s, p-s)
 	if err != nil {
-		return value{}, err
+		return Value{}, err
 	}
-	st.Scratch = out
-	return decV(st.carve(start)), nil
+	cx.Scratch = out
+	return Decimal(cx.Carve(start)), nil
 }
 
 // appendRoundDecimal appends the number text b rounded half away from zero
@@ -344,7 +344,7 @@ func appendRoundDecimal(dst, b []byte, scale, maxInt int) ([]byte, error) {
 	}
 	if !plain { // exponent or junk: let shopspring read it
 		if !smallExponent(t) {
-			return dst, errIntRange
+			return dst, ErrIntRange
 		}
 		d, err := decimal.NewFromString(bstr(b))
 		if err != nil {
@@ -406,42 +406,40 @@ func appendRoundDecimal(dst, b []byte, scale, maxInt int) ([]byte, error) {
 func smallExponent(t []byte) bool {
 	for i, c := range t {
 		if c == 'e' || c == 'E' {
-			e, err := parseInt(t[i+1:])
+			e, err := ParseInt(t[i+1:])
 			return err != nil || e >= -400 && e <= 400 // junk fails later
 		}
 	}
 	return true
 }
 
-func (st *Ctx) castJSON(v value) (value, error) {
+func (cx *Ctx) castJSON(v Value) (Value, error) {
 	switch v.Kind {
-	case kJSON:
+	case KJSON:
 		return v, nil
-	case kString:
+	case KString:
 		raw, err := rawjson.Valid(v.Bytes)
 		if err != nil {
-			return value{}, fmt.Errorf("%s is not valid JSON: %w", describe(v), err)
+			return Value{}, fmt.Errorf("%s is not valid JSON: %w", Describe(v), err)
 		}
 		if raw[0] == 'n' {
-			return value{}, nil
+			return Value{}, nil
 		}
-		return jsonV(raw), nil
-	case kInt, kFloat, kDecimal, kBool:
-		if v.Kind == kFloat && (math.IsNaN(v.Float) || math.IsInf(v.Float, 0)) {
-			return value{}, fmt.Errorf("cannot cast %s to JSON", describe(v))
+		return JSON(raw), nil
+	case KInt, KFloat, KDecimal, KBool:
+		if v.Kind == KFloat && (math.IsNaN(v.Float) || math.IsInf(v.Float, 0)) {
+			return Value{}, fmt.Errorf("cannot cast %s to JSON", Describe(v))
 		}
-		start := len(st.Scratch)
-		st.Scratch = appendScalar(st.Scratch, v)
-		return jsonV(st.carve(start)), nil
+		start := len(cx.Scratch)
+		cx.Scratch = appendScalar(cx.Scratch, v)
+		return JSON(cx.Carve(start)), nil
 	}
-	start := len(st.Scratch)
-	st.Scratch = rawjson.AppendQuoted(st.Scratch, appendScalar(nil, v))
-	return jsonV(st.carve(start)), nil
+	start := len(cx.Scratch)
+	cx.Scratch = rawjson.AppendQuoted(cx.Scratch, appendScalar(nil, v))
+	return JSON(cx.Carve(start)), nil
 }
 
-// ---- timestamps ----
-
-// parseTimestamp reads timestamp text (see the package documentation);
+// parseTimestamp reads timestamp text (see recordeval's package documentation);
 // text that is only a number is Unix time (epochTime).
 func parseTimestamp(b []byte) (time.Time, error) {
 	b = trimBlank(b)
@@ -449,7 +447,7 @@ func parseTimestamp(b []byte) (time.Time, error) {
 		return t, nil
 	}
 	if len(b) > 0 && (rawjson.IsDigit(b[0]) || b[0] == '-' || b[0] == '+' || b[0] == '.') {
-		if i, err := parseInt(b); err == nil {
+		if i, err := ParseInt(b); err == nil {
 			return epochTime(i), nil
 		}
 		if f, err := strconv.ParseFloat(bstr(b), 64); err == nil {
