@@ -185,12 +185,6 @@ func MapColumns(file string, src []rowio.Column, target core.LoadTarget, named b
 	return idx, nil
 }
 
-// loadFile streams one file into the target. With onErrorAbort a bad row
-// fails the call; otherwise bad rows are counted in the result.
-func (e *Reader) loadFile(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string) (FileLoad, error) {
-	return e.readFileInto(ctx, vol, obj, src, opts, target, onError, nil)
-}
-
 // readFileInto is loadFile; with staged set, the file's rows are not
 // written but kept in *staged (for chstore.InsertStaged with those of
 // other small files), and only when the file loads whole or in part.

@@ -13,9 +13,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata from the current output")
 
-// Updating reports whether the test runs with -update.
-func Updating() bool { return *update }
-
 // File is one golden file and the cases it holds.
 type File struct {
 	Path string // under testdata

@@ -144,15 +144,6 @@ func New(cfg Config) *Temporal {
 	return &Temporal{cfg: cfg}
 }
 
-// FromClient wraps a client the caller already has (the worker's). Its
-// payloads are whatever that client's data converter makes of them.
-func FromClient(c client.Client, taskQueue string) *Temporal {
-	if taskQueue == "" {
-		taskQueue = jobs.TaskQueue
-	}
-	return &Temporal{client: c, cfg: Config{TaskQueue: taskQueue}}
-}
-
 // Client dials Temporal if needed.
 func (t *Temporal) Client() (client.Client, error) {
 	t.mu.Lock()

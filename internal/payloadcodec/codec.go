@@ -71,17 +71,9 @@ type Key struct {
 	Material []byte // KeySize bytes
 }
 
-// New returns a codec that encrypts with keys[0] and decrypts with any of
-// keys. Ids must be unique, non-empty, and made of letters, digits, '.',
+// newCodec returns a codec that encrypts with keys[0] and decrypts with any
+// of keys. Ids must be unique, non-empty, and made of letters, digits, '.',
 // '_' and '-'.
-func New(keys ...Key) (*Codec, error) {
-	c, err := newCodec(keys)
-	if err != nil {
-		return nil, fmt.Errorf("payload codec: %w", err)
-	}
-	return c, nil
-}
-
 func newCodec(keys []Key) (*Codec, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("no key given")

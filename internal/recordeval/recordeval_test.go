@@ -14,8 +14,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
-// seedPipe is the Kafka pipe of the pipe guide, verbatim.
-const seedPipe = `CREATE PIPE pipe_kafka_logs
+// docPipe is the Kafka pipe of the pipe guide, verbatim.
+const docPipe = `CREATE PIPE pipe_kafka_logs
 VIRTUAL_CLUSTER = 'default'
 BATCH_INTERVAL_IN_SECONDS = '30'
 AS
@@ -37,8 +37,8 @@ map() -- kafka_configs
 )
 );`
 
-// seedOrdersPipe is the other Kafka pipe of the ClickZetta Lakehouse documentation.
-const seedOrdersPipe = `CREATE PIPE kafka_orders_pipe
+// docOrdersPipe is the other Kafka pipe of the ClickZetta Lakehouse documentation.
+const docOrdersPipe = `CREATE PIPE kafka_orders_pipe
 VIRTUAL_CLUSTER = 'default'
 BATCH_INTERVAL_IN_SECONDS = '60'
 AS
@@ -117,8 +117,8 @@ func logRecord(value string) *Record {
 	return &Record{Value: []byte(value), Topic: "app_logs", Offset: 7}
 }
 
-func TestSeedPipe(t *testing.T) {
-	p := compilePipe(t, seedPipe)
+func TestDocKafkaPipe(t *testing.T) {
+	p := compilePipe(t, docPipe)
 	if got := strings.Join(p.Columns, ","); got != "log_time,level,message" {
 		t.Fatalf("Columns = %s", got)
 	}
@@ -179,8 +179,8 @@ func TestSeedPipe(t *testing.T) {
 	}
 }
 
-func TestSeedOrdersPipe(t *testing.T) {
-	p := compilePipe(t, seedOrdersPipe)
+func TestDocOrdersPipe(t *testing.T) {
+	p := compilePipe(t, docOrdersPipe)
 	if got := strings.Join(p.Columns, ","); got != "raw_msg" {
 		t.Fatalf("Columns = %s", got)
 	}
@@ -937,7 +937,7 @@ func TestCompileErrors(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	p := compilePipe(t, seedPipe)
+	p := compilePipe(t, docPipe)
 	b := p.NewBatch(2, nil)
 	good := `{"time":"2024-01-15T10:30:00Z","level":"E","message":"m%d"}`
 	for i := range 5 {
@@ -993,7 +993,7 @@ func TestOutputForChstore(t *testing.T) {
 }
 
 func TestConcurrentAppend(t *testing.T) {
-	p := compilePipe(t, seedPipe)
+	p := compilePipe(t, docPipe)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	for g := range 4 {
@@ -1044,7 +1044,7 @@ func FuzzAppend(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	p := compilePipe(f, seedPipe)
+	p := compilePipe(f, docPipe)
 	extra, err := compileSelect(`value, PARSE_JSON(value)['a'][0]['b'], GET_JSON_OBJECT(value, '$.a[1].b'),
 		TRY_CAST(PARSE_JSON(value)['time'] AS DECIMAL(10,2)), TRY_CAST(value AS TIMESTAMP), TRY_CAST(value AS DOUBLE),
 		TRY_CAST(value AS BIGINT), value LIKE '%a_b%', value RLIKE 'x+', upper(value), substr(value, 2, 3),
@@ -1075,10 +1075,10 @@ func FuzzAppend(f *testing.F) {
 	})
 }
 
-// BenchmarkSeedProgram measures records/s through the documentation's pipe's SELECT for
+// BenchmarkDocPipeProgram measures records/s through the documentation's pipe's SELECT for
 // ~100-byte JSON log lines.
-func BenchmarkSeedProgram(b *testing.B) {
-	p := compilePipe(b, seedPipe)
+func BenchmarkDocPipeProgram(b *testing.B) {
+	p := compilePipe(b, docPipe)
 	levels := []string{"INFO", "WARN", "ERROR", "DEBUG"}
 	recs := make([]*Record, 1024)
 	size := 0

@@ -122,10 +122,6 @@ func (c *ChunkBuf) makeRoom() {
 	c.Owned = false
 }
 
-// fail is the error to report once the input is exhausted: nil at a clean
-// EOF.
-func (c *ChunkBuf) fail() error { return c.Err }
-
 // SkipLine consumes input up to and including the next newline, reporting
 // whether one was found.
 func (c *ChunkBuf) SkipLine() bool {

@@ -13,7 +13,7 @@ import (
 // internal error, that errors carry sane positions, and that every input
 // that parses survives Format → Parse unchanged (apart from source spans).
 func FuzzParse(f *testing.F) {
-	for _, c := range seedCases {
+	for _, c := range docCases {
 		f.Add(c.sql)
 	}
 	for _, c := range grammarCases {

@@ -8,8 +8,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
-func TestSeedStatements(t *testing.T) {
-	for i, c := range seedCases {
+func TestDocStatements(t *testing.T) {
+	for i, c := range docCases {
 		s, err := Parse(c.sql)
 		if err != nil {
 			t.Errorf("example %d (%s): %v\n%s", i, c.doc, err, c.sql)
@@ -34,15 +34,15 @@ func firstWords(s string) string {
 	return strings.Join(f, "_")
 }
 
-func TestSeedRoundTrip(t *testing.T) {
-	for _, c := range seedCases {
+func TestDocRoundTrip(t *testing.T) {
+	for _, c := range docCases {
 		checkRoundTrip(t, mustParse(t, c.sql))
 	}
 }
 
-// TestSeedScripts parses blocks of the ClickZetta Lakehouse documentation as whole scripts, comments and
+// TestDocScripts parses blocks of the ClickZetta Lakehouse documentation as whole scripts, comments and
 // all, and checks where each statement starts.
-func TestSeedScripts(t *testing.T) {
+func TestDocScripts(t *testing.T) {
 	// pipe-and-table-stream, the four set-up steps, verbatim.
 	script := `-- 第一步：创建存储连接
 CREATE STORAGE CONNECTION my_oss_conn
@@ -601,7 +601,7 @@ func TestInspect(t *testing.T) {
 	eq(t, "pruned", cols, []string{"a", "b", "u.k", "x.k"})
 
 	// Pipes reach their COPY's query; table functions are visited.
-	p := mustParse(t, seedCases[5].sql)
+	p := mustParse(t, docCases[5].sql)
 	var funcs []string
 	sqlast.Inspect(p, func(n any) bool {
 		if f, ok := n.(*sqlast.FuncCall); ok {

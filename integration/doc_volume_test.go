@@ -35,11 +35,11 @@ const salesSourceDDL = `CREATE TABLE IF NOT EXISTS sales_source ( id BIGINT COMM
 
 const salesInsert = `INSERT INTO sales_source VALUES (1, 'iPhone 15', 'Electronics', 8999.00, '2026-06-01'), (2, 'MacBook Pro', 'Electronics', 14999.00, '2026-06-01'), (3, 'AirPods', 'Electronics', 1299.00, '2026-06-01'), (4, 'Nike Air Max', 'Sports', 899.00, '2026-06-01'), (5, 'Yoga Mat', 'Sports', 199.00, '2026-06-01')`
 
-// TestSeedVolumeEndToEnd runs steps 1–4 of the ClickZetta documentation's example "Volume + Pipe +
+// TestDocVolumeEndToEnd runs steps 1–4 of the ClickZetta documentation's example "Volume + Pipe +
 // Dynamic Table 端到端实践" statement for statement against the local S3
 // server, then loads the CSV export into an ODS table the way the pipe of
 // step 5 will, and checks the ClickZetta documentation's final consistency query.
-func TestSeedVolumeEndToEnd(t *testing.T) {
+func TestDocVolumeEndToEnd(t *testing.T) {
 	s := newStack(t)
 	conn := "my_oss_conn_" + s.ID
 	loc := s.location("data")

@@ -6,18 +6,18 @@ import (
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 )
 
-// seedCase is one SQL statement copied verbatim (with its semicolon) from a
-// ClickZetta documentation page in /work/shared/seeds, and a check of its syntax tree.
-type seedCase struct {
+// docCase is one SQL statement copied verbatim (with its semicolon) from a
+// page of the ClickZetta Lakehouse documentation, and a check of its syntax tree.
+type docCase struct {
 	doc   string
 	sql   string
 	check func(t *testing.T, s sqlast.Statement)
 }
 
-// seedCases are every statement of the ClickZetta Lakehouse documentation. Table-cell fragments such as
+// docCases are every statement of the ClickZetta Lakehouse documentation. Table-cell fragments such as
 // "CREATE PIPE ... AS COPY INTO ... FROM READ_KAFKA(...)" are not statements
 // and are left out.
-var seedCases = []seedCase{
+var docCases = []docCase{
 	{
 		doc: "pipe-and-table-stream",
 		sql: `CREATE STORAGE CONNECTION my_oss_conn
