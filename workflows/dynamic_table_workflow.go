@@ -11,7 +11,10 @@ import (
 )
 
 // DynamicTableWorkflow refreshes a dynamic table every interval, sooner on
-// a refresh signal, not at all while suspended, until dropped.
+// a refresh signal, not at all while suspended, until dropped. SUSPEND and
+// RESUME arrive as updates (ALTER DYNAMIC TABLE, which waits for the
+// reply) or signals (the Temporal CLI). A run started with lakepipe's
+// search attributes keeps LakepipeStatus current.
 func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error {
 	p := in.Params
 	if p.IntervalSeconds <= 0 {
@@ -42,22 +45,46 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 		return err
 	}
 	ctx = refreshActivityOptions(ctx)
+	vis := newVisibility(ctx)
+	setSuspended := func(v bool) {
+		suspended = v
+		st := jobs.StatusRunning
+		if v {
+			st = jobs.StatusSuspended
+		}
+		vis.showStatus(ctx, st)
+	}
+	// kick wakes the loop after an update changed the state.
+	kick := workflow.NewBufferedChannel(ctx, 1)
+	if err := setDynamicTableUpdates(ctx, dynamicControl{
+		suspended:  func() bool { return suspended },
+		refreshing: func() bool { return refreshing },
+		dropped:    func() bool { return dropped },
+		suspend:    func() { setSuspended(true) },
+		resume:     func() { setSuspended(false); restart = true },
+		kick:       func() { kick.SendAsync(nil) },
+	}); err != nil {
+		return err
+	}
 	suspendCh := workflow.GetSignalChannel(ctx, jobs.SignalSuspend)
 	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
 	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
 	refreshedCh := workflow.GetSignalChannel(ctx, jobs.SignalRefreshed)
 	dropCh := workflow.GetSignalChannel(ctx, jobs.SignalDrop)
 	addSignals := func(sel workflow.Selector) {
-		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = true })
-		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); suspended = false; restart = true })
+		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setSuspended(true) })
+		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setSuspended(false); restart = true })
+		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); now = true })
 		sel.AddReceive(refreshedCh, func(c workflow.ReceiveChannel, _ bool) {
 			// A manual REFRESH ran (as a refresh chain): it is the last
 			// refresh, and the interval starts again from it. State only,
-			// no command: histories replay unchanged.
+			// and a memo upsert in runs started with lakepipe's search
+			// attributes (none before them): histories replay unchanged.
 			c.Receive(ctx, nil)
 			restart = true
 			counters.LastRefresh = workflow.Now(ctx)
+			vis.showFigures(ctx, jobs.DynamicTableFigures{LastRefresh: counters.LastRefresh, Refreshes: counters.Refreshes, Failures: counters.Failures}, false)
 		})
 		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
 	}
@@ -155,6 +182,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 			counters.LastError = ""
 		}
 		next = workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+		vis.showFigures(ctx, jobs.DynamicTableFigures{LastRefresh: counters.LastRefresh, Refreshes: counters.Refreshes, Failures: counters.Failures}, false)
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
@@ -165,6 +193,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 					return nil
 				}
 			}
+			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			counters.ContinuedRuns++
 			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: p, Suspended: suspended, Counters: counters, RefreshNow: now && duringRefresh})
 		}

@@ -288,3 +288,48 @@ func TestDynamicTableContinueAsNewKeepsSignals(t *testing.T) {
 		})
 	}
 }
+
+// ALTER DYNAMIC TABLE … SUSPEND and RESUME as updates: the reply is the
+// state the table took, and they act as the signals do; a resume wakes a
+// suspended table at once (the loop waits in a selector updates do not
+// reach by themselves).
+func TestDynamicTableUpdates(t *testing.T) {
+	env, calls := dtEnv(t, jobs.RefreshResult{State: "SUCCEED", Mode: "FULL"}, nil)
+	replies := map[string]*jobs.ControlReply{}
+	update := func(d time.Duration, name string) {
+		r := &jobs.ControlReply{}
+		replies[name+d.String()] = r
+		env.RegisterDelayedCallback(func() {
+			env.UpdateWorkflow(name, d.String(), &testsuite.TestUpdateCallback{
+				OnAccept: func() {},
+				OnReject: func(err error) { t.Errorf("%s at %v refused: %v", name, d, err) },
+				OnComplete: func(v any, err error) {
+					if err != nil {
+						t.Errorf("%s at %v: %v", name, d, err)
+					}
+					*r = v.(jobs.ControlReply)
+				},
+			})
+		}, d)
+	}
+	update(90*time.Second, jobs.UpdateSuspend) // after 1 refresh
+	update(100*time.Second, jobs.UpdateSuspend)
+	update(10*time.Minute, jobs.UpdateResume) // the next refresh one interval later
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(jobs.SignalDrop, nil) }, 11*time.Minute+30*time.Second)
+	env.ExecuteWorkflow(DynamicTableWorkflow, dtInput(60))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if *calls != 2 {
+		t.Errorf("refreshes = %d, want 2 (one before the suspend, one an interval after the resume)", *calls)
+	}
+	if r := replies["suspend1m30s"]; *r != (jobs.ControlReply{Status: jobs.StatusSuspended, Detail: "no scheduled refresh runs"}) {
+		t.Errorf("suspend reply %+v", *r)
+	}
+	if r := replies["suspend1m40s"]; r.Detail != "it was suspended already" {
+		t.Errorf("second suspend reply %+v", *r)
+	}
+	if r := replies["resume10m0s"]; r.Status != jobs.StatusRunning {
+		t.Errorf("resume reply %+v", *r)
+	}
+}

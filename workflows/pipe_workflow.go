@@ -28,8 +28,10 @@ const localListTimeout = 10 * time.Second
 const historyLimit = 2000
 
 // PipeWorkflow is one pipe: list → copy → record → purge → sleep, forever,
-// until dropped. Pause, resume, refresh and file events arrive as signals;
-// status is a query.
+// until dropped. Pause, resume and refresh arrive as updates (ALTER PIPE,
+// which waits for the reply) or signals (the Temporal CLI); file events
+// as signals; status is a query. A run started with lakepipe's search
+// attributes keeps LakepipeStatus and the memo's figures current.
 func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 	p := in.Params
 	if p.PollSeconds <= 0 {
@@ -82,6 +84,42 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 		},
 	})
 
+	// Visibility. A run started without lakepipe's search attributes (a
+	// namespace without them, runs of earlier releases) never upserts, so
+	// its history replays unchanged.
+	vis := newVisibility(ctx)
+	status := func() jobs.Status {
+		if paused {
+			return jobs.StatusPaused
+		}
+		return jobs.StatusRunning
+	}
+	setPaused := func(v bool) {
+		paused = v
+		vis.showStatus(ctx, status())
+	}
+	// kick wakes the loop after an update changed the state: the loop
+	// waits in selectors, which updates do not reach otherwise.
+	kick := workflow.NewBufferedChannel(ctx, 1)
+	if err := setPipeUpdates(ctx, p.Name, pipeControl{
+		paused:  func() bool { return paused },
+		running: func() bool { return running },
+		dropped: func() bool { return dropped },
+		pause:   func() { setPaused(true) },
+		resume: func() {
+			setPaused(false)
+			wake, invalid = true, ""
+			if kst != nil {
+				kst.InvalidReason = ""
+			}
+		},
+		refresh: func() { wake = true },
+		status:  status,
+		kick:    func() { kick.SendAsync(nil) },
+	}); err != nil {
+		return err
+	}
+
 	pauseCh := workflow.GetSignalChannel(ctx, jobs.SignalPause)
 	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
 	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
@@ -91,14 +129,16 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 	// addSignals registers every signal on a selector; the handlers only
 	// change state, the loop decides what to do.
 	addSignals := func(sel workflow.Selector) {
-		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); paused = true })
+		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setPaused(true) })
 		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, nil)
-			paused, wake, invalid = false, true, ""
+			setPaused(false)
+			wake, invalid = true, ""
 			if kst != nil {
 				kst.InvalidReason = ""
 			}
 		})
+		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
 		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); wake = true })
 		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
 			var f jobs.FilesSignal
@@ -152,7 +192,7 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 		if p.Kind == jobs.KindKafka {
 			more, err = kafkaTurn(ctx, p, kst, &counters, fixedEnd, get)
 			if kst.InvalidReason != "" {
-				paused = true
+				setPaused(true)
 			}
 		} else {
 			more, err = turn(ctx, p, &counters, &hints, &list, localListing, get)
@@ -173,9 +213,13 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 			// without one replay unchanged.
 			if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypePipeInvalid &&
 				workflow.GetVersion(ctx, "pause-on-invalid", workflow.DefaultVersion, 1) >= 1 {
-				paused, invalid = true, appErr.Message()
+				setPaused(true)
+				invalid = appErr.Message()
 			}
 		}
+		fig := jobs.PipeFigures{FilesLoaded: counters.FilesLoaded, RowsLoaded: counters.RowsLoaded,
+			FilesFailed: counters.FilesFailed, LastLoadTime: counters.LastLoadTime, Backlog: counters.Backlog}
+		vis.showFigures(ctx, fig, fig == jobs.PipeFigures{})
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {

@@ -190,10 +190,14 @@ launch_temporal() {
   need_bin "$LAKEPIPE_BIN/temporal" temporal
   # The dev server with a SQLite file, so workflows survive a restart (the
   # fault-injection tests kill and restart it). The default namespace is
-  # always created.
+  # always created, with lakepipe's search attributes (internal/jobs;
+  # docs/operations.md registers them in a production namespace).
   launch temporal "$LAKEPIPE_BIN/temporal" server start-dev --ip 127.0.0.1 \
     --port "$LAKEPIPE_TEMPORAL_PORT" --ui-port "$LAKEPIPE_TEMPORAL_UI_PORT" \
-    --db-filename "$d/temporal.db" --log-level warn
+    --db-filename "$d/temporal.db" --log-level warn \
+    --search-attribute LakepipeKind=Keyword --search-attribute LakepipeWorkspace=Keyword \
+    --search-attribute LakepipeSchema=Keyword --search-attribute LakepipeTable=Keyword \
+    --search-attribute LakepipeStatus=Keyword
 }
 
 # wait_ready SVC PID: until it answers, it dies, or the timeout passes.

@@ -214,8 +214,20 @@ type Orchestrator interface {
 	// Stop asks a workflow to end after its current step (drop signal).
 	Stop(ctx context.Context, id string) error
 	// Start starts a workflow by its registered name; a leftover run under
-	// the same id is terminated first.
-	Start(ctx context.Context, id, workflow string, input any) error
+	// the same id is terminated first. vis gives its search attributes
+	// and memo.
+	Start(ctx context.Context, id, workflow string, input any, vis *jobs.Visibility) error
+	// Update sends an update (pause, resume, refresh, suspend) and waits
+	// for the state the workflow took; a validator's refusal is an error
+	// with its reason.
+	Update(ctx context.Context, id, name string, out *jobs.ControlReply) error
+	// List returns the running workflows of the given kinds in a
+	// workspace and schema, from visibility (no worker needed), by
+	// workflow id; orchestrator.ErrNoAttributes when the namespace
+	// lacks lakepipe's search attributes.
+	List(ctx context.Context, kinds []string, workspace, schema string) (map[string]jobs.Listed, error)
+	// Describe is List for one workflow, from its execution.
+	Describe(ctx context.Context, id string) (l jobs.Listed, found bool, err error)
 	// Query runs a workflow's query; state is its execution status.
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
 	// Run runs a workflow under an id one run holds at a time and waits
@@ -362,3 +374,26 @@ func (e *Core) OpenVolume(ctx context.Context, name string, spec catalog.VolumeS
 }
 
 func (e *Core) VolumeKey(schema, name string) string { return schema + "." + name }
+
+// PipeVisibility is what a pipe's workflow is started with for the
+// Temporal UI and SHOW PIPES; statement is the redacted CREATE PIPE.
+func (e *Core) PipeVisibility(spec catalog.PipeSpec, statement string) *jobs.Visibility {
+	kind := jobs.VisibleVolumePipe
+	if spec.Kind == jobs.KindKafka {
+		kind = jobs.VisibleKafkaPipe
+	}
+	return &jobs.Visibility{Kind: kind, Workspace: e.Cfg.Workspace, Schema: e.Cfg.Schema,
+		Table: strings.TrimPrefix(spec.Output, e.Cfg.Workspace+"."), Statement: statement}
+}
+
+// ControlMessage is what ALTER prints of a workflow's reply to an update:
+// the state it took and what happens next.
+func ControlMessage(what string, r jobs.ControlReply) *Result {
+	switch {
+	case r.Status == "":
+		return Message("%s: %s", what, r.Detail)
+	case r.Detail == "":
+		return Message("%s: %s", what, r.Status)
+	}
+	return Message("%s: %s (%s)", what, r.Status, r.Detail)
+}

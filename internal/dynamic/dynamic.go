@@ -136,7 +136,8 @@ func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlast.CreateDyna
 	}
 	id := e.WithSchema(schema).DynamicTableWorkflowID(name)
 	in := jobs.DynamicTableInput{Params: jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
-	if err := orch.Start(ctx, id, jobs.DynamicTableWorkflowName, in); err != nil {
+	vis := &jobs.Visibility{Kind: jobs.VisibleDynamicTable, Workspace: e.Cfg.Workspace, Schema: schema, Table: schema + "." + name, Statement: core.Redact(s)}
+	if err := orch.Start(ctx, id, jobs.DynamicTableWorkflowName, in, vis); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: start its workflow: %w", core.Display(schema, name), err)
 	}
 	return core.Message("dynamic table %s created; it refreshes every %s as Temporal workflow %s", core.Display(schema, name), strings.ToLower(spec.Interval), id), nil
@@ -499,6 +500,7 @@ func (e *Refresher) ShowDynamicTables(ctx context.Context, s *sqlast.ShowDynamic
 		return nil, err
 	}
 	res := &core.Result{Columns: []string{"schema_name", "name", "refresh_interval", "state", "last_refresh_time", "comment", "query"}}
+	vis := e.Visible(ctx, jobs.VisibleDynamicTable)
 	for _, o := range objs {
 		if !core.LikeMatch(s.Like, o.Name) {
 			continue
@@ -507,10 +509,23 @@ func (e *Refresher) ShowDynamicTables(ctx context.Context, s *sqlast.ShowDynamic
 		if err := o.Decode(&spec); err != nil {
 			return nil, err
 		}
-		st, state := e.dynamicStatus(ctx, o.Name)
+		var state string
 		var last any
-		if st != nil && !st.Counters.LastRefresh.IsZero() {
-			last = st.Counters.LastRefresh
+		if l, ok := vis.Get(ctx, e.DynamicTableWorkflowID(o.Name)); ok {
+			// From visibility: no worker needed.
+			state = string(l.Status)
+			if l.Status == jobs.StatusRunning {
+				state = "ACTIVE"
+			}
+			if l.Refreshed != nil && !l.Refreshed.LastRefresh.IsZero() {
+				last = l.Refreshed.LastRefresh
+			}
+		} else {
+			var st *jobs.DynamicTableStatus
+			st, state = e.dynamicStatus(ctx, o.Name)
+			if st != nil && !st.Counters.LastRefresh.IsZero() {
+				last = st.Counters.LastRefresh
+			}
 		}
 		res.Rows = append(res.Rows, []any{o.Schema, o.Name, spec.Interval, state, last, spec.Comment, spec.Query})
 	}
@@ -588,14 +603,15 @@ func (e *Refresher) AlterDynamicTable(ctx context.Context, s *sqlast.AlterDynami
 	if err != nil {
 		return nil, err
 	}
-	sig := map[string]string{"SUSPEND": jobs.SignalSuspend, "RESUME": jobs.SignalResume}[strings.ToUpper(s.Action)]
-	if sig == "" {
+	upd := map[string]string{"SUSPEND": jobs.UpdateSuspend, "RESUME": jobs.UpdateResume}[strings.ToUpper(s.Action)]
+	if upd == "" {
 		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
 	}
-	if err := orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), sig, nil); err != nil {
+	var r jobs.ControlReply
+	if err := orch.Update(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), upd, &r); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
-	return core.Message("dynamic table %s %s", core.Display(schema, name), map[string]string{"SUSPEND": "suspended", "RESUME": "resumed"}[strings.ToUpper(s.Action)]), nil
+	return core.ControlMessage("dynamic table "+core.Display(schema, name), r), nil
 }
 
 // Refresher refreshes dynamic tables.

@@ -119,7 +119,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlast.CreatePipe) (*core.Re
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}, e.PipeVisibility(spec, core.Redact(s))); err != nil {
 		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}
@@ -144,12 +144,14 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 	id := e.PipeWorkflowID(s.Name)
 	switch s.Action {
 	case "REFRESH", "EXECUTE":
-		if err := orch.Signal(ctx, id, jobs.SignalRefresh, nil); err != nil {
+		var r jobs.ControlReply
+		if err := orch.Update(ctx, id, jobs.UpdateRefresh, &r); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
-		return core.Message("pipe %s: a turn starts now", s.Name), nil
+		return core.ControlMessage("pipe "+s.Name, r), nil
 	case "SET":
 		changed := false
+		var reply *jobs.ControlReply
 		for _, p := range s.Props {
 			switch k := strings.ToLower(p.Key); k {
 			case "pipe_execution_paused":
@@ -157,11 +159,12 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				if err != nil {
 					return nil, err
 				}
-				sig := jobs.SignalResume
+				upd := jobs.UpdateResume
 				if paused {
-					sig = jobs.SignalPause
+					upd = jobs.UpdatePause
 				}
-				if err := orch.Signal(ctx, id, sig, nil); err != nil {
+				reply = new(jobs.ControlReply)
+				if err := orch.Update(ctx, id, upd, reply); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
 			case "comment":
@@ -178,6 +181,9 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 			if err := e.Cat.Put(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name, spec, secret); err != nil {
 				return nil, err
 			}
+		}
+		if reply != nil {
+			return core.ControlMessage("pipe "+s.Name+" altered", *reply), nil
 		}
 		return core.Message("pipe %s altered", s.Name), nil
 	}
@@ -271,6 +277,7 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlast.ShowPipes) (*core.Resu
 		// (the worker's metrics lakepipe_pipe_backlog_files and
 		// lakepipe_pipe_kafka_lag_records carry the same figures).
 		"backlog_files", "kafka_lag", "last_turn_time"}}
+	vis := e.Visible(ctx, jobs.VisibleVolumePipe, jobs.VisibleKafkaPipe)
 	for _, o := range objs {
 		if !core.LikeMatch(s.Like, o.Name) {
 			continue
@@ -279,27 +286,42 @@ func (e *Engine) showPipes(ctx context.Context, s *sqlast.ShowPipes) (*core.Resu
 		if err := o.Decode(&spec); err != nil {
 			return nil, err
 		}
-		v := e.viewPipe(ctx, o.Name, spec)
-		status := v.status
-		if status == "PAUSED" {
-			status = "SUSPENDED" // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the ClickZetta Lakehouse documentation does
-		}
+		var status string
 		var files, rows int64
 		var last, backlog, lag, turn any
-		if v.st != nil {
-			files, rows = v.st.Counters.FilesLoaded, v.st.Counters.RowsLoaded
-			if !v.st.Counters.LastLoadTime.IsZero() {
-				last = v.st.Counters.LastLoadTime
+		var figures *jobs.PipeFigures
+		if l, ok := vis.Get(ctx, e.PipeWorkflowID(o.Name)); ok {
+			// From visibility: no worker needed. last_turn_time is not
+			// kept there (an idle turn writes nothing): DESC PIPE has it.
+			status, figures = string(l.Status), l.Figures
+			if figures == nil {
+				figures = &jobs.PipeFigures{}
 			}
-			if !v.st.Counters.LastTurnTime.IsZero() {
-				turn = v.st.Counters.LastTurnTime
+		} else {
+			v := e.viewPipe(ctx, o.Name, spec)
+			status = v.status
+			if v.st != nil {
+				c := v.st.Counters
+				figures = &jobs.PipeFigures{FilesLoaded: c.FilesLoaded, RowsLoaded: c.RowsLoaded, LastLoadTime: c.LastLoadTime, Backlog: c.Backlog}
+				if !c.LastTurnTime.IsZero() {
+					turn = c.LastTurnTime
+				}
+			}
+		}
+		if status == string(jobs.StatusPaused) {
+			status = string(jobs.StatusSuspended) // SHOW PIPES says SUSPENDED where DESC says PAUSED, as the ClickZetta Lakehouse documentation does
+		}
+		if figures != nil {
+			files, rows = figures.FilesLoaded, figures.RowsLoaded
+			if !figures.LastLoadTime.IsZero() {
+				last = figures.LastLoadTime
 			}
 			// The workflow keeps one figure: files beyond the last batch
 			// of a volume pipe, records beyond the offsets of a Kafka one.
 			if spec.Kind == jobs.KindKafka {
-				lag = int64(v.st.Counters.Backlog)
+				lag = int64(figures.Backlog)
 			} else {
-				backlog = int64(v.st.Counters.Backlog)
+				backlog = int64(figures.Backlog)
 			}
 		}
 		kind := string(spec.Kind)

@@ -125,9 +125,17 @@ func (t TLS) config() (*tls.Config, error) {
 // Temporal is an engine.Orchestrator. It dials on first use, so that
 // statements that need no workflow work without Temporal.
 type Temporal struct {
-	cfg    Config
-	mu     sync.Mutex
-	client client.Client
+	cfg        Config
+	mu         sync.Mutex
+	client     client.Client
+	attrsReady bool // lakepipe's search attributes are registered
+}
+
+func (t *Temporal) logger() *slog.Logger {
+	if t.cfg.Logger != nil {
+		return t.cfg.Logger
+	}
+	return slog.New(slog.NewTextHandler(discard{}, nil))
 }
 
 // New returns an orchestrator; nothing is dialled yet.
@@ -272,18 +280,19 @@ func (t *Temporal) Terminate(ctx context.Context, id, reason string) error {
 }
 
 // Start starts any lakepipe workflow by its registered name; a leftover run
-// under the same id is terminated first.
-func (t *Temporal) Start(ctx context.Context, id, workflow string, input any) error {
+// under the same id is terminated first. vis, when not nil, gives its
+// search attributes and memo (when the namespace has the attributes).
+func (t *Temporal) Start(ctx context.Context, id, workflow string, input any, vis *jobs.Visibility) error {
 	c, err := t.Client()
 	if err != nil {
 		return err
 	}
-	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	_, err = c.ExecuteWorkflow(ctx, t.startOptions(ctx, c, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                t.cfg.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, workflow, input)
+	}, vis), workflow, input)
 	return err
 }
 

@@ -1,0 +1,134 @@
+package workflows_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
+)
+
+// updateResult is what an update came back with: its reply, or the
+// validator's refusal, or the handler's error.
+type updateResult struct {
+	reply    jobs.ControlReply
+	rejected error
+	err      error
+	done     bool
+}
+
+// updateAt sends update name at d; read the result after the run.
+func updateAt(env *testsuite.TestWorkflowEnvironment, d time.Duration, name string) *updateResult {
+	r := &updateResult{}
+	at(env, d, func() {
+		env.UpdateWorkflow(name, name+d.String(), &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { r.rejected, r.done = err, true },
+			OnComplete: func(v any, err error) {
+				r.err, r.done = err, true
+				if rep, ok := v.(jobs.ControlReply); ok {
+					r.reply = rep
+				}
+			},
+		})
+	})
+	return r
+}
+
+// ALTER PIPE … PAUSED and REFRESH as updates: the reply is the state the
+// pipe took, a refresh of a paused pipe is refused with the way out, and
+// the updates act as the signals do.
+func TestPipeUpdates(t *testing.T) {
+	env, l := newPipeEnv(t)
+	pause := updateAt(env, 5*time.Second, jobs.UpdatePause)
+	refreshPaused := updateAt(env, 10*time.Second, jobs.UpdateRefresh)
+	resume := updateAt(env, 40*time.Second, jobs.UpdateResume)
+	refresh := updateAt(env, 50*time.Second, jobs.UpdateRefresh)
+	signal(env, 55*time.Second, jobs.SignalDrop, nil)
+	dropped := updateAt(env, 55*time.Second, jobs.UpdatePause)
+	run(env, jobs.PipeInput{Params: params(1000, 0)})
+	requireClean(t, env)
+
+	eq(t, "pause reply", pause.reply, jobs.ControlReply{Status: jobs.StatusPaused, Detail: "no new turn starts"})
+	if refreshPaused.rejected == nil {
+		t.Errorf("refresh of a paused pipe: %+v, want it refused", refreshPaused)
+	} else if want := "ALTER PIPE p SET PIPE_EXECUTION_PAUSED = FALSE"; !strings.Contains(refreshPaused.rejected.Error(), want) {
+		t.Errorf("refusal %q does not say %q", refreshPaused.rejected, want)
+	}
+	eq(t, "resume reply", resume.reply, jobs.ControlReply{Status: jobs.StatusRunning, Detail: "a turn starts now"})
+	eq(t, "refresh reply", refresh.reply.Status, jobs.StatusRunning)
+	if dropped.rejected == nil && dropped.done {
+		t.Errorf("pause of a dropped pipe: %+v, want it refused", dropped)
+	}
+	// Turns: the first at start, one at the resume, one at the refresh;
+	// none for the refused refresh (the poll is 1000 s).
+	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 40, 50})
+}
+
+// A resume update wakes a paused pipe at once, also while a turn it
+// paused during is still running.
+func TestPipeResumeUpdateDuringTurn(t *testing.T) {
+	env, l := newPipeEnv(t, "1.csv", "2.csv")
+	l.slowCopy(10 * time.Second)
+	pause := updateAt(env, 2*time.Second, jobs.UpdatePause)
+	resume := updateAt(env, 4*time.Second, jobs.UpdateResume)
+	st := statusAt(t, env, 30*time.Second)
+	signal(env, 40*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(1000, 1)})
+	requireClean(t, env)
+
+	eq(t, "pause reply", pause.reply, jobs.ControlReply{Status: jobs.StatusPaused, Detail: "the turn in progress finishes; no new turn starts"})
+	eq(t, "resume reply", resume.reply.Status, jobs.StatusRunning)
+	eq(t, "paused", st.Paused, false)
+	eq(t, "loaded", st.Counters.FilesLoaded, int64(2))
+}
+
+// A run started with lakepipe's search attributes upserts LakepipeStatus
+// when it changes and the memo's figures after a turn that changed them,
+// and nothing on idle turns.
+func TestPipeVisibility(t *testing.T) {
+	env, _ := newPipeEnv(t, "a.csv")
+	if err := env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+		jobs.AttrKind.ValueSet(jobs.VisibleVolumePipe), jobs.AttrStatus.ValueSet(string(jobs.StatusRunning)))); err != nil {
+		t.Fatal(err)
+	}
+	var statuses []string
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		s, _ := args.Get(0).(temporal.SearchAttributes).GetKeyword(jobs.AttrStatus)
+		statuses = append(statuses, s)
+	}).Return(nil)
+	var memos []jobs.PipeFigures
+	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
+		memos = append(memos, args.Get(0).(map[string]any)[jobs.MemoFigures].(jobs.PipeFigures))
+	}).Return(nil)
+	updateAt(env, 100*time.Second, jobs.UpdatePause)
+	updateAt(env, 120*time.Second, jobs.UpdatePause) // already paused: no upsert
+	signal(env, 130*time.Second, jobs.SignalResume, nil)
+	signal(env, 200*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
+	requireClean(t, env)
+
+	eq(t, "LakepipeStatus upserts", statuses, []string{"PAUSED", "RUNNING"})
+	// One turn loaded a.csv; the idle turns (every 10 s) wrote nothing.
+	eq(t, "figures upserts", len(memos), 1)
+	if len(memos) == 1 {
+		eq(t, "figures", memos[0], jobs.PipeFigures{FilesLoaded: 1, RowsLoaded: 10, LastLoadTime: t0})
+	}
+}
+
+// A run started without the search attributes upserts nothing.
+func TestPipeWithoutAttributesUpsertsNothing(t *testing.T) {
+	env, _ := newPipeEnv(t, "a.csv")
+	upserts := 0
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(mock.Arguments) { upserts++ }).Return(nil)
+	env.OnUpsertMemo(mock.Anything).Run(func(mock.Arguments) { upserts++ }).Return(nil)
+	updateAt(env, 5*time.Second, jobs.UpdatePause)
+	signal(env, 20*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(10, 0)})
+	requireClean(t, env)
+	eq(t, "upserts", upserts, 0)
+}
