@@ -111,11 +111,11 @@ type DynamicTableFigures struct {
 
 // Listed is one workflow of a visibility list.
 type Listed struct {
-	ID      string
-	Kind    string
-	Schema  string
-	Table   string
-	Status  Status // the search attribute; StatusFailed when the execution ended
+	ID        string
+	Kind      string
+	Schema    string
+	Table     string
+	Status    Status               // the search attribute; StatusFailed when the execution ended
 	Figures   *PipeFigures         // a pipe's
 	Refreshed *DynamicTableFigures // a dynamic table's
 	// Ended is the execution status of a workflow that is not running
