@@ -77,10 +77,16 @@ func (t *Temporal) startOptions(ctx context.Context, c client.Client, opts clien
 	if status == "" {
 		status = jobs.StatusRunning
 	}
-	opts.TypedSearchAttributes = temporal.NewSearchAttributes(
+	attrs := []temporal.SearchAttributeUpdate{
 		jobs.AttrKind.ValueSet(vis.Kind), jobs.AttrWorkspace.ValueSet(vis.Workspace),
-		jobs.AttrSchema.ValueSet(vis.Schema), jobs.AttrTable.ValueSet(vis.Table),
-		jobs.AttrStatus.ValueSet(string(status)))
+		jobs.AttrSchema.ValueSet(vis.Schema), jobs.AttrStatus.ValueSet(string(status))}
+	// Search attributes are indexed in clear. With a codec, the target
+	// table's name stays out of Temporal (the workflow id names only the
+	// schema and the object): docs/security.md.
+	if t.cfg.Codec == nil {
+		attrs = append(attrs, jobs.AttrTable.ValueSet(vis.Table))
+	}
+	opts.TypedSearchAttributes = temporal.NewSearchAttributes(attrs...)
 	if vis.Statement != "" {
 		opts.Memo = map[string]any{jobs.MemoStatement: vis.Statement}
 	}

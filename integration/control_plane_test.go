@@ -1,0 +1,188 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+)
+
+// temporalList runs `temporal workflow list --query q` and returns the
+// workflow ids it lists.
+func temporalList(t *testing.T, ctx context.Context, q string) []string {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "workflow", "list",
+		"--address", temporalAddr, "--query", q, "-o", "json").Output()
+	if err != nil {
+		t.Fatalf("temporal workflow list --query %q: %v", q, err)
+	}
+	var rows []struct {
+		Execution struct {
+			WorkflowID string `json:"workflowId"`
+		} `json:"execution"`
+	}
+	// The CLI prints one JSON array (or nothing when none match).
+	if s := strings.TrimSpace(string(out)); s != "" {
+		if err := json.Unmarshal([]byte(s), &rows); err != nil {
+			t.Fatalf("temporal workflow list output: %v\n%s", err, out)
+		}
+	}
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.Execution.WorkflowID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestControlPlane: ALTER sends updates and prints the state the workflow
+// took; a validator's refusal reaches `lakepipe sql` with its reason; the
+// Temporal CLI filters pipes by the search attributes; SHOW PIPES and SHOW
+// DYNAMIC TABLES answer from visibility.
+func TestControlPlane(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.run(`CREATE TABLE logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	for _, p := range []string{"k1", "k2"} {
+		topic := "cp_" + p + "_" + s.ID
+		kafkaTopic(t, topic, 1)
+		s.run(kafkaPipeSQL(p, "logs", topic, topic, 0, ""))
+		s.dropAtEnd("PIPE", p)
+	}
+	s.volume("cp_vol", "cp-landing", false)
+	s.pipeTable("cp_t")
+	s.run("CREATE PIPE v1 POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO cp_t FROM VOLUME cp_vol USING CSV")
+	s.dropAtEnd("PIPE", "v1")
+	s.put("cp-landing/a.csv", csvRows(1, 3))
+	pipeWait(t, time.Minute, "v1 loads a.csv", func() bool { return s.pipeCount("cp_t") == 3 })
+
+	// Pause k1 and v1: the reply is the state they took.
+	for _, p := range []string{"k1", "v1"} {
+		res := s.run("ALTER PIPE " + p + " SET PIPE_EXECUTION_PAUSED = TRUE")
+		checkMessage(t, res.Message, "pipe "+p+" altered", "PAUSED")
+	}
+	// A refresh of a paused pipe is refused by the workflow's validator,
+	// and `lakepipe sql` prints why.
+	out := s.sqlCLI("", "-e", "ALTER PIPE k1 REFRESH")
+	if out.Code == 0 || !strings.Contains(out.Stderr, "paused") || !strings.Contains(out.Stderr, "PIPE_EXECUTION_PAUSED = FALSE") {
+		t.Fatalf("ALTER PIPE k1 REFRESH on a paused pipe: exit %d, stdout %q, stderr %q; want the validator's reason", out.Code, out.Stdout, out.Stderr)
+	}
+	// The Temporal CLI lists exactly the paused Kafka pipes.
+	q := `LakepipeKind="KAFKA_PIPE" AND LakepipeStatus="PAUSED" AND LakepipeSchema="` + s.Schema + `"`
+	want := []string{s.Eng.PipeWorkflowID("k1")}
+	var got []string
+	pipeWait(t, 30*time.Second, "the Temporal CLI lists the paused Kafka pipe", func() bool {
+		got = temporalList(t, s.Ctx, q)
+		return slices.Equal(got, want)
+	})
+	if all := temporalList(t, s.Ctx, `LakepipeSchema="`+s.Schema+`" AND LakepipeStatus="PAUSED"`); len(all) != 2 {
+		t.Fatalf("paused pipes of the schema: %v, want k1 and v1", all)
+	}
+
+	// SHOW PIPES from visibility: no workflow query at all.
+	counting := &countingOrch{Orchestrator: s.Orch}
+	eng := s.Eng.WithOrchestrator(counting)
+	// counted runs a statement with the counting orchestrator.
+	counted := func(sql string) *core.Result {
+		prev := s.Eng
+		s.Eng = eng
+		defer func() { s.Eng = prev }()
+		return s.run(sql)
+	}
+	var show *core.Result
+	pipeWait(t, 30*time.Second, "SHOW PIPES shows k1 and v1 SUSPENDED", func() bool {
+		show = counted("SHOW PIPES")
+		st := map[string]string{}
+		for _, r := range table(show) {
+			st[r[0]] = r[column(t, show, "status")]
+		}
+		return st["k1"] == "SUSPENDED" && st["v1"] == "SUSPENDED" && st["k2"] == "RUNNING"
+	})
+	for _, r := range table(show) {
+		if r[0] == "v1" && (r[column(t, show, "files_loaded")] != "1" || r[column(t, show, "rows_loaded")] != "3") {
+			t.Errorf("SHOW PIPES v1 figures: files %s rows %s, want 1 and 3", r[column(t, show, "files_loaded")], r[column(t, show, "rows_loaded")])
+		}
+	}
+	if n := counting.queries.Load(); n != 0 {
+		t.Fatalf("SHOW PIPES queried %d workflows; it should read visibility only", n)
+	}
+
+	// Resume: RUNNING again, everywhere.
+	checkMessage(t, s.run("ALTER PIPE k1 SET PIPE_EXECUTION_PAUSED = FALSE").Message, "RUNNING")
+	pipeWait(t, 30*time.Second, "no paused Kafka pipe is listed after the resume", func() bool { return len(temporalList(t, s.Ctx, q)) == 0 })
+
+	// Dynamic tables: SUSPEND replies SUSPENDED; SHOW DYNAMIC TABLES says so
+	// without querying the workflow.
+	s.run(`CREATE DYNAMIC TABLE cp_dt REFRESH INTERVAL 1 HOUR AS SELECT level, COUNT(*) AS n FROM logs GROUP BY level`)
+	s.dropAtEnd("DYNAMIC TABLE", "cp_dt")
+	checkMessage(t, s.run("ALTER DYNAMIC TABLE cp_dt SUSPEND").Message, "dynamic table", "cp_dt", "SUSPENDED")
+	pipeWait(t, 30*time.Second, "SHOW DYNAMIC TABLES says SUSPENDED", func() bool {
+		rs := counted("SHOW DYNAMIC TABLES")
+		return len(rs.Rows) == 1 && table(rs)[0][column(t, rs, "state")] == "SUSPENDED"
+	})
+	if n := counting.queries.Load(); n != 0 {
+		t.Fatalf("SHOW DYNAMIC TABLES queried %d workflows; it should read visibility only", n)
+	}
+}
+
+// TestControlPlaneWithoutWorker: with no worker running, SHOW PIPES still
+// answers from visibility, and ALTER PIPE falls back to the signal after
+// the update finds no worker, saying so.
+func TestControlPlaneWithoutWorker(t *testing.T) {
+	s := newStack(t)
+	// Pipes on a task queue no worker polls: their workflows exist, with
+	// their search attributes, and never run a task.
+	orch := orchestrator.New(temporalConfig("it-idle-" + s.ID))
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
+		orch.Close()
+	})
+	counting := &countingOrch{Orchestrator: orch}
+	s.Eng = s.Eng.WithOrchestrator(counting)
+	s.volume("idle_vol", "idle-landing", false)
+	s.pipeTable("idle_t")
+	s.run("CREATE PIPE idle1 AS COPY INTO idle_t FROM VOLUME idle_vol USING CSV")
+	s.run("CREATE PIPE idle2 AS COPY INTO idle_t FROM VOLUME idle_vol USING CSV")
+	res := s.run("SHOW PIPES")
+	if got := len(res.Rows); got != 2 {
+		t.Fatalf("SHOW PIPES: %d rows, want 2", got)
+	}
+	for _, r := range table(res) {
+		if st := r[column(t, res, "status")]; st != "RUNNING" {
+			t.Errorf("SHOW PIPES %s: status %s, want RUNNING", r[0], st)
+		}
+	}
+	if n := counting.queries.Load(); n != 0 {
+		t.Fatalf("SHOW PIPES queried %d workflows with no worker running", n)
+	}
+	checkMessage(t, s.run("ALTER PIPE idle1 SET PIPE_EXECUTION_PAUSED = TRUE").Message, "no worker answered", "signal", "lakepipe worker")
+}
+
+// countingOrch counts the workflow queries an engine makes.
+type countingOrch struct {
+	core.Orchestrator
+	queries atomic.Int64
+}
+
+func (c *countingOrch) Query(ctx context.Context, id, query string, out any) (string, error) {
+	c.queries.Add(1)
+	return c.Orchestrator.Query(ctx, id, query, out)
+}
+
+func (c *countingOrch) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus, string, string, error) {
+	c.queries.Add(1)
+	return c.Orchestrator.PipeStatus(ctx, id)
+}
