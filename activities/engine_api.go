@@ -24,6 +24,8 @@ type engineAPI interface {
 	planRefresh(ctx context.Context, schema, name string) ([]jobs.DynamicTableParams, error)
 	// waitRefresh is Engine.WaitRefresh.
 	waitRefresh(ctx context.Context, workflowID string) (jobs.RefreshChainResult, error)
+	// maintain is Engine.Maintain.
+	maintain(ctx context.Context) error
 }
 
 // pipeRun is what the volume pipe activities use of a *loading.PipeRun.
@@ -86,6 +88,8 @@ func (e engineOf) planRefresh(ctx context.Context, schema, name string) ([]jobs.
 func (e engineOf) waitRefresh(ctx context.Context, workflowID string) (jobs.RefreshChainResult, error) {
 	return e.e.WaitRefresh(ctx, workflowID)
 }
+
+func (e engineOf) maintain(ctx context.Context) error { return e.e.Maintain(ctx) }
 
 // volumeRun is pipeRun over the real *loading.PipeRun.
 type volumeRun struct{ *loading.PipeRun }

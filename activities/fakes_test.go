@@ -155,12 +155,13 @@ type fakeEngine struct {
 	run     *fakeRun
 	kafka   *fakeKafka
 
-	refresh    jobs.RefreshResult
-	refreshErr error
-	plan       []jobs.DynamicTableParams
-	planErr    error
-	chain      jobs.RefreshChainResult
-	waitErr    error
+	refresh     jobs.RefreshResult
+	refreshErr  error
+	plan        []jobs.DynamicTableParams
+	planErr     error
+	chain       jobs.RefreshChainResult
+	waitErr     error
+	maintainErr error
 
 	mu     sync.Mutex
 	opened []jobs.PipeParams
@@ -212,6 +213,11 @@ func (e *fakeEngine) planRefresh(_ context.Context, schema, name string) ([]jobs
 func (e *fakeEngine) waitRefresh(_ context.Context, workflowID string) (jobs.RefreshChainResult, error) {
 	e.record("wait " + workflowID)
 	return e.chain, e.waitErr
+}
+
+func (e *fakeEngine) maintain(context.Context) error {
+	e.record("maintain")
+	return e.maintainErr
 }
 
 // fakeRun is a volume pipe's run: it lists what it is told and loads

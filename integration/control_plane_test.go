@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -133,6 +134,20 @@ func TestControlPlane(t *testing.T) {
 	})
 	if n := counting.queries.Load(); n != 0 {
 		t.Fatalf("SHOW DYNAMIC TABLES queried %d workflows; it should read visibility only", n)
+	}
+
+	// With LAKEPIPE_RECORD_HISTORY=dir, the histories of k1 (updates,
+	// search attribute and memo upserts) and of the dynamic table are the
+	// replay tests of runs with lakepipe's search attributes.
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		recordDroppedPipe(t, s, "k1", dir, "pipe_control_updates.json")
+		dtID := s.Eng.DynamicTableWorkflowID("cp_dt")
+		s.run("DROP DYNAMIC TABLE cp_dt")
+		pipeWait(t, 30*time.Second, "the dropped table's workflow ends", func() bool {
+			st, err := s.Orch.Query(s.Ctx, dtID, "status", new(any))
+			return err != nil || st != "RUNNING"
+		})
+		recordHistory(t, s, dtID, filepath.Join(dir, "dynamic_table_updates.json"))
 	}
 }
 

@@ -3,11 +3,22 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/worker"
 )
 
 // TestMaintainExpiresHistory checks that old one-shot load records expire
@@ -42,5 +53,71 @@ func TestMaintainExpiresHistory(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[new-copy.csv old-pipe.csv]" {
 		t.Fatalf("after maintenance: %v, want [new-copy.csv old-pipe.csv]", got)
+	}
+}
+
+// TestMaintenanceSchedule: the local stack's start creates the maintenance
+// Schedule of the default task queue, and a worker creates its queue's
+// when it is missing; its first run (triggered at creation) runs the
+// Maintain activity on the worker and completes.
+func TestMaintenanceSchedule(t *testing.T) {
+	s := newStack(t)
+	queue := "it-" + s.ID
+	cfg := temporalConfig(queue)
+	orch := orchestrator.New(cfg)
+	defer orch.Close()
+	cl, err := orch.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs.MaintenanceScheduleID(queue)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cl.ScheduleClient().GetHandle(cctx, id).Delete(cctx)
+	})
+	startInProcessWorkerWith(t, cfg, func(c *worker.Config) { c.MaintenanceSchedule = true })
+
+	out, err := exec.CommandContext(s.Ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "schedule", "list", "--address", temporalAddr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("temporal schedule list: %v\n%s", err, out)
+	}
+	for _, want := range []string{jobs.MaintenanceScheduleID(""), id} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("temporal schedule list does not list %s:\n%s", want, out)
+		}
+	}
+	var desc client.ScheduleDescription
+	var runID string
+	pipeWait(t, time.Minute, "the schedule's first run completes", func() bool {
+		d, err := cl.ScheduleClient().GetHandle(s.Ctx, id).Describe(s.Ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc = *d
+		for _, a := range d.Info.RecentActions {
+			if a.StartWorkflowResult == nil {
+				continue
+			}
+			r, err := cl.DescribeWorkflowExecution(s.Ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
+			if err == nil && r.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+				runID = a.StartWorkflowResult.WorkflowID
+				return true
+			}
+		}
+		return false
+	})
+	if got := desc.Schedule.Spec.Intervals; len(got) != 1 || got[0].Every != time.Hour {
+		t.Errorf("schedule intervals %+v, want every hour", got)
+	}
+	// A second worker leaves the existing Schedule alone.
+	if err := orch.EnsureMaintenanceSchedule(s.Ctx); err != nil {
+		t.Fatalf("EnsureMaintenanceSchedule on an existing schedule: %v", err)
+	}
+	// With LAKEPIPE_RECORD_HISTORY=dir, the run's history is the replay
+	// test of MaintenanceWorkflow.
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		s.Orch = orch
+		recordHistory(t, s, runID, filepath.Join(dir, "maintenance.json"))
 	}
 }

@@ -67,6 +67,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Temporal:            tc,
 		RequireEncryption:   require,
 		Workspace:           c.workspace,
+		MaintenanceSchedule: true,
 		Limits:              ecfg.Limits,
 		FullListingInterval: *fullListing,
 		MetricsToken:        os.Getenv("LAKEPIPE_METRICS_TOKEN"),

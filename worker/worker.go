@@ -42,6 +42,11 @@ type Config struct {
 	// clear payloads too (payloadcodec.Codec.Requiring). Needs a codec.
 	RequireEncryption bool
 	Workspace         string
+	// MaintenanceSchedule creates the task queue's maintenance Schedule
+	// when it is missing (orchestrator.EnsureMaintenanceSchedule); this
+	// worker runs its workflow like any other. lakepipe worker sets it;
+	// tests' workers do not, and call Engine.Maintain themselves.
+	MaintenanceSchedule bool
 	// Limits bound what reading one file may allocate (zero fields: the
 	// defaults of formats.Limits).
 	Limits rowio.Limits
@@ -79,6 +84,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
 	w.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.MaintenanceWorkflow, workflow.RegisterOptions{Name: jobs.MaintenanceWorkflowName})
 	if acts != nil {
 		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
 		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
@@ -89,6 +95,7 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: jobs.ActivityKafkaOffsets})
 		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
 		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
+		w.RegisterActivityWithOptions(acts.Maintain, activity.RegisterOptions{Name: jobs.ActivityMaintain})
 	}
 }
 
@@ -187,7 +194,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready <- addr
 	}
-	go maintain(ctx, eng, log)
+	if cfg.MaintenanceSchedule {
+		if err := orch.EnsureMaintenanceSchedule(ctx); err != nil {
+			// Not fatal: loads do not need it; the next start tries again.
+			log.Warn("maintenance", "error", err)
+		}
+	}
 	<-ctx.Done()
 	log.Info("lakepipe worker stopping")
 	w.Stop()
@@ -211,22 +223,5 @@ func newHTTPServer(h http.Handler) *http.Server {
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
 		IdleTimeout:       2 * time.Minute,
-	}
-}
-
-// maintain expires old histories and dropped tables every hour. Every
-// worker does it; the work is idempotent and cheap when there is none.
-func maintain(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if err := eng.Maintain(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("maintenance", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
 }

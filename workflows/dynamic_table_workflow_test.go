@@ -333,3 +333,24 @@ func TestDynamicTableUpdates(t *testing.T) {
 		t.Errorf("resume reply %+v", *r)
 	}
 }
+
+// MaintenanceWorkflow runs Maintain once and retries it when it fails.
+func TestMaintenanceWorkflow(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	calls := 0
+	env.RegisterActivityWithOptions(func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("clickhouse: connection refused")
+		}
+		return nil
+	}, activity.RegisterOptions{Name: jobs.ActivityMaintain})
+	env.ExecuteWorkflow(MaintenanceWorkflow)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Fatalf("Maintain ran %d times, want 2 (one retry)", calls)
+	}
+}

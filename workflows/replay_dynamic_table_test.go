@@ -31,6 +31,11 @@ import (
 //   - dynamic_table_signals.json: the "signals-during-refresh" version:
 //     refreshes every second run beside the signal loop; suspend, resume,
 //     a manual refresh (refreshed), drop.
+//   - dynamic_table_updates.json: a run started with lakepipe's search
+//     attributes: SUSPEND as an update (LakepipeStatus upserted), drop
+//     (TestControlPlane).
+//   - maintenance.json: a MaintenanceWorkflow run the maintenance Schedule
+//     started (TestMaintenanceSchedule).
 func TestReplayDynamicTable(t *testing.T) {
 	// Child workflow ids derive from the parent's id and run id, so those
 	// histories replay under their original execution.
@@ -43,6 +48,8 @@ func TestReplayDynamicTable(t *testing.T) {
 		{"refresh_serial_chain.json", "", ""},
 		{"refresh_serial_wait.json", "", ""},
 		{"dynamic_table_signals.json", "", ""},
+		{"dynamic_table_updates.json", "", ""},
+		{"maintenance.json", "", ""},
 	} {
 		t.Run(h.file, func(t *testing.T) {
 			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: signalguard.Replaying()})
@@ -51,6 +58,7 @@ func TestReplayDynamicTable(t *testing.T) {
 			}
 			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
 			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
+			r.RegisterWorkflowWithOptions(MaintenanceWorkflow, workflow.RegisterOptions{Name: jobs.MaintenanceWorkflowName})
 			hist, err := client.HistoryFromJSON(mustOpen(t, "testdata/"+h.file), client.HistoryJSONOptions{})
 			if err != nil {
 				t.Fatal(err)

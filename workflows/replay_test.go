@@ -50,6 +50,10 @@ import (
 //     batch's end offsets read by the local KafkaEnd before it and passed
 //     to it, records of aborted transactions skipped, drop
 //     (TestKafkaPipeSkipsAbortedTransactions).
+//   - pipe_control_updates.json: a Kafka pipe started with lakepipe's
+//     search attributes: pause as an update, a refresh refused by the
+//     validator, resume, LakepipeStatus and memo upserts, drop
+//     (TestControlPlane).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

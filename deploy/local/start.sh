@@ -267,6 +267,23 @@ start_one() {
   echo "$svc: started (pid $pid) in $(elapsed "$t0")s; $(svc_address "$svc")"
 }
 
+# ensure_maintenance_schedule creates lakepipe's maintenance Schedule on the
+# default task queue when it is missing, as `lakepipe worker` does
+# (orchestrator.EnsureMaintenanceSchedule): every hour a MaintenanceWorkflow
+# run, skipped while one still runs; a worker on queue lakepipe runs it.
+ensure_maintenance_schedule() {
+  local t=("$LAKEPIPE_BIN/temporal" --address "127.0.0.1:$LAKEPIPE_TEMPORAL_PORT")
+  if "${t[@]}" schedule describe --schedule-id lakepipe-maintenance >/dev/null 2>&1; then
+    return 0
+  fi
+  if "${t[@]}" schedule create --schedule-id lakepipe-maintenance --workflow-id lakepipe-maintenance \
+    --type MaintenanceWorkflow --task-queue lakepipe --interval 1h --overlap-policy Skip >/dev/null; then
+    echo "temporal: maintenance schedule lakepipe-maintenance created (every hour)"
+  else
+    echo "temporal: could not create the maintenance schedule; lakepipe worker creates it at its start" >&2
+  fi
+}
+
 lock_stack
 # The master key of the catalog's sealed secrets (LAKEPIPE_SECRET_KEY_FILE, see
 # env.sh): 32 random bytes, base64, made on first start, readable by its owner
@@ -289,4 +306,7 @@ if [ -n "${LAKEPIPE_CODEC_KEY_FILE:-}" ] && [ ! -s "$LAKEPIPE_CODEC_KEY_FILE" ];
 fi
 for svc in "${SERVICES[@]}"; do
   start_one "$svc"
+  if [ "$svc" = temporal ]; then
+    ensure_maintenance_schedule
+  fi
 done

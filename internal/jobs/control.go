@@ -122,3 +122,24 @@ type Listed struct {
 	// (COMPLETED, FAILED, TERMINATED, …); empty while it runs.
 	Ended string
 }
+
+// Maintenance: one Temporal Schedule per task queue starts
+// MaintenanceWorkflow every hour (skipped while a run is still going),
+// whose Maintain activity expires old load and refresh history, trims
+// change logs, empties the trash of dropped tables and ends idle
+// streaming-write sessions. It replaces a ticker in every worker, and
+// shows in the Temporal UI (Schedules) with its runs.
+const (
+	MaintenanceWorkflowName = "MaintenanceWorkflow"
+	ActivityMaintain        = "Maintain"
+	MaintenanceEvery        = time.Hour
+)
+
+// MaintenanceScheduleID is the id of the maintenance Schedule of a task
+// queue: lakepipe-maintenance for the default queue.
+func MaintenanceScheduleID(queue string) string {
+	if queue == "" || queue == TaskQueue {
+		return "lakepipe-maintenance"
+	}
+	return "lakepipe-maintenance-" + queue
+}

@@ -230,3 +230,32 @@ func (t *Temporal) decode(p *commonpb.Payload, v any) error {
 func queryString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
 }
+
+// EnsureMaintenanceSchedule creates the task queue's maintenance Schedule
+// (jobs.MaintenanceScheduleID) when it does not exist: every hour, a
+// MaintenanceWorkflow run, skipped while the previous one still runs. An
+// existing Schedule is left as it is (an operator may have paused or
+// changed it).
+func (t *Temporal) EnsureMaintenanceSchedule(ctx context.Context) error {
+	c, err := t.Client()
+	if err != nil {
+		return err
+	}
+	id := jobs.MaintenanceScheduleID(t.cfg.TaskQueue)
+	_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      id,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: jobs.MaintenanceEvery}}},
+		Action:  &client.ScheduleWorkflowAction{ID: id, Workflow: jobs.MaintenanceWorkflowName, TaskQueue: t.cfg.TaskQueue},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		// A new deployment maintains at once, as the ticker of earlier
+		// releases did at a worker's start.
+		TriggerImmediately: true,
+	})
+	if errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("maintenance schedule %s: %w", id, err)
+	}
+	return nil
+}
