@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/worker"
 )
 
 // temporalList runs `temporal workflow list --query q` and returns the
@@ -136,11 +139,13 @@ func TestControlPlane(t *testing.T) {
 		t.Fatalf("SHOW DYNAMIC TABLES queried %d workflows; it should read visibility only", n)
 	}
 
-	// With LAKEPIPE_RECORD_HISTORY=dir, the histories of k1 (updates,
-	// search attribute and memo upserts) and of the dynamic table are the
-	// replay tests of runs with lakepipe's search attributes.
+	// With LAKEPIPE_RECORD_HISTORY=dir, the histories of k1 (updates and
+	// search attribute upserts), v1 (loads on the load queue, the memo's
+	// figures) and of the dynamic table are the replay tests of runs with
+	// lakepipe's search attributes.
 	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
 		recordDroppedPipe(t, s, "k1", dir, "pipe_control_updates.json")
+		recordDroppedPipe(t, s, "v1", dir, "pipe_volume_figures.json")
 		dtID := s.Eng.DynamicTableWorkflowID("cp_dt")
 		s.run("DROP DYNAMIC TABLE cp_dt")
 		pipeWait(t, 30*time.Second, "the dropped table's workflow ends", func() bool {
@@ -167,10 +172,11 @@ func TestControlPlaneWithoutWorker(t *testing.T) {
 	})
 	counting := &countingOrch{Orchestrator: orch}
 	s.Eng = s.Eng.WithOrchestrator(counting)
-	s.volume("idle_vol", "idle-landing", false)
+	s.volume("idle_vol1", "idle-landing1", false)
+	s.volume("idle_vol2", "idle-landing2", false)
 	s.pipeTable("idle_t")
-	s.run("CREATE PIPE idle1 AS COPY INTO idle_t FROM VOLUME idle_vol USING CSV")
-	s.run("CREATE PIPE idle2 AS COPY INTO idle_t FROM VOLUME idle_vol USING CSV")
+	s.run("CREATE PIPE idle1 AS COPY INTO idle_t FROM VOLUME idle_vol1 USING CSV")
+	s.run("CREATE PIPE idle2 AS COPY INTO idle_t FROM VOLUME idle_vol2 USING CSV")
 	res := s.run("SHOW PIPES")
 	if got := len(res.Rows); got != 2 {
 		t.Fatalf("SHOW PIPES: %d rows, want 2", got)
@@ -200,4 +206,42 @@ func (c *countingOrch) Query(ctx context.Context, id, query string, out any) (st
 func (c *countingOrch) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus, string, string, error) {
 	c.queries.Add(1)
 	return c.Orchestrator.PipeStatus(ctx, id)
+}
+
+// TestTaskQueues: a worker that serves only the control queue and one
+// that serves only the load queue load a pipe between them; the copies
+// were scheduled on the load queue.
+func TestTaskQueues(t *testing.T) {
+	s := newStack(t)
+	cfg := temporalConfig("it-" + s.ID)
+	s.Eng, s.Orch, _ = pipeWorkerWith(t, s.Eng, s.Schema, cfg, func(c *worker.Config) { c.Queues = []string{"control"} })
+	startInProcessWorkerWith(t, cfg, func(c *worker.Config) { c.Queues = []string{"loads"} })
+	s.volume("tq_vol", "tq-landing", false)
+	s.pipeTable("tq_t")
+	s.run("CREATE PIPE tq POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO tq_t FROM VOLUME tq_vol USING CSV")
+	s.dropAtEnd("PIPE", "tq")
+	s.put("tq-landing/a.csv", csvRows(1, 3))
+	pipeWait(t, time.Minute, "the pipe loads a.csv", func() bool { return s.pipeCount("tq_t") == 3 })
+
+	cl, err := s.Orch.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := map[string]string{}
+	it := cl.GetWorkflowHistory(s.Ctx, s.Eng.PipeWorkflowID("tq"), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			queues[a.GetActivityType().GetName()] = a.GetTaskQueue().GetName()
+		}
+	}
+	if got, want := queues[jobs.ActivityCopyFiles], jobs.LoadQueue(cfg.TaskQueue); got != want {
+		t.Errorf("CopyFiles scheduled on %q, want the load queue %q (all: %v)", got, want, queues)
+	}
+	if got := queues[jobs.ActivityListFiles]; got != cfg.TaskQueue {
+		t.Errorf("ListFiles scheduled on %q, want the control queue %q", got, cfg.TaskQueue)
+	}
 }

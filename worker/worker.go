@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -42,6 +43,10 @@ type Config struct {
 	// clear payloads too (payloadcodec.Codec.Requiring). Needs a codec.
 	RequireEncryption bool
 	Workspace         string
+	// Queues says which task queues this worker serves: "control"
+	// (workflow tasks, listings, short activities) and "loads" (copies,
+	// Kafka batches, refreshes, on jobs.LoadQueue); empty: both.
+	Queues []string
 	// MaintenanceSchedule creates the task queue's maintenance Schedule
 	// when it is missing (orchestrator.EnsureMaintenanceSchedule); this
 	// worker runs its workflow like any other. lakepipe worker sets it;
@@ -99,6 +104,32 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 	}
 }
 
+// RegisterLoads registers the load activities, the only ones of the load
+// queue (jobs.LoadQueue).
+func RegisterLoads(w sdkworker.Registry, acts *activities.Activities) {
+	w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: jobs.ActivityCopyFiles})
+	w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
+	w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
+}
+
+// queuesOf reads Config.Queues.
+func queuesOf(qs []string) (control, loads bool, err error) {
+	if len(qs) == 0 {
+		return true, true, nil
+	}
+	for _, q := range qs {
+		switch strings.TrimSpace(strings.ToLower(q)) {
+		case "control":
+			control = true
+		case "loads":
+			loads = true
+		default:
+			return false, false, fmt.Errorf("worker queues: %q is not a queue (expected control, loads or both)", q)
+		}
+	}
+	return control, loads, nil
+}
+
 // Interceptors are the worker interceptors of every lakepipe worker; the
 // replayers of tests install the same signal guard. m may be nil.
 func Interceptors(requireEncryption bool, m *metrics.Worker) []interceptor.WorkerInterceptor {
@@ -151,7 +182,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if queue == "" {
 		queue = jobs.TaskQueue
 	}
-	w := sdkworker.New(c, queue, sdkworker.Options{
+	serveControl, serveLoads, err := queuesOf(cfg.Queues)
+	if err != nil {
+		return err
+	}
+	opts := sdkworker.Options{
 		// The SDK sends a heartbeat at most every 80% of the heartbeat
 		// timeout (24 s of the pipe copies' 30 s), which leaves a slow
 		// heartbeat call 6 s before a live worker's attempt is declared
@@ -165,8 +200,26 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxConcurrentWorkflowTaskPollers:       cfg.Pollers,
 		WorkerStopTimeout:                      cfg.StopTimeout,
 		Interceptors:                           Interceptors(cfg.RequireEncryption, m),
-	})
-	Register(w, &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m})
+	}
+	acts := &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m}
+	// The control queue: workflow tasks, listings and the other short
+	// activities, and every activity for runs recorded before the load
+	// queue existed. The load queue: copies, Kafka batches, refreshes.
+	var ws []sdkworker.Worker
+	if serveControl {
+		w := sdkworker.New(c, queue, opts)
+		Register(w, acts)
+		ws = append(ws, w)
+	}
+	if serveLoads {
+		lopts := opts
+		// Its slots are the load activities' only: a flood of loads waits
+		// here, not in front of the control queue's work.
+		lopts.DisableWorkflowWorker = true
+		w := sdkworker.New(c, jobs.LoadQueue(queue), lopts)
+		RegisterLoads(w, acts)
+		ws = append(ws, w)
+	}
 
 	var srv *http.Server
 	addr := ""
@@ -187,10 +240,12 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			return fmt.Errorf("start worker: %w", err)
+		}
 	}
-	log.Info("lakepipe worker running", "task_queue", queue, "http", addr)
+	log.Info("lakepipe worker running", "task_queue", queue, "control", serveControl, "loads", serveLoads, "http", addr)
 	if cfg.Ready != nil {
 		cfg.Ready <- addr
 	}
@@ -202,7 +257,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	<-ctx.Done()
 	log.Info("lakepipe worker stopping")
-	w.Stop()
+	for _, w := range ws {
+		w.Stop()
+	}
 	if srv != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

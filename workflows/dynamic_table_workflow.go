@@ -142,7 +142,7 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 				}
 				return res, err
 			}
-			err = workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+			err = workflow.ExecuteActivity(loadQueue(ctx), jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
 			return res, err
 		}
 		var res jobs.RefreshResult

@@ -10,8 +10,8 @@ import (
 
 // kafkaTurn loads one batch of a Kafka pipe: the first turn asks where to
 // start; every turn hands the activity the offsets it keeps and takes back
-// the new ones.
-func kafkaTurn(ctx workflow.Context, p jobs.PipeParams, st *jobs.KafkaState, c *jobs.PipeCounters, fixedEnd bool, get func(workflow.Future, any) error) (more bool, err error) {
+// the new ones. The batch runs in loads (the load queue's context).
+func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaState, c *jobs.PipeCounters, fixedEnd bool, get func(workflow.Future, any) error) (more bool, err error) {
 	if len(st.Offsets) == 0 {
 		var start jobs.KafkaOffsetsResult
 		octx := workflow.WithStartToCloseTimeout(ctx, 5*time.Minute)
@@ -29,7 +29,7 @@ func kafkaTurn(ctx workflow.Context, p jobs.PipeParams, st *jobs.KafkaState, c *
 		st.End = end.Offsets
 	}
 	var res jobs.KafkaBatchResult
-	bctx := workflow.WithStartToCloseTimeout(ctx, 30*time.Minute)
+	bctx := workflow.WithStartToCloseTimeout(loads, 30*time.Minute)
 	in := jobs.KafkaBatchInput{Params: p, Offsets: st.Offsets, Rejected: c.RowsRejected, Retry: st.Unfinished, End: st.End}
 	if err := get(workflow.ExecuteActivity(bctx, jobs.ActivityKafkaBatch, in), &res); err != nil {
 		st.Unfinished = true

@@ -120,6 +120,9 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 		return err
 	}
 
+	// Copies and Kafka batches run on the load queue (version "load-queue").
+	loads := loadQueue(ctx)
+
 	pauseCh := workflow.GetSignalChannel(ctx, jobs.SignalPause)
 	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
 	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
@@ -190,12 +193,12 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 		var more bool
 		var err error
 		if p.Kind == jobs.KindKafka {
-			more, err = kafkaTurn(ctx, p, kst, &counters, fixedEnd, get)
+			more, err = kafkaTurn(ctx, loads, p, kst, &counters, fixedEnd, get)
 			if kst.InvalidReason != "" {
 				setPaused(true)
 			}
 		} else {
-			more, err = turn(ctx, p, &counters, &hints, &list, localListing, get)
+			more, err = turn(ctx, loads, p, &counters, &hints, &list, localListing, get)
 		}
 		running = false
 		counters.Turns++
@@ -247,9 +250,10 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 	}
 }
 
-// turn lists and loads one batch; more reports a backlog beyond it. get
-// waits for an activity's result.
-func turn(ctx workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *[]string, ls *jobs.ListState, local bool, get func(workflow.Future, any) error) (more bool, err error) {
+// turn lists and loads one batch; more reports a backlog beyond it. The
+// copy runs in loads (the load queue's context); get waits for an
+// activity's result.
+func turn(ctx, loads workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *[]string, ls *jobs.ListState, local bool, get func(workflow.Future, any) error) (more bool, err error) {
 	var list jobs.ListResult
 	h := *hints
 	*hints = nil
@@ -282,7 +286,7 @@ func turn(ctx workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *
 		return false, nil
 	}
 	var res jobs.CopyResult
-	if err := get(workflow.ExecuteActivity(ctx, jobs.ActivityCopyFiles, jobs.CopyInput{Params: p, Files: list.Files}), &res); err != nil {
+	if err := get(workflow.ExecuteActivity(loads, jobs.ActivityCopyFiles, jobs.CopyInput{Params: p, Files: list.Files}), &res); err != nil {
 		return false, err
 	}
 	for _, f := range res.Files {

@@ -85,7 +85,7 @@ func refreshChain(ctx workflow.Context, p jobs.DynamicTableParams, trigger strin
 		}
 	}
 	var res jobs.RefreshResult
-	if err := workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: trigger}).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(loadQueue(ctx), jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: trigger}).Get(ctx, &res); err != nil {
 		return out, err
 	}
 	out.Refreshes = append(out.Refreshes, jobs.ChainStep{Name: p.Name, Result: res})
@@ -98,7 +98,7 @@ func RefreshChainWorkflow(ctx workflow.Context, in jobs.RefreshChainInput) (jobs
 	if in.Alone {
 		ctx = refreshActivityOptions(ctx)
 		var res jobs.RefreshResult
-		err := workflow.ExecuteActivity(ctx, jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: in.Params, Trigger: in.Trigger}).Get(ctx, &res)
+		err := workflow.ExecuteActivity(loadQueue(ctx), jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: in.Params, Trigger: in.Trigger}).Get(ctx, &res)
 		return jobs.RefreshChainResult{Refreshes: []jobs.ChainStep{{Name: in.Params.Name, Result: res}}}, err
 	}
 	return refreshChain(ctx, in.Params, in.Trigger)

@@ -52,8 +52,10 @@ import (
 //     (TestKafkaPipeSkipsAbortedTransactions).
 //   - pipe_control_updates.json: a Kafka pipe started with lakepipe's
 //     search attributes: pause as an update, a refresh refused by the
-//     validator, resume, LakepipeStatus and memo upserts, drop
-//     (TestControlPlane).
+//     validator, resume, LakepipeStatus upserts, drop (TestControlPlane);
+//   - pipe_volume_figures.json: the "load-queue" version (CopyFiles on the
+//     load queue), the memo's figures upserted after the loading turn,
+//     pause as an update, drop (TestControlPlane).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

@@ -143,3 +143,15 @@ func MaintenanceScheduleID(queue string) string {
 	}
 	return "lakepipe-maintenance-" + queue
 }
+
+// LoadQueue is the task queue of the load activities (CopyFiles,
+// KafkaBatch, RefreshDynamicTable) of workflows running on queue control:
+// a flood of loads waits there without holding up the workflow tasks,
+// listings and other short control activities of the control queue. A
+// worker serves both by default (lakepipe worker --queues).
+func LoadQueue(control string) string {
+	if control == "" {
+		control = TaskQueue
+	}
+	return control + "-loads"
+}
