@@ -68,13 +68,27 @@ func (r *beatRecorder) fileBeats() [][]jobs.FileResult {
 	defer r.mu.Unlock()
 	var out [][]jobs.FileResult
 	for _, d := range r.beats {
-		if len(d) == 1 {
+		if len(d) >= 1 {
 			if fs, ok := d[0].([]jobs.FileResult); ok {
 				out = append(out, fs)
 			}
 		}
 	}
 	return out
+}
+
+// progress returns the progress detail of the last heartbeat that had one.
+func (r *beatRecorder) progress() (jobs.CopyProgress, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.beats) - 1; i >= 0; i-- {
+		if d := r.beats[i]; len(d) == 2 {
+			if p, ok := d[1].(jobs.CopyProgress); ok {
+				return p, true
+			}
+		}
+	}
+	return jobs.CopyProgress{}, false
 }
 
 type beatInbound struct {
@@ -234,6 +248,9 @@ type fakeRun struct {
 
 	loadFile  func(f jobs.FileRef) (jobs.FileResult, error)
 	loadBatch func(fs []jobs.FileRef) ([]jobs.FileResult, error)
+	// stuck, when set, makes LoadFile of that path wait for its context
+	// to end (a read that never returns), reading nothing.
+	stuck string
 
 	mu        sync.Mutex
 	lists     []listCall
@@ -269,10 +286,14 @@ func (r *fakeRun) FullListingDue(state jobs.ListState) bool {
 	return r.fullDue
 }
 
-func (r *fakeRun) LoadFile(_ context.Context, f jobs.FileRef) (jobs.FileResult, error) {
+func (r *fakeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult, error) {
 	r.mu.Lock()
 	r.fileLoads = append(r.fileLoads, f.Path)
 	r.mu.Unlock()
+	if f.Path == r.stuck {
+		<-ctx.Done()
+		return jobs.FileResult{}, ctx.Err()
+	}
 	if r.loadFile != nil {
 		return r.loadFile(f)
 	}

@@ -29,10 +29,20 @@ type Activities struct {
 	// Parallel is how many files of one batch load at once (default 4).
 	Parallel int
 	Metrics  *metrics.Worker
+	// StallTimeout is how long a copy may go without reading a byte or
+	// finishing a file before its attempt gives up, so that Temporal
+	// retries it (default DefaultStallTimeout).
+	StallTimeout time.Duration
 	// eng, when set, stands in for Engine: tests set a fake (see
 	// engineAPI).
 	eng engineAPI
 }
+
+// DefaultStallTimeout is Activities.StallTimeout's default.
+const DefaultStallTimeout = 10 * time.Minute
+
+// errStalled ends a copy attempt that made no progress for StallTimeout.
+var errStalled = errors.New("no progress")
 
 func (a *Activities) open(ctx context.Context, p jobs.PipeParams) (pipeRun, error) {
 	run, err := a.api().openPipe(ctx, p)
@@ -161,19 +171,50 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 	for _, r := range done {
 		finished = append(finished, r)
 	}
+	// Progress: the bytes read of the files (fileread.WithProgress) and the
+	// files finished, shown in the heartbeat's second detail (the Temporal
+	// UI's pending activity) and watched: an attempt that makes none for
+	// StallTimeout gives up, and Temporal retries it.
+	prog := &fileread.Progress{}
+	var total int64
+	for _, f := range in.Files {
+		total += f.Size
+	}
+	ctx, cancel := context.WithCancelCause(fileread.WithProgress(ctx, prog))
+	defer cancel(nil)
+	// beat heartbeats the finished files (what a retry skips) and the
+	// progress; mu must be held.
+	beat := func() {
+		activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...),
+			jobs.CopyProgress{Files: len(in.Files), FilesDone: len(finished), Bytes: total, BytesRead: prog.Bytes.Load()})
+	}
+	stall := a.StallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
 	// Heartbeat on a ticker as well, so a single large file does not look
 	// like a dead worker.
 	stop := make(chan struct{})
 	go func() {
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(min(5*time.Second, stall/2))
 		defer t.Stop()
+		lastBytes, lastFiles, lastMove := int64(-1), -1, time.Now()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-t.C:
 				mu.Lock()
-				activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
+				b, n := prog.Bytes.Load(), len(finished)
+				if b != lastBytes || n != lastFiles {
+					lastBytes, lastFiles, lastMove = b, n, time.Now()
+				}
+				if time.Since(lastMove) > stall {
+					mu.Unlock()
+					cancel(fmt.Errorf("%w for %s (no byte read, no file finished; LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried", errStalled, stall))
+					return
+				}
+				beat()
 				mu.Unlock()
 			}
 		}
@@ -209,7 +250,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 			finished = append(finished, rs[k])
 			a.Metrics.File(in.Params, rs[k], in.Files[i], took)
 		}
-		activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
+		beat()
 		batch, batchBytes = batch[:0], 0
 		return nil
 	}
@@ -233,6 +274,9 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 	}
 	if err := flush(); err != nil {
 		close(stop)
+		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+			return jobs.CopyResult{}, cause
+		}
 		return jobs.CopyResult{}, classify(err)
 	}
 	for _, i := range large {
@@ -256,11 +300,14 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 			results[i] = r
 			finished = append(finished, r)
 			a.Metrics.File(in.Params, r, f, time.Since(start))
-			activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...))
+			beat()
 		}(i, f)
 	}
 	wg.Wait()
 	close(stop)
+	if err := context.Cause(ctx); errors.Is(err, errStalled) {
+		return jobs.CopyResult{}, err // retryable: the next attempt starts afresh
+	}
 	if firstErr != nil {
 		return jobs.CopyResult{}, classify(firstErr)
 	}

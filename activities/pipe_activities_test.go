@@ -586,3 +586,29 @@ func TestClassifyWrappedApplicationError(t *testing.T) {
 		t.Errorf("an application error itself changed: %v", got)
 	}
 }
+
+// The heartbeats show the copy's progress, and an attempt that makes none
+// for StallTimeout gives up with a retryable error instead of holding the
+// batch until the start-to-close timeout.
+func TestCopyFilesProgressAndStall(t *testing.T) {
+	files := []jobs.FileRef{large("l1"), large("l2")}
+	run := &fakeRun{name: "s.p"}
+	a := &Activities{eng: &fakeEngine{run: run}, Parallel: 1}
+	env := newTestEnv(t, a)
+	if _, err := env.ExecuteActivity(a.CopyFiles, jobs.CopyInput{Params: testPipe, Files: files}); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := env.beats.progress()
+	if want := (jobs.CopyProgress{Files: 2, FilesDone: 2, Bytes: 2 * large("x").Size}); !ok || p != want {
+		t.Errorf("last progress %+v (%v), want %+v", p, ok, want)
+	}
+
+	stuck := &fakeRun{name: "s.p", stuck: "l2"}
+	a = &Activities{eng: &fakeEngine{run: stuck}, Parallel: 1, StallTimeout: 100 * time.Millisecond}
+	env = newTestEnv(t, a)
+	_, err := env.ExecuteActivity(a.CopyFiles, jobs.CopyInput{Params: testPipe, Files: files})
+	checkErr(t, err, &wantErr{msg: "no progress for 100ms (no byte read, no file finished; LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried"})
+	if beats := env.beats.fileBeats(); len(beats) == 0 || len(beats[len(beats)-1]) != 1 {
+		t.Errorf("heartbeats %v: want the finished l1 kept for the retry", beats)
+	}
+}

@@ -43,6 +43,10 @@ type Config struct {
 	// clear payloads too (payloadcodec.Codec.Requiring). Needs a codec.
 	RequireEncryption bool
 	Workspace         string
+	// StallTimeout: a copy attempt that reads no byte and finishes no
+	// file for this long gives up and is retried (default
+	// activities.DefaultStallTimeout).
+	StallTimeout time.Duration
 	// Queues says which task queues this worker serves: "control"
 	// (workflow tasks, listings, short activities) and "loads" (copies,
 	// Kafka batches, refreshes, on jobs.LoadQueue); empty: both.
@@ -201,7 +205,7 @@ func Run(ctx context.Context, cfg Config) error {
 		WorkerStopTimeout:                      cfg.StopTimeout,
 		Interceptors:                           Interceptors(cfg.RequireEncryption, m),
 	}
-	acts := &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m}
+	acts := &activities.Activities{Engine: eng, Parallel: cfg.Parallel, Metrics: m, StallTimeout: cfg.StallTimeout}
 	// The control queue: workflow tasks, listings and the other short
 	// activities, and every activity for runs recorded before the load
 	// queue existed. The load queue: copies, Kafka batches, refreshes.

@@ -211,6 +211,7 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		return res, err
 	}
 	defer f.Close()
+	f = counted(ctx, f)
 	r, err := formats.Open(rowio.Source{R: f, At: f, Size: obj.Size, Name: obj.Path}, src.Format, opts)
 	if err != nil {
 		return res, contentError(obj.Path, err)

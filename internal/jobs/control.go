@@ -155,3 +155,13 @@ func LoadQueue(control string) string {
 	}
 	return control + "-loads"
 }
+
+// CopyProgress is the second detail of a CopyFiles heartbeat, for the
+// Temporal UI's pending-activity view: files of the batch and finished,
+// bytes listed and read so far.
+type CopyProgress struct {
+	Files     int
+	FilesDone int
+	Bytes     int64
+	BytesRead int64
+}
