@@ -610,3 +610,46 @@ func (e *Log) DropCommit(ctx context.Context, t core.LoadTarget, commit uint64) 
 	}
 	return nil
 }
+
+// AwaitFence waits until the commits the tables registered before now
+// are older than the change fence, so that a reader that starts after it
+// takes them: a REFRESH DYNAMIC TABLE right after an INSERT must see that
+// INSERT. It costs one query on the tables' newest commits, and waits at
+// most changeFence, only when one of them committed within it. tables are
+// schema.table names.
+func (e *Log) AwaitFence(ctx context.Context, tables []string) error {
+	if len(tables) == 0 {
+		return nil
+	}
+	now := time.Now()
+	conds := make([]string, 0, len(tables))
+	for _, t := range tables {
+		schema, name, _ := strings.Cut(t, ".")
+		conds = append(conds, fmt.Sprintf("(db = %s AND table = %s)", chsql.QuoteString(schema), chsql.QuoteString(name)))
+	}
+	res, err := e.St.Strings(ctx, fmt.Sprintf("SELECT toString(max(version)) FROM lakepipe.table_commits WHERE version > %d AND version <= %d AND (%s)",
+		ChangeReadHorizon(), uint64(now.UnixNano()), strings.Join(conds, " OR ")))
+	if err != nil {
+		return fmt.Errorf("read the newest commits of %s: %w", strings.Join(tables, ", "), err)
+	}
+	var newest uint64
+	if len(res) == 1 {
+		newest, _ = strconv.ParseUint(res[0], 10, 64)
+	}
+	if newest == 0 {
+		return nil
+	}
+	// One millisecond beyond, as ChangeReadHorizon reads the clock again.
+	wait := time.Until(time.Unix(0, int64(newest)).Add(changeFence + time.Millisecond))
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -364,6 +364,12 @@ func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlast.RefreshDynamic
 	if err != nil {
 		return nil, err
 	}
+	// Writes made before this statement count: wait until the change log
+	// lets readers take them (at most its 2 s fence, only after a recent
+	// write to a source).
+	if err := e.AwaitFence(ctx, spec.Sources); err != nil {
+		return nil, fmt.Errorf("refresh of dynamic table %s: %w", core.Display(schema, name), err)
+	}
 	// The refresh chain: upstream dynamic tables first, as child workflows;
 	// under the id all refreshes of the table share, so none overlap.
 	in := jobs.RefreshChainInput{Trigger: "MANUAL",
