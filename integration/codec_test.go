@@ -152,7 +152,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+		workflows.Register(r)
 		quiet := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		err = r.ReplayWorkflowHistoryWithOptions(quiet, &historypb.History{Events: events}, sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: wfID}})
 		if withKey && err != nil {

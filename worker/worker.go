@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/lakepipe/lakepipe/activities"
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -90,10 +89,7 @@ type Config struct {
 // Register puts lakepipe's workflows and activities on a worker; the
 // replay tests use it too, so that names stay in one place.
 func Register(w sdkworker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
-	w.RegisterWorkflowWithOptions(workflows.MaintenanceWorkflow, workflow.RegisterOptions{Name: jobs.MaintenanceWorkflowName})
+	workflows.Register(w)
 	if acts != nil {
 		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
 		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})

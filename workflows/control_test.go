@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -8,8 +9,10 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/workflows"
 )
 
 // updateResult is what an update came back with: its reply, or the
@@ -131,4 +134,24 @@ func TestPipeWithoutAttributesUpsertsNothing(t *testing.T) {
 	run(env, jobs.PipeInput{Params: params(10, 0)})
 	requireClean(t, env)
 	eq(t, "upserts", upserts, 0)
+}
+
+// A pipe of each kind runs as its own workflow type and continues as new
+// under it; runs of the earlier PipeWorkflow type keep theirs.
+func TestPipeWorkflowTypes(t *testing.T) {
+	for _, name := range []string{jobs.VolumePipeWorkflowName, jobs.PipeWorkflowName} {
+		t.Run(name, func(t *testing.T) {
+			env, _ := newPipeEnv(t, "a.csv")
+			env.RegisterWorkflowWithOptions(workflows.VolumePipeWorkflow, workflow.RegisterOptions{Name: jobs.VolumePipeWorkflowName})
+			env.SetContinueAsNewSuggested(true)
+			env.ExecuteWorkflow(name, jobs.PipeInput{Params: params(10, 0)})
+			var can *workflow.ContinueAsNewError
+			if err := env.GetWorkflowError(); !errors.As(err, &can) {
+				t.Fatalf("workflow error = %v, want continue-as-new", err)
+			}
+			eq(t, "continued as", can.WorkflowType.Name, name)
+		})
+	}
+	eq(t, "type of a new Kafka pipe", jobs.PipeWorkflowFor(jobs.KindKafka), jobs.KafkaPipeWorkflowName)
+	eq(t, "type of a new volume pipe", jobs.PipeWorkflowFor(jobs.KindVolume), jobs.VolumePipeWorkflowName)
 }

@@ -27,49 +27,87 @@ const localListTimeout = 10 * time.Second
 // not suggested it yet: a pipe runs forever, its history must not.
 const historyLimit = 2000
 
-// PipeWorkflow is one pipe: list → copy → record → purge → sleep, forever,
-// until dropped. Pause, resume and refresh arrive as updates (ALTER PIPE,
-// which waits for the reply) or signals (the Temporal CLI); file events
-// as signals; status is a query. A run started with lakepipe's search
-// attributes keeps LakepipeStatus and the memo's figures current.
-func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
-	p := in.Params
-	if p.PollSeconds <= 0 {
-		p.PollSeconds = 30
-	}
-	if p.MaxFilesPerTurn <= 0 {
-		p.MaxFilesPerTurn = 2000
-	}
-	paused, counters, invalid := in.Paused, in.Counters, in.InvalidReason
-	running, dropped, wake := false, false, false
-	kst := in.Kafka
-	if p.Kind == jobs.KindKafka && kst == nil {
-		kst = &jobs.KafkaState{}
-	}
-	var hints []string
-	list := in.List
+// VolumePipeWorkflow is a pipe over a volume's files, KafkaPipeWorkflow
+// one over a Kafka topic; PipeWorkflow is the type of both before they
+// had their own (runs started then keep it, continuing as new under it).
+// All three run pipeWorkflow: list (or read the topic) → load → record →
+// sleep, forever, until dropped. Pause, resume and refresh arrive as
+// updates (ALTER PIPE, which waits for the reply) or signals (the Temporal
+// CLI); file events as signals; status is a query. A run started with
+// lakepipe's search attributes keeps LakepipeStatus and the memo's
+// figures current.
+func VolumePipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
+	return runPipe(ctx, jobs.VolumePipeWorkflowName, in)
+}
 
+// KafkaPipeWorkflow: see VolumePipeWorkflow.
+func KafkaPipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
+	return runPipe(ctx, jobs.KafkaPipeWorkflowName, in)
+}
+
+// PipeWorkflow: see VolumePipeWorkflow.
+func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
+	return runPipe(ctx, jobs.PipeWorkflowName, in)
+}
+
+// pipeWorkflow is one run of a pipe: its state, and methods for its loop
+// and its message handlers (Temporal's safe-message-handler style). The
+// handlers only change state; the loop decides what to do.
+type pipeWorkflow struct {
+	ctx      workflow.Context
+	typeName string // the workflow type it continues as new under
+	p        jobs.PipeParams
+
+	paused, running, dropped, wake bool
+	counters                       jobs.PipeCounters
+	invalid                        string
+	kst                            *jobs.KafkaState
+	hints                          []string
+	list                           jobs.ListState
+
+	// versions of this run's history (workflow.GetVersion)
+	signalsDuringTurn, localListing, fixedEnd bool
+
+	vis   *visibility
+	kick  workflow.Channel // wakes the loop after an update
+	loads workflow.Context // activity context on the load queue
+
+	pauseCh, resumeCh, refreshCh, filesCh, dropCh workflow.ReceiveChannel
+}
+
+func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
+	w := &pipeWorkflow{ctx: ctx, typeName: typeName, p: in.Params, paused: in.Paused, counters: in.Counters,
+		invalid: in.InvalidReason, kst: in.Kafka, list: in.List}
+	if w.p.PollSeconds <= 0 {
+		w.p.PollSeconds = 30
+	}
+	if w.p.MaxFilesPerTurn <= 0 {
+		w.p.MaxFilesPerTurn = 2000
+	}
+	if w.p.Kind == jobs.KindKafka && w.kst == nil {
+		w.kst = &jobs.KafkaState{}
+	}
+	// The order of these calls is the order of their markers in every
+	// recorded history: it must not change.
+	//
 	// From version 1 on, signals are applied while a turn's activities run,
 	// in the order they arrive. Before, they waited in their channels until
 	// the turn ended and were then taken channel by channel, pause before
 	// resume: a resume followed by a pause during a turn left the pipe
 	// running. Runs recorded before keep the old behaviour on replay.
-	signalsDuringTurn := workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
+	w.signalsDuringTurn = workflow.GetVersion(ctx, "signals-during-turn", workflow.DefaultVersion, 1) >= 1
 	// From version 1 on, the turns of a pipe whose listing is incremental
 	// list in a local activity: an idle turn is then one workflow task and
 	// ~6 history events instead of two tasks, an activity task and ~12.
-	localListing := p.Kind != jobs.KindKafka && workflow.GetVersion(ctx, "local-listing", workflow.DefaultVersion, 1) >= 1
+	w.localListing = w.p.Kind != jobs.KindKafka && workflow.GetVersion(ctx, "local-listing", workflow.DefaultVersion, 1) >= 1
 	// From version 1 on, a Kafka batch's end offsets are read before it
 	// (a local activity) and passed to every attempt of it.
-	fixedEnd := p.Kind == jobs.KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
+	w.fixedEnd = w.p.Kind == jobs.KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
 
-	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, func() (jobs.PipeStatus, error) {
-		return jobs.PipeStatus{Params: p, Paused: paused, Running: running, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list}, nil
-	}); err != nil {
+	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, w.queryStatus); err != nil {
 		return err
 	}
-
-	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	w.ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		// Copying a batch of big files may run long, so it heartbeats
 		// (every 5 s and per file); a worker that dies is noticed within
 		// the heartbeat timeout and the batch goes to another.
@@ -83,132 +121,141 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 			NonRetryableErrorTypes: []string{jobs.ErrTypePipeGone, jobs.ErrTypePipeInvalid},
 		},
 	})
-
+	ctx = w.ctx
 	// Visibility. A run started without lakepipe's search attributes (a
 	// namespace without them, runs of earlier releases) never upserts, so
 	// its history replays unchanged.
-	vis := newVisibility(ctx)
-	status := func() jobs.Status {
-		if paused {
-			return jobs.StatusPaused
-		}
-		return jobs.StatusRunning
-	}
-	setPaused := func(v bool) {
-		paused = v
-		vis.showStatus(ctx, status())
-	}
+	w.vis = newVisibility(ctx)
 	// kick wakes the loop after an update changed the state: the loop
 	// waits in selectors, which updates do not reach otherwise.
-	kick := workflow.NewBufferedChannel(ctx, 1)
-	if err := setPipeUpdates(ctx, p.Name, pipeControl{
-		paused:  func() bool { return paused },
-		running: func() bool { return running },
-		dropped: func() bool { return dropped },
-		pause:   func() { setPaused(true) },
-		resume: func() {
-			setPaused(false)
-			wake, invalid = true, ""
-			if kst != nil {
-				kst.InvalidReason = ""
-			}
-		},
-		refresh: func() { wake = true },
-		status:  status,
-		kick:    func() { kick.SendAsync(nil) },
+	w.kick = workflow.NewBufferedChannel(ctx, 1)
+	if err := setPipeUpdates(ctx, w.p.Name, pipeControl{
+		paused:  func() bool { return w.paused },
+		running: func() bool { return w.running },
+		dropped: func() bool { return w.dropped },
+		pause:   func() { w.setPaused(true) },
+		resume:  w.resume,
+		refresh: func() { w.wake = true },
+		status:  w.status,
+		kick:    func() { w.kick.SendAsync(nil) },
 	}); err != nil {
 		return err
 	}
-
 	// Copies and Kafka batches run on the load queue (version "load-queue").
-	loads := loadQueue(ctx)
+	w.loads = loadQueue(ctx)
 
-	pauseCh := workflow.GetSignalChannel(ctx, jobs.SignalPause)
-	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
-	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
-	filesCh := workflow.GetSignalChannel(ctx, jobs.SignalFiles)
-	dropCh := workflow.GetSignalChannel(ctx, jobs.SignalDrop)
+	w.pauseCh = workflow.GetSignalChannel(ctx, jobs.SignalPause)
+	w.resumeCh = workflow.GetSignalChannel(ctx, jobs.SignalResume)
+	w.refreshCh = workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
+	w.filesCh = workflow.GetSignalChannel(ctx, jobs.SignalFiles)
+	w.dropCh = workflow.GetSignalChannel(ctx, jobs.SignalDrop)
+	return w.loop()
+}
 
-	// addSignals registers every signal on a selector; the handlers only
-	// change state, the loop decides what to do.
-	addSignals := func(sel workflow.Selector) {
-		sel.AddReceive(pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setPaused(true) })
-		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-			c.Receive(ctx, nil)
-			setPaused(false)
-			wake, invalid = true, ""
-			if kst != nil {
-				kst.InvalidReason = ""
-			}
-		})
-		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); wake = true })
-		sel.AddReceive(filesCh, func(c workflow.ReceiveChannel, _ bool) {
-			var f jobs.FilesSignal
-			c.Receive(ctx, &f)
-			if room := maxHints - len(hints); room > 0 {
-				hints = append(hints, f.Paths[:min(room, len(f.Paths))]...)
-			}
-			wake = true
-		})
-		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
+func (w *pipeWorkflow) queryStatus() (jobs.PipeStatus, error) {
+	return jobs.PipeStatus{Params: w.p, Paused: w.paused, Running: w.running, Counters: w.counters, Kafka: w.kst, InvalidReason: w.invalid, List: w.list}, nil
+}
+
+func (w *pipeWorkflow) status() jobs.Status {
+	if w.paused {
+		return jobs.StatusPaused
 	}
-	// get waits for an activity's result, applying signals meanwhile.
-	get := func(f workflow.Future, v any) error {
-		for signalsDuringTurn && !f.IsReady() {
-			sel := workflow.NewSelector(ctx)
-			sel.AddFuture(f, func(workflow.Future) {})
-			addSignals(sel)
-			sel.Select(ctx)
+	return jobs.StatusRunning
+}
+
+func (w *pipeWorkflow) setPaused(v bool) {
+	w.paused = v
+	w.vis.showStatus(w.ctx, w.status())
+}
+
+// resume runs the pipe again and forgets why it paused itself.
+func (w *pipeWorkflow) resume() {
+	w.setPaused(false)
+	w.wake, w.invalid = true, ""
+	if w.kst != nil {
+		w.kst.InvalidReason = ""
+	}
+}
+
+// addSignals registers every signal on a selector; the handlers only
+// change state, the loop decides what to do.
+func (w *pipeWorkflow) addSignals(sel workflow.Selector) {
+	ctx := w.ctx
+	sel.AddReceive(w.pauseCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.setPaused(true) })
+	sel.AddReceive(w.resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.resume() })
+	sel.AddReceive(w.kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	sel.AddReceive(w.refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.wake = true })
+	sel.AddReceive(w.filesCh, func(c workflow.ReceiveChannel, _ bool) {
+		var f jobs.FilesSignal
+		c.Receive(ctx, &f)
+		if room := maxHints - len(w.hints); room > 0 {
+			w.hints = append(w.hints, f.Paths[:min(room, len(f.Paths))]...)
 		}
-		return f.Get(ctx, v)
-	}
-	// drain takes signals already delivered without blocking.
-	drain := func() {
-		for {
-			sel := workflow.NewSelector(ctx)
-			addSignals(sel)
-			if !sel.HasPending() {
-				return
-			}
-			sel.Select(ctx)
-		}
-	}
+		w.wake = true
+	})
+	sel.AddReceive(w.dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.dropped = true })
+}
 
+// get waits for an activity's result, applying signals meanwhile.
+func (w *pipeWorkflow) get(f workflow.Future, v any) error {
+	for w.signalsDuringTurn && !f.IsReady() {
+		sel := workflow.NewSelector(w.ctx)
+		sel.AddFuture(f, func(workflow.Future) {})
+		w.addSignals(sel)
+		sel.Select(w.ctx)
+	}
+	return f.Get(w.ctx, v)
+}
+
+// drain takes signals already delivered without blocking.
+func (w *pipeWorkflow) drain() {
 	for {
-		drain()
-		if dropped {
+		sel := workflow.NewSelector(w.ctx)
+		w.addSignals(sel)
+		if !sel.HasPending() {
+			return
+		}
+		sel.Select(w.ctx)
+	}
+}
+
+// loop runs turns until the pipe is dropped or continues as new.
+func (w *pipeWorkflow) loop() error {
+	ctx, p := w.ctx, w.p
+	for {
+		w.drain()
+		if w.dropped {
 			return nil
 		}
-		if paused {
+		if w.paused {
 			sel := workflow.NewSelector(ctx)
-			addSignals(sel)
+			w.addSignals(sel)
 			sel.Select(ctx)
 			continue
 		}
 
 		// One turn.
-		wake = false
-		running = true
+		w.wake = false
+		w.running = true
 		var more bool
 		var err error
 		if p.Kind == jobs.KindKafka {
-			more, err = kafkaTurn(ctx, loads, p, kst, &counters, fixedEnd, get)
-			if kst.InvalidReason != "" {
-				setPaused(true)
+			more, err = kafkaTurn(ctx, w.loads, p, w.kst, &w.counters, w.fixedEnd, w.get)
+			if w.kst.InvalidReason != "" {
+				w.setPaused(true)
 			}
 		} else {
-			more, err = turn(ctx, loads, p, &counters, &hints, &list, localListing, get)
+			more, err = turn(ctx, w.loads, p, &w.counters, &w.hints, &w.list, w.localListing, w.get)
 		}
-		running = false
-		counters.Turns++
-		counters.LastTurnTime = workflow.Now(ctx)
+		w.running = false
+		w.counters.Turns++
+		w.counters.LastTurnTime = workflow.Now(ctx)
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypePipeGone {
 			return nil
 		}
 		if err != nil {
-			counters.LastError = err.Error()
+			w.counters.LastError = err.Error()
 			workflow.GetLogger(ctx).Warn("pipe turn failed", "pipe", p.Name, "error", err)
 			// From version 1 on, an error no retry fixes pauses the pipe
 			// (runs recorded before retried it at every poll). The version
@@ -216,25 +263,25 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 			// without one replay unchanged.
 			if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypePipeInvalid &&
 				workflow.GetVersion(ctx, "pause-on-invalid", workflow.DefaultVersion, 1) >= 1 {
-				setPaused(true)
-				invalid = appErr.Message()
+				w.setPaused(true)
+				w.invalid = appErr.Message()
 			}
 		}
-		fig := jobs.PipeFigures{FilesLoaded: counters.FilesLoaded, RowsLoaded: counters.RowsLoaded,
-			FilesFailed: counters.FilesFailed, LastLoadTime: counters.LastLoadTime, Backlog: counters.Backlog}
-		vis.showFigures(ctx, fig, fig == jobs.PipeFigures{})
+		c := w.counters
+		fig := jobs.PipeFigures{FilesLoaded: c.FilesLoaded, RowsLoaded: c.RowsLoaded, FilesFailed: c.FilesFailed, LastLoadTime: c.LastLoadTime, Backlog: c.Backlog}
+		w.vis.showFigures(ctx, fig, fig == jobs.PipeFigures{})
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			drain()
-			if dropped {
+			w.drain()
+			if w.dropped {
 				return nil
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, PipeWorkflow, jobs.PipeInput{Params: p, Paused: paused, Counters: counters, Kafka: kst, InvalidReason: invalid, List: list})
+			w.counters.ContinuedRuns++
+			return workflow.NewContinueAsNewError(ctx, w.typeName, jobs.PipeInput{Params: p, Paused: w.paused, Counters: w.counters, Kafka: w.kst, InvalidReason: w.invalid, List: w.list})
 		}
-		if more || wake || len(hints) > 0 || paused || dropped {
+		if more || w.wake || len(w.hints) > 0 || w.paused || w.dropped {
 			continue
 		}
 		// Sleep until the poll timer fires or a signal wakes the pipe.
@@ -242,8 +289,8 @@ func PipeWorkflow(ctx workflow.Context, in jobs.PipeInput) error {
 		sel := workflow.NewSelector(ctx)
 		timedOut := false
 		sel.AddFuture(workflow.NewTimer(timerCtx, time.Duration(p.PollSeconds)*time.Second), func(workflow.Future) { timedOut = true })
-		addSignals(sel)
-		for !timedOut && !wake && !dropped && !paused {
+		w.addSignals(sel)
+		for !timedOut && !w.wake && !w.dropped && !w.paused {
 			sel.Select(ctx)
 		}
 		cancel()

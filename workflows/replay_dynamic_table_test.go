@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
 )
 
@@ -56,9 +55,7 @@ func TestReplayDynamicTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.RegisterWorkflowWithOptions(DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
-			r.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
-			r.RegisterWorkflowWithOptions(MaintenanceWorkflow, workflow.RegisterOptions{Name: jobs.MaintenanceWorkflowName})
+			Register(r)
 			hist, err := client.HistoryFromJSON(mustOpen(t, "testdata/"+h.file), client.HistoryJSONOptions{})
 			if err != nil {
 				t.Fatal(err)

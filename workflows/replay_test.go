@@ -11,9 +11,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
 	"github.com/lakepipe/lakepipe/workflows"
 )
@@ -50,10 +48,11 @@ import (
 //     batch's end offsets read by the local KafkaEnd before it and passed
 //     to it, records of aborted transactions skipped, drop
 //     (TestKafkaPipeSkipsAbortedTransactions).
-//   - pipe_control_updates.json: a Kafka pipe started with lakepipe's
+//   - pipe_control_updates.json: a KafkaPipeWorkflow started with lakepipe's
 //     search attributes: pause as an update, a refresh refused by the
 //     validator, resume, LakepipeStatus upserts, drop (TestControlPlane);
-//   - pipe_volume_figures.json: the "load-queue" version (CopyFiles on the
+//   - pipe_volume_figures.json: a VolumePipeWorkflow; the "load-queue"
+//     version (CopyFiles on the
 //     load queue), the memo's figures upserted after the loading turn,
 //     pause as an update, drop (TestControlPlane).
 func TestReplay(t *testing.T) {
@@ -70,7 +69,7 @@ func TestReplay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
+			workflows.Register(r)
 			if err := r.ReplayWorkflowHistory(nil, readHistory(t, f)); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

@@ -119,7 +119,7 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlast.CreatePipe) (*core.Re
 		return nil, err
 	}
 	id := e.PipeWorkflowID(s.Name)
-	if err := orch.Start(ctx, id, jobs.PipeWorkflowName, jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}, e.PipeVisibility(spec, core.Redact(s))); err != nil {
+	if err := orch.Start(ctx, id, jobs.PipeWorkflowFor(spec.Kind), jobs.PipeInput{Params: e.ParamsOf(s.Name, spec)}, e.PipeVisibility(spec, core.Redact(s))); err != nil {
 		_ = e.Cat.Delete(ctx, catalog.KindPipe, e.Cfg.Schema, s.Name)
 		return nil, fmt.Errorf("pipe %s: start its workflow: %w", s.Name, err)
 	}

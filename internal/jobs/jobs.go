@@ -187,8 +187,22 @@ const (
 	QueryStatus   = "status"
 )
 
-// PipeWorkflowName is the registered name of the pipe workflow.
-const PipeWorkflowName = "PipeWorkflow"
+// Registered names of the pipe workflows: one type per kind of pipe
+// (volume, Kafka), and PipeWorkflow, the type of both in earlier releases,
+// which their runs keep.
+const (
+	VolumePipeWorkflowName = "VolumePipeWorkflow"
+	KafkaPipeWorkflowName  = "KafkaPipeWorkflow"
+	PipeWorkflowName       = "PipeWorkflow"
+)
+
+// PipeWorkflowFor is the workflow type a new pipe of kind k starts as.
+func PipeWorkflowFor(k PipeKind) string {
+	if k == KindKafka {
+		return KafkaPipeWorkflowName
+	}
+	return VolumePipeWorkflowName
+}
 
 // PipeParams identify a pipe and its schedule. The COPY statement itself
 // is read from the catalog by the activities, so histories hold no SQL and

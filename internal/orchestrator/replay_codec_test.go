@@ -15,7 +15,6 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/internal/signalguard"
@@ -62,9 +61,7 @@ func TestReplayWithCodec(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r.RegisterWorkflowWithOptions(workflows.PipeWorkflow, workflow.RegisterOptions{Name: jobs.PipeWorkflowName})
-				r.RegisterWorkflowWithOptions(workflows.DynamicTableWorkflow, workflow.RegisterOptions{Name: jobs.DynamicTableWorkflowName})
-				r.RegisterWorkflowWithOptions(workflows.RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
+				workflows.Register(r)
 				fh, err := os.Open(f)
 				if err != nil {
 					t.Fatal(err)
