@@ -14,22 +14,23 @@ import (
 // a refresh signal, not at all while suspended, until dropped. SUSPEND and
 // RESUME arrive as updates (ALTER DYNAMIC TABLE, which waits for the
 // reply) or signals (the Temporal CLI). A run started with lakepipe's
-// search attributes keeps LakepipeStatus current.
+// search attributes keeps LakepipeStatus and the memo's figures current.
 func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error {
-	p := in.Params
-	if p.IntervalSeconds <= 0 {
-		p.IntervalSeconds = 3600
+	w := &dynamicTableWorkflow{p: in.Params, suspended: in.Suspended, counters: in.Counters, now: in.RefreshNow}
+	if w.p.IntervalSeconds <= 0 {
+		w.p.IntervalSeconds = 3600
 	}
-	suspended, counters := in.Suspended, in.Counters
-	refreshing, dropped, now, restart := false, false, in.RefreshNow, false
-	next := workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+	w.next = workflow.Now(ctx).Add(w.interval())
+	// The order of these calls is the order of their markers in every
+	// recorded history: it must not change.
+	//
 	// From version 1 on, a scheduled refresh refreshes the table's upstream
 	// dynamic tables first (child workflows, dependency order).
-	chain := workflow.GetVersion(ctx, "refresh-chain", workflow.DefaultVersion, 1) >= 1
+	w.chain = workflow.GetVersion(ctx, "refresh-chain", workflow.DefaultVersion, 1) >= 1
 	// From version 1 on, the scheduled refresh is a child workflow under the
 	// table's RefreshWorkflowID, so that it never overlaps a REFRESH
 	// statement's or another table's chain.
-	serial := workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
+	w.serial = workflow.GetVersion(ctx, "refresh-serial", workflow.DefaultVersion, 1) >= 1
 	// From version 1 on, signals are applied while a refresh runs, in the
 	// order they arrive, and those delivered by the end of the last refresh
 	// of a run go into the next run. Before, they waited in their channels
@@ -37,165 +38,213 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 	// registered them (a RESUME then a SUSPEND left the table resumed), and
 	// continuing as new dropped any still waiting (a SUSPEND, REFRESH or
 	// DROP sent during that refresh was lost).
-	duringRefresh := workflow.GetVersion(ctx, "signals-during-refresh", workflow.DefaultVersion, 1) >= 1
+	w.duringRefresh = workflow.GetVersion(ctx, "signals-during-refresh", workflow.DefaultVersion, 1) >= 1
 
-	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, func() (jobs.DynamicTableStatus, error) {
-		return jobs.DynamicTableStatus{Params: p, Suspended: suspended, Refreshing: refreshing, NextAt: next, Counters: counters}, nil
-	}); err != nil {
+	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, w.queryStatus); err != nil {
 		return err
 	}
-	ctx = refreshActivityOptions(ctx)
-	vis := newVisibility(ctx)
-	setSuspended := func(v bool) {
-		suspended = v
-		st := jobs.StatusRunning
-		if v {
-			st = jobs.StatusSuspended
-		}
-		vis.showStatus(ctx, st)
-	}
+	w.ctx = refreshActivityOptions(ctx)
+	w.vis = newVisibility(w.ctx)
 	// kick wakes the loop after an update changed the state.
-	kick := workflow.NewBufferedChannel(ctx, 1)
-	if err := setDynamicTableUpdates(ctx, dynamicControl{
-		suspended:  func() bool { return suspended },
-		refreshing: func() bool { return refreshing },
-		dropped:    func() bool { return dropped },
-		suspend:    func() { setSuspended(true) },
-		resume:     func() { setSuspended(false); restart = true },
-		kick:       func() { kick.SendAsync(nil) },
+	w.kick = workflow.NewBufferedChannel(w.ctx, 1)
+	if err := setDynamicTableUpdates(w.ctx, dynamicControl{
+		suspended:  func() bool { return w.suspended },
+		refreshing: func() bool { return w.refreshing },
+		dropped:    func() bool { return w.dropped },
+		suspend:    func() { w.setSuspended(true) },
+		resume:     w.resume,
+		kick:       func() { w.kick.SendAsync(nil) },
 	}); err != nil {
 		return err
 	}
-	suspendCh := workflow.GetSignalChannel(ctx, jobs.SignalSuspend)
-	resumeCh := workflow.GetSignalChannel(ctx, jobs.SignalResume)
-	refreshCh := workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
-	refreshedCh := workflow.GetSignalChannel(ctx, jobs.SignalRefreshed)
-	dropCh := workflow.GetSignalChannel(ctx, jobs.SignalDrop)
-	addSignals := func(sel workflow.Selector) {
-		sel.AddReceive(suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setSuspended(true) })
-		sel.AddReceive(resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); setSuspended(false); restart = true })
-		sel.AddReceive(kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
-		sel.AddReceive(refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); now = true })
-		sel.AddReceive(refreshedCh, func(c workflow.ReceiveChannel, _ bool) {
-			// A manual REFRESH ran (as a refresh chain): it is the last
-			// refresh, and the interval starts again from it. State only,
-			// and a memo upsert in runs started with lakepipe's search
-			// attributes (none before them): histories replay unchanged.
-			c.Receive(ctx, nil)
-			restart = true
-			counters.LastRefresh = workflow.Now(ctx)
-			vis.showFigures(ctx, jobs.DynamicTableFigures{LastRefresh: counters.LastRefresh, Refreshes: counters.Refreshes, Failures: counters.Failures}, false)
-		})
-		sel.AddReceive(dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); dropped = true })
-	}
+	w.suspendCh = workflow.GetSignalChannel(w.ctx, jobs.SignalSuspend)
+	w.resumeCh = workflow.GetSignalChannel(w.ctx, jobs.SignalResume)
+	w.refreshCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefresh)
+	w.refreshedCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefreshed)
+	w.dropCh = workflow.GetSignalChannel(w.ctx, jobs.SignalDrop)
+	return w.loop()
+}
 
-	// drain takes signals already delivered without blocking.
-	drain := func() {
-		for {
-			sel := workflow.NewSelector(ctx)
-			addSignals(sel)
-			if !sel.HasPending() {
-				return
-			}
-			sel.Select(ctx)
+// dynamicTableWorkflow is one run of a dynamic table's workflow: its
+// state, and methods for its loop and its message handlers. The handlers
+// only change state; the loop decides what to do.
+type dynamicTableWorkflow struct {
+	ctx workflow.Context
+	p   jobs.DynamicTableParams
+
+	suspended, refreshing, dropped bool
+	now, restart                   bool // refresh at once; restart the interval from now
+	next                           time.Time
+	counters                       jobs.DynamicTableCounters
+
+	// versions of this run's history (workflow.GetVersion)
+	chain, serial, duringRefresh bool
+
+	vis  *visibility
+	kick workflow.Channel
+
+	suspendCh, resumeCh, refreshCh, refreshedCh, dropCh workflow.ReceiveChannel
+}
+
+func (w *dynamicTableWorkflow) interval() time.Duration {
+	return time.Duration(w.p.IntervalSeconds) * time.Second
+}
+
+func (w *dynamicTableWorkflow) queryStatus() (jobs.DynamicTableStatus, error) {
+	return jobs.DynamicTableStatus{Params: w.p, Suspended: w.suspended, Refreshing: w.refreshing, NextAt: w.next, Counters: w.counters}, nil
+}
+
+func (w *dynamicTableWorkflow) setSuspended(v bool) {
+	w.suspended = v
+	st := jobs.StatusRunning
+	if v {
+		st = jobs.StatusSuspended
+	}
+	w.vis.showStatus(w.ctx, st)
+}
+
+func (w *dynamicTableWorkflow) resume() {
+	w.setSuspended(false)
+	w.restart = true
+}
+
+func (w *dynamicTableWorkflow) showFigures() {
+	c := w.counters
+	w.vis.showFigures(w.ctx, jobs.DynamicTableFigures{LastRefresh: c.LastRefresh, Refreshes: c.Refreshes, Failures: c.Failures}, false)
+}
+
+func (w *dynamicTableWorkflow) addSignals(sel workflow.Selector) {
+	ctx := w.ctx
+	sel.AddReceive(w.suspendCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.setSuspended(true) })
+	sel.AddReceive(w.resumeCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.resume() })
+	sel.AddReceive(w.kick, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+	sel.AddReceive(w.refreshCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.now = true })
+	sel.AddReceive(w.refreshedCh, func(c workflow.ReceiveChannel, _ bool) {
+		// A manual REFRESH ran (as a refresh chain): it is the last
+		// refresh, and the interval starts again from it. State only,
+		// and a memo upsert in runs started with lakepipe's search
+		// attributes (none before them): histories replay unchanged.
+		c.Receive(ctx, nil)
+		w.restart = true
+		w.counters.LastRefresh = workflow.Now(ctx)
+		w.showFigures()
+	})
+	sel.AddReceive(w.dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.dropped = true })
+}
+
+// drain takes signals already delivered without blocking.
+func (w *dynamicTableWorkflow) drain() {
+	for {
+		sel := workflow.NewSelector(w.ctx)
+		w.addSignals(sel)
+		if !sel.HasPending() {
+			return
 		}
+		sel.Select(w.ctx)
 	}
+}
 
-	for !dropped {
-		if suspended {
+// refresh runs one scheduled refresh (its chain, in runs that have one).
+func (w *dynamicTableWorkflow) refresh(ctx workflow.Context) (res jobs.RefreshResult, err error) {
+	if w.chain {
+		var out jobs.RefreshChainResult
+		if w.serial {
+			out, err = refreshSerial(ctx, w.p, "SCHEDULED", false)
+		} else {
+			out, err = refreshChain(ctx, w.p, "SCHEDULED")
+		}
+		if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == w.p.Name {
+			res = out.Refreshes[n-1].Result
+		} else if err == nil {
+			err = errors.New("the refresh chain did not reach " + w.p.Name)
+		}
+		return res, err
+	}
+	err = workflow.ExecuteActivity(loadQueue(ctx), jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: w.p, Trigger: "SCHEDULED"}).Get(ctx, &res)
+	return res, err
+}
+
+// loop refreshes on the interval until the table is dropped or the run
+// continues as new.
+func (w *dynamicTableWorkflow) loop() error {
+	ctx := w.ctx
+	for !w.dropped {
+		if w.suspended {
 			sel := workflow.NewSelector(ctx)
-			addSignals(sel)
+			w.addSignals(sel)
 			sel.Select(ctx)
 			continue
 		}
-		if restart {
-			restart = false
-			next = workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
+		if w.restart {
+			w.restart = false
+			w.next = workflow.Now(ctx).Add(w.interval())
 		}
-		wait := next.Sub(workflow.Now(ctx))
-		if !now && wait > 0 {
+		wait := w.next.Sub(workflow.Now(ctx))
+		if !w.now && wait > 0 {
 			timerCtx, cancel := workflow.WithCancel(ctx)
 			fired := false
 			sel := workflow.NewSelector(ctx)
 			sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) { fired = true })
-			addSignals(sel)
+			w.addSignals(sel)
 			sel.Select(ctx)
 			cancel()
 			if !fired {
 				continue // a signal: re-evaluate
 			}
 		}
-		now = false
-		refreshing = true
-		refresh := func(ctx workflow.Context) (res jobs.RefreshResult, err error) {
-			if chain {
-				var out jobs.RefreshChainResult
-				if serial {
-					out, err = refreshSerial(ctx, p, "SCHEDULED", false)
-				} else {
-					out, err = refreshChain(ctx, p, "SCHEDULED")
-				}
-				if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == p.Name {
-					res = out.Refreshes[n-1].Result
-				} else if err == nil {
-					err = errors.New("the refresh chain did not reach " + p.Name)
-				}
-				return res, err
-			}
-			err = workflow.ExecuteActivity(loadQueue(ctx), jobs.ActivityRefreshDynamicTable, jobs.RefreshInput{Params: p, Trigger: "SCHEDULED"}).Get(ctx, &res)
-			return res, err
-		}
+		w.now = false
+		w.refreshing = true
 		var res jobs.RefreshResult
 		var err error
-		if duringRefresh {
+		if w.duringRefresh {
 			// The refresh runs beside the loop that takes signals.
 			done, set := workflow.NewFuture(ctx)
 			workflow.Go(ctx, func(ctx workflow.Context) {
-				r, err := refresh(ctx)
+				r, err := w.refresh(ctx)
 				set.Set(r, err)
 			})
 			for !done.IsReady() {
 				sel := workflow.NewSelector(ctx)
 				sel.AddFuture(done, func(workflow.Future) {})
-				addSignals(sel)
+				w.addSignals(sel)
 				sel.Select(ctx)
 			}
 			err = done.Get(ctx, &res)
 		} else {
-			res, err = refresh(ctx)
+			res, err = w.refresh(ctx)
 		}
-		refreshing = false
+		w.refreshing = false
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypeDynamicTableGone {
 			return nil
 		}
-		counters.Refreshes++
-		counters.LastRefresh = workflow.Now(ctx)
+		w.counters.Refreshes++
+		w.counters.LastRefresh = workflow.Now(ctx)
 		switch {
 		case err != nil:
-			counters.Failures++
-			counters.LastError = err.Error()
+			w.counters.Failures++
+			w.counters.LastError = err.Error()
 		case res.State != jobs.RefreshSucceeded:
-			counters.Failures++
-			counters.LastError = res.Error
+			w.counters.Failures++
+			w.counters.LastError = res.Error
 		default:
-			counters.LastError = ""
+			w.counters.LastError = ""
 		}
-		next = workflow.Now(ctx).Add(time.Duration(p.IntervalSeconds) * time.Second)
-		vis.showFigures(ctx, jobs.DynamicTableFigures{LastRefresh: counters.LastRefresh, Refreshes: counters.Refreshes, Failures: counters.Failures}, false)
+		w.next = workflow.Now(ctx).Add(w.interval())
+		w.showFigures()
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			if duringRefresh {
+			if w.duringRefresh {
 				// Signals delivered but not taken yet would be lost.
-				drain()
-				if dropped {
+				w.drain()
+				if w.dropped {
 					return nil
 				}
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-			counters.ContinuedRuns++
-			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: p, Suspended: suspended, Counters: counters, RefreshNow: now && duringRefresh})
+			w.counters.ContinuedRuns++
+			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: w.p, Suspended: w.suspended, Counters: w.counters, RefreshNow: w.now && w.duringRefresh})
 		}
 	}
 	return nil
