@@ -132,18 +132,6 @@ func (w *dynamicTableWorkflow) addSignals(sel workflow.Selector) {
 	sel.AddReceive(w.dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.dropped = true })
 }
 
-// drain takes signals already delivered without blocking.
-func (w *dynamicTableWorkflow) drain() {
-	for {
-		sel := workflow.NewSelector(w.ctx)
-		w.addSignals(sel)
-		if !sel.HasPending() {
-			return
-		}
-		sel.Select(w.ctx)
-	}
-}
-
 // refresh runs one scheduled refresh (its chain, in runs that have one).
 func (w *dynamicTableWorkflow) refresh(ctx workflow.Context) (res jobs.RefreshResult, err error) {
 	if w.chain {
@@ -203,12 +191,7 @@ func (w *dynamicTableWorkflow) loop() error {
 				r, err := w.refresh(ctx)
 				set.Set(r, err)
 			})
-			for !done.IsReady() {
-				sel := workflow.NewSelector(ctx)
-				sel.AddFuture(done, func(workflow.Future) {})
-				w.addSignals(sel)
-				sel.Select(ctx)
-			}
+			awaitTakingSignals(ctx, done, w.addSignals)
 			err = done.Get(ctx, &res)
 		} else {
 			res, err = w.refresh(ctx)
@@ -237,7 +220,7 @@ func (w *dynamicTableWorkflow) loop() error {
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
 			if w.duringRefresh {
 				// Signals delivered but not taken yet would be lost.
-				w.drain()
+				drainSignals(ctx, w.addSignals)
 				if w.dropped {
 					return nil
 				}

@@ -198,32 +198,17 @@ func (w *pipeWorkflow) addSignals(sel workflow.Selector) {
 
 // get waits for an activity's result, applying signals meanwhile.
 func (w *pipeWorkflow) get(f workflow.Future, v any) error {
-	for w.signalsDuringTurn && !f.IsReady() {
-		sel := workflow.NewSelector(w.ctx)
-		sel.AddFuture(f, func(workflow.Future) {})
-		w.addSignals(sel)
-		sel.Select(w.ctx)
+	if w.signalsDuringTurn {
+		awaitTakingSignals(w.ctx, f, w.addSignals)
 	}
 	return f.Get(w.ctx, v)
-}
-
-// drain takes signals already delivered without blocking.
-func (w *pipeWorkflow) drain() {
-	for {
-		sel := workflow.NewSelector(w.ctx)
-		w.addSignals(sel)
-		if !sel.HasPending() {
-			return
-		}
-		sel.Select(w.ctx)
-	}
 }
 
 // loop runs turns until the pipe is dropped or continues as new.
 func (w *pipeWorkflow) loop() error {
 	ctx, p := w.ctx, w.p
 	for {
-		w.drain()
+		drainSignals(ctx, w.addSignals)
 		if w.dropped {
 			return nil
 		}
@@ -273,7 +258,7 @@ func (w *pipeWorkflow) loop() error {
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			w.drain()
+			drainSignals(ctx, w.addSignals)
 			if w.dropped {
 				return nil
 			}
