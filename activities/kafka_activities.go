@@ -11,6 +11,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/progress"
 )
 
 func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (kafkaRun, error) {
@@ -49,7 +50,17 @@ func (a *Activities) KafkaEnd(ctx context.Context, in jobs.KafkaOffsetsInput) (j
 // offsets. A retried attempt removes what an earlier attempt of the same
 // batch inserted before loading again, so the batch's records land once.
 func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.KafkaBatchResult, error) {
-	defer keepAlive(ctx)()
+	// Heartbeats show the records read so far; a batch that reads none
+	// for StallTimeout (a broker that stopped answering) gives up and is
+	// retried.
+	read := &progress.Counter{}
+	stall := a.StallTimeout
+	if stall <= 0 {
+		stall = DefaultStallTimeout
+	}
+	ctx, stop := watch(progress.With(ctx, read), stall, read.Load,
+		func() []any { return []any{jobs.KafkaProgress{Records: read.Load(), From: in.Offsets, End: in.End}} })
+	defer stop()
 	run, err := a.openKafka(ctx, in.Params)
 	if err != nil {
 		return jobs.KafkaBatchResult{}, err
@@ -62,6 +73,9 @@ func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (j
 	// history, so its texts are bounded.
 	res.FirstError = errtext.Cap(res.FirstError, errtext.MaxMessage)
 	res.Reason = errtext.Cap(res.Reason, errtext.MaxMessage)
+	if serr := stalled(ctx); serr != nil {
+		return res, serr
+	}
 	if err != nil {
 		a.Metrics.Error(in.Params)
 		return res, classify(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
+	"github.com/lakepipe/lakepipe/internal/progress"
 )
 
 // Activities are registered on the worker with their dependencies.
@@ -29,9 +30,10 @@ type Activities struct {
 	// Parallel is how many files of one batch load at once (default 4).
 	Parallel int
 	Metrics  *metrics.Worker
-	// StallTimeout is how long a copy may go without reading a byte or
-	// finishing a file before its attempt gives up, so that Temporal
-	// retries it (default DefaultStallTimeout).
+	// StallTimeout is how long a copy (a Kafka batch) may go without
+	// reading a byte or finishing a file (reading a record) before its
+	// attempt gives up, so that Temporal retries it (default
+	// DefaultStallTimeout).
 	StallTimeout time.Duration
 	// eng, when set, stands in for Engine: tests set a fake (see
 	// engineAPI).
@@ -171,54 +173,32 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 	for _, r := range done {
 		finished = append(finished, r)
 	}
-	// Progress: the bytes read of the files (fileread.WithProgress) and the
-	// files finished, shown in the heartbeat's second detail (the Temporal
-	// UI's pending activity) and watched: an attempt that makes none for
-	// StallTimeout gives up, and Temporal retries it.
-	prog := &fileread.Progress{}
+	// Progress: the bytes read of the files and the files finished, shown
+	// in the heartbeat's second detail (the Temporal UI's pending
+	// activity) and watched: an attempt that makes none for StallTimeout
+	// gives up, and Temporal retries it.
+	read := &progress.Counter{}
 	var total int64
 	for _, f := range in.Files {
 		total += f.Size
 	}
-	ctx, cancel := context.WithCancelCause(fileread.WithProgress(ctx, prog))
-	defer cancel(nil)
-	// beat heartbeats the finished files (what a retry skips) and the
+	// details are the finished files (what a retry skips) and the
 	// progress; mu must be held.
-	beat := func() {
-		activity.RecordHeartbeat(ctx, append([]jobs.FileResult(nil), finished...),
-			jobs.CopyProgress{Files: len(in.Files), FilesDone: len(finished), Bytes: total, BytesRead: prog.Bytes.Load()})
+	details := func() []any {
+		return []any{append([]jobs.FileResult(nil), finished...),
+			jobs.CopyProgress{Files: len(in.Files), FilesDone: len(finished), Bytes: total, BytesRead: read.Load()}}
 	}
+	beat := func() { activity.RecordHeartbeat(ctx, details()...) }
 	stall := a.StallTimeout
 	if stall <= 0 {
 		stall = DefaultStallTimeout
 	}
-	// Heartbeat on a ticker as well, so a single large file does not look
-	// like a dead worker.
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(min(5*time.Second, stall/2))
-		defer t.Stop()
-		lastBytes, lastFiles, lastMove := int64(-1), -1, time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				mu.Lock()
-				b, n := prog.Bytes.Load(), len(finished)
-				if b != lastBytes || n != lastFiles {
-					lastBytes, lastFiles, lastMove = b, n, time.Now()
-				}
-				if time.Since(lastMove) > stall {
-					mu.Unlock()
-					cancel(fmt.Errorf("%w for %s (no byte read, no file finished; LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried", errStalled, stall))
-					return
-				}
-				beat()
-				mu.Unlock()
-			}
-		}
-	}()
+	// The watch heartbeats on a ticker as well, so that a single large
+	// file does not look like a dead worker.
+	ctx, stop := watch(progress.With(ctx, read), stall,
+		func() int64 { mu.Lock(); defer mu.Unlock(); return read.Load() + int64(len(finished)) },
+		func() []any { mu.Lock(); defer mu.Unlock(); return details() })
+	defer stop()
 	// Small files load in batches, one INSERT and one load_history write
 	// per batch (loading.PipeRun.LoadBatch); the others one by one, par at
 	// a time, each streamed.
@@ -265,7 +245,9 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		}
 		if len(batch) == fileread.StageBatchFiles || batchBytes+f.Size > fileread.StageBatchBytes {
 			if err := flush(); err != nil {
-				close(stop)
+				if serr := stalled(ctx); serr != nil {
+					return jobs.CopyResult{}, serr
+				}
 				return jobs.CopyResult{}, classify(err)
 			}
 		}
@@ -273,9 +255,8 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		batchBytes += f.Size
 	}
 	if err := flush(); err != nil {
-		close(stop)
-		if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
-			return jobs.CopyResult{}, cause
+		if serr := stalled(ctx); serr != nil {
+			return jobs.CopyResult{}, serr
 		}
 		return jobs.CopyResult{}, classify(err)
 	}
@@ -304,8 +285,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		}(i, f)
 	}
 	wg.Wait()
-	close(stop)
-	if err := context.Cause(ctx); errors.Is(err, errStalled) {
+	if err := stalled(ctx); err != nil {
 		return jobs.CopyResult{}, err // retryable: the next attempt starts afresh
 	}
 	if firstErr != nil {
@@ -342,10 +322,26 @@ func loadBatch(ctx context.Context, run pipeRun, files []jobs.FileRef, par int) 
 // keepAlive heartbeats every few seconds until the returned stop is called:
 // the proof that this worker is alive, however long one step takes.
 func keepAlive(ctx context.Context) (stop func()) {
+	_, stop = watch(ctx, 0, nil, nil)
+	return stop
+}
+
+// watch heartbeats every few seconds (details(), when given) until stop
+// is called. Heartbeats prove the worker alive; moved proves the attempt
+// is: when stall > 0 and moved() returns the same count for stall, the
+// returned context is cancelled with errStalled, so that the attempt
+// gives up and Temporal retries it.
+func watch(ctx context.Context, stall time.Duration, moved func() int64, details func() []any) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	every := 5 * time.Second
+	if stall > 0 {
+		every = min(every, stall/2)
+	}
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(every)
 		defer t.Stop()
+		last, lastMove := int64(-1), time.Now()
 		for {
 			select {
 			case <-done:
@@ -353,11 +349,31 @@ func keepAlive(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				if stall > 0 && moved != nil {
+					if n := moved(); n != last {
+						last, lastMove = n, time.Now()
+					} else if time.Since(lastMove) > stall {
+						cancel(fmt.Errorf("%w for %s (LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried", errStalled, stall))
+						return
+					}
+				}
+				if details != nil {
+					activity.RecordHeartbeat(ctx, details()...)
+				} else {
+					activity.RecordHeartbeat(ctx)
+				}
 			}
 		}
 	}()
-	return func() { close(done) }
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+// stalled returns the error of an attempt watch gave up on, or nil.
+func stalled(ctx context.Context) error {
+	if err := context.Cause(ctx); errors.Is(err, errStalled) {
+		return err
+	}
+	return nil
 }
 
 // smallFileReaders is how many small files of a batch are read at once:

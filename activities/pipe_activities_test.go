@@ -607,7 +607,7 @@ func TestCopyFilesProgressAndStall(t *testing.T) {
 	a = &Activities{eng: &fakeEngine{run: stuck}, Parallel: 1, StallTimeout: 100 * time.Millisecond}
 	env = newTestEnv(t, a)
 	_, err := env.ExecuteActivity(a.CopyFiles, jobs.CopyInput{Params: testPipe, Files: files})
-	checkErr(t, err, &wantErr{msg: "no progress for 100ms (no byte read, no file finished; LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried"})
+	checkErr(t, err, &wantErr{msg: "no progress for 100ms (LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried"})
 	if beats := env.beats.fileBeats(); len(beats) == 0 || len(beats[len(beats)-1]) != 1 {
 		t.Errorf("heartbeats %v: want the finished l1 kept for the retry", beats)
 	}

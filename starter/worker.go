@@ -29,7 +29,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	maxWorkflowTasks := fs.Int("max-workflow-tasks", envInt("LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS)")
 	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
 	queues := fs.String("queues", cmp.Or(os.Getenv("LAKEPIPE_WORKER_QUEUES"), "control,loads"), "task queues this worker serves: control (workflow tasks, listings), loads (copies, Kafka batches, refreshes) or both (LAKEPIPE_WORKER_QUEUES)")
-	stall := fs.Duration("stall-timeout", envDuration("LAKEPIPE_STALL_TIMEOUT", activities.DefaultStallTimeout), "a copy attempt that reads no byte and finishes no file for this long gives up and is retried (LAKEPIPE_STALL_TIMEOUT)")
+	stall := fs.Duration("stall-timeout", envDuration("LAKEPIPE_STALL_TIMEOUT", activities.DefaultStallTimeout), "a copy or Kafka batch attempt that makes no progress (bytes, files, records) for this long gives up and is retried (LAKEPIPE_STALL_TIMEOUT)")
 	pollers := fs.Int("pollers", envInt("LAKEPIPE_WORKER_POLLERS", 2), "pollers of the task queue per task kind (LAKEPIPE_WORKER_POLLERS)")
 	logFormat := fs.String("log-format", env("LAKEPIPE_LOG_FORMAT", "json"), "log format: json or text (LAKEPIPE_LOG_FORMAT)")
 	fullListing := fs.Duration("full-listing-interval", envDuration("LAKEPIPE_FULL_LISTING_INTERVAL", core.DefaultFullListingInterval), "how often a pipe whose new files arrive in key order lists its whole volume anyway; between, turns list only what is new (LAKEPIPE_FULL_LISTING_INTERVAL)")

@@ -42,8 +42,8 @@ type Config struct {
 	// clear payloads too (payloadcodec.Codec.Requiring). Needs a codec.
 	RequireEncryption bool
 	Workspace         string
-	// StallTimeout: a copy attempt that reads no byte and finishes no
-	// file for this long gives up and is retried (default
+	// StallTimeout: a copy or Kafka batch attempt that makes no progress
+	// for this long gives up and is retried (default
 	// activities.DefaultStallTimeout).
 	StallTimeout time.Duration
 	// Queues says which task queues this worker serves: "control"

@@ -2,52 +2,34 @@ package fileread
 
 import (
 	"context"
-	"sync/atomic"
 
 	"github.com/lakepipe/lakepipe/internal/objstore"
+	"github.com/lakepipe/lakepipe/internal/progress"
 )
 
-// Progress counts the bytes read from volume files under a context
-// (WithProgress): an activity reports it in its heartbeats and notices an
-// attempt that stopped making progress.
-type Progress struct {
-	Bytes atomic.Int64
-}
-
-type progressKey struct{}
-
-// WithProgress returns ctx whose file reads add to p.
-func WithProgress(ctx context.Context, p *Progress) context.Context {
-	return context.WithValue(ctx, progressKey{}, p)
-}
-
-func progressOf(ctx context.Context) *Progress {
-	p, _ := ctx.Value(progressKey{}).(*Progress)
-	return p
-}
-
-// countedFile adds what is read of a file to a Progress.
+// countedFile adds the bytes read of a file to a progress.Counter.
 type countedFile struct {
 	objstore.File
-	p *Progress
+	c *progress.Counter
 }
 
 func (f countedFile) Read(b []byte) (int, error) {
 	n, err := f.File.Read(b)
-	f.p.Bytes.Add(int64(n))
+	f.c.Add(int64(n))
 	return n, err
 }
 
 func (f countedFile) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.File.ReadAt(b, off)
-	f.p.Bytes.Add(int64(n))
+	f.c.Add(int64(n))
 	return n, err
 }
 
-// counted wraps f when ctx carries a Progress.
+// counted wraps f when ctx carries a progress.Counter (progress.With): a
+// copy's heartbeats show the bytes read and its stall check watches them.
 func counted(ctx context.Context, f objstore.File) objstore.File {
-	if p := progressOf(ctx); p != nil {
-		return countedFile{f, p}
+	if c := progress.Of(ctx); c != nil {
+		return countedFile{f, c}
 	}
 	return f
 }

@@ -165,3 +165,11 @@ type CopyProgress struct {
 	Bytes     int64
 	BytesRead int64
 }
+
+// KafkaProgress is the detail of a KafkaBatch heartbeat: records read so
+// far, from the batch's start offsets towards its end offsets.
+type KafkaProgress struct {
+	Records int64
+	From    []PartitionOffset
+	End     []PartitionOffset `json:",omitempty"`
+}

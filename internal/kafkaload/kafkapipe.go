@@ -20,6 +20,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafka"
+	"github.com/lakepipe/lakepipe/internal/progress"
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/rowio"
@@ -576,6 +577,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		res.Records++
 		chunk = append(chunk, kr)
 		if len(chunk) == batchRows {
+			progress.Add(ctx, batchRows) // the activity's heartbeats show it
 			chunks <- chunk
 			chunk = make([]*kgo.Record, 0, batchRows)
 			if over() {
@@ -585,6 +587,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return nil
 	})
 	if len(chunk) > 0 && err == nil {
+		progress.Add(ctx, int64(len(chunk)))
 		chunks <- chunk
 	}
 	close(chunks)
