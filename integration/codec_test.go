@@ -75,8 +75,9 @@ func TestCodecEncryptsHistory(t *testing.T) {
 		return d["pipe_status"] == "RUNNING" && d["files_loaded"] == "1" && d["files_failed"] == "1"
 	})
 
-	// The lakepipe command, with the key: a signal (encrypted by the
-	// command's client) and the status query (decrypted by it).
+	// The lakepipe command, with the key: an update (its reply encrypted
+	// by the worker, decrypted by the command's client) and the status
+	// query.
 	cliEnv := []string{"LAKEPIPE_CODEC_KEY_FILE=", "LAKEPIPE_SCHEMA=" + s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR=" + chAddr, "LAKEPIPE_TEMPORAL_ADDR=" + temporalAddr, "LAKEPIPE_TASK_QUEUE=" + queue}
 	out := cli(t, t.TempDir(), append(cliEnv, "LAKEPIPE_CODEC_KEY="+spec), "", "sql", "--format", "csv", "-e", "ALTER PIPE enc_pipe REFRESH; DESC PIPE EXTENDED enc_pipe")
 	if out.Code != 0 || !strings.Contains(out.Stdout, "pipe_status,RUNNING") || !strings.Contains(out.Stdout, "files_loaded,1") {
@@ -87,8 +88,12 @@ func TestCodecEncryptsHistory(t *testing.T) {
 	if !strings.Contains(out.Stdout+out.Stderr, "holds no key: set LAKEPIPE_CODEC_KEY") {
 		t.Errorf("lakepipe sql without LAKEPIPE_CODEC_KEY: exit %d\nstdout:\n%s\nstderr:\n%s", out.Code, out.Stdout, out.Stderr)
 	}
-	// A few more turns, so the history holds the command's signal and the
-	// turns after it.
+	// A signal, as the Temporal CLI or an older client sends it (through a
+	// client with the key), then a few more turns, so the history holds
+	// both and the turns after them.
+	if err := s.Orch.Signal(s.Ctx, s.Eng.PipeWorkflowID("enc_pipe"), jobs.SignalRefresh, nil); err != nil {
+		t.Fatal(err)
+	}
 	s.pipeWaitTurns("enc_pipe", 2, 30*time.Second)
 
 	// ---- the history, as Temporal stores it ----
@@ -132,7 +137,7 @@ func TestCodecEncryptsHistory(t *testing.T) {
 		}
 	}
 	t.Logf("%d events, %d payloads, all encrypted: %v", len(events), len(sealed), kinds)
-	for _, want := range []string{"WorkflowExecutionStarted", "ActivityTaskScheduled", "ActivityTaskCompleted", "WorkflowExecutionSignaled", "MarkerRecorded"} {
+	for _, want := range []string{"WorkflowExecutionStarted", "ActivityTaskScheduled", "ActivityTaskCompleted", "WorkflowExecutionSignaled", "WorkflowExecutionUpdateCompleted", "WorkflowPropertiesModified", "MarkerRecorded"} {
 		if kinds[want] == 0 {
 			t.Errorf("the history has no payload of %s: the check above proved less than it should", want)
 		}

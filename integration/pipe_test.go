@@ -363,8 +363,9 @@ func TestPipePauseResume(t *testing.T) {
 	if n := s.pipeTurns("pause_pipe"); n != turns {
 		t.Errorf("a paused pipe ran %d turns", n-turns)
 	}
-	// ALTER PIPE … REFRESH does not run a paused pipe either.
-	s.run(`ALTER PIPE pause_pipe REFRESH`)
+	// ALTER PIPE … REFRESH of a paused pipe is refused by the workflow,
+	// with the way out, and runs nothing.
+	s.mustFail(`ALTER PIPE pause_pipe REFRESH`, "pause_pipe", "paused", "PIPE_EXECUTION_PAUSED = FALSE")
 	pipeSteady(t, 2*time.Second, "REFRESH ran a paused pipe", func() bool { return s.pipeCount("t") == 2 })
 
 	s.run(`ALTER PIPE pause_pipe SET PIPE_EXECUTION_PAUSED = FALSE`)
