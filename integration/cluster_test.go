@@ -222,6 +222,21 @@ func TestClusterPipes(t *testing.T) {
 	t.Logf("worker 0 (pid %d) SIGKILLed with %d of %d rows loaded", pid, atRows, nPipes*files*rowsFile)
 	waitRows(int64(nPipes*files*rowsFile), 4*time.Minute)
 	t.Logf("all %d rows loaded %v after the kill", nPipes*files*rowsFile, time.Since(killedAt).Round(time.Millisecond))
+	// Every file recorded LOADED once. The rows of a batch the killed
+	// worker inserted but had not recorded yet are visible until its
+	// retry, after the 30 s heartbeat timeout, removes and loads them again
+	// and records them (the dirty-read window of issue 19): the final
+	// state is what counts, so wait for the ledger before checking rows.
+	var ledger string
+	pipeWait(t, 2*time.Minute, "every file recorded LOADED", func() bool {
+		res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
+			chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(string(jobs.FileLoaded)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledger = fmt.Sprint(res.Rows[0]...)
+		return ledger == fmt.Sprint(nPipes*files, nPipes*files)
+	})
 
 	// Exactly once, spread over both shards.
 	for tb := 0; tb < nTables; tb++ {
@@ -249,15 +264,6 @@ func TestClusterPipes(t *testing.T) {
 	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE big_ids`).Message, "INCREMENTAL")
 	wantRows(t, "big_ids", s.run(`SELECT id, pipe FROM big_ids`), "999999|0")
 
-	// Every file recorded LOADED once, none left in the volumes.
-	res, err := s.Store.Query(ctx, "SELECT count(), uniqExact(pipe_name, file_path) FROM (SELECT pipe_name, file_path, argMax(status, version) AS st FROM lakepipe.load_history WHERE table_name LIKE "+
-		chsql.QuoteString(s.Schema+".%")+" GROUP BY pipe_name, file_path) WHERE st = "+chsql.QuoteString(string(jobs.FileLoaded)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fmt.Sprint(res.Rows[0]...); got != fmt.Sprint(nPipes*files, nPipes*files) {
-		t.Fatalf("load history: %s LOADED files, want %d", got, nPipes*files)
-	}
 }
 
 var (
