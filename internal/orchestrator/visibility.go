@@ -109,12 +109,16 @@ func (t *Temporal) Update(ctx context.Context, id, name string, out *jobs.Contro
 		err = h.Get(uctx, out)
 	}
 	var nf *serviceerror.NotFound
+	// No worker took it in time: the SDK's timeout error (the server may
+	// answer it a moment before uctx itself expires) or uctx's own.
+	var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	timedOut := errors.As(err, &waited) || uctx.Err() != nil
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &nf):
 		return fmt.Errorf("its workflow %s is not running (DESC shows why)", id)
-	case uctx.Err() != nil && ctx.Err() == nil:
+	case timedOut && ctx.Err() == nil:
 		if err := t.Signal(ctx, id, name, nil); err != nil {
 			return err
 		}
