@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -54,10 +55,7 @@ func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (j
 	// for StallTimeout (a broker that stopped answering) gives up and is
 	// retried.
 	read := &progress.Counter{}
-	stall := a.StallTimeout
-	if stall <= 0 {
-		stall = DefaultStallTimeout
-	}
+	stall := cmp.Or(a.StallTimeout, DefaultStallTimeout)
 	ctx, stop := watch(progress.With(ctx, read), stall, read.Load,
 		func() []any { return []any{jobs.KafkaProgress{Records: read.Load(), From: in.Offsets, End: in.End}} })
 	defer stop()

@@ -4,6 +4,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -189,10 +190,7 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 			jobs.CopyProgress{Files: len(in.Files), FilesDone: len(finished), Bytes: total, BytesRead: read.Load()}}
 	}
 	beat := func() { activity.RecordHeartbeat(ctx, details()...) }
-	stall := a.StallTimeout
-	if stall <= 0 {
-		stall = DefaultStallTimeout
-	}
+	stall := cmp.Or(a.StallTimeout, DefaultStallTimeout)
 	// The watch heartbeats on a ticker as well, so that a single large
 	// file does not look like a dead worker.
 	ctx, stop := watch(progress.With(ctx, read), stall,

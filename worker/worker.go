@@ -91,14 +91,14 @@ type Config struct {
 func Register(w sdkworker.Registry, acts *activities.Activities) {
 	workflows.Register(w)
 	if acts != nil {
-		w.RegisterActivityWithOptions(acts.RefreshDynamicTable, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
+		// The load activities too: runs recorded before the load queue
+		// schedule them on the control queue.
+		RegisterLoads(w, acts)
 		w.RegisterActivityWithOptions(acts.PlanRefresh, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
 		w.RegisterActivityWithOptions(acts.WaitRefresh, activity.RegisterOptions{Name: jobs.ActivityWaitRefresh})
 		w.RegisterActivityWithOptions(acts.ListFiles, activity.RegisterOptions{Name: jobs.ActivityListFiles})
 		w.RegisterActivityWithOptions(acts.ListNewFiles, activity.RegisterOptions{Name: jobs.ActivityListNewFiles})
-		w.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: jobs.ActivityCopyFiles})
 		w.RegisterActivityWithOptions(acts.KafkaOffsets, activity.RegisterOptions{Name: jobs.ActivityKafkaOffsets})
-		w.RegisterActivityWithOptions(acts.KafkaBatch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
 		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
 		w.RegisterActivityWithOptions(acts.Maintain, activity.RegisterOptions{Name: jobs.ActivityMaintain})
 	}
