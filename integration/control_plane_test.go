@@ -190,6 +190,17 @@ func TestControlPlaneWithoutWorker(t *testing.T) {
 		t.Fatalf("SHOW PIPES queried %d workflows with no worker running", n)
 	}
 	checkMessage(t, s.run("ALTER PIPE idle1 SET PIPE_EXECUTION_PAUSED = TRUE").Message, "no worker answered", "signal", "lakepipe worker")
+
+	// A REFRESH runs in the dynamic table's workflow: with no worker it
+	// fails, saying why, rather than waiting for ever.
+	s.run("CREATE TABLE idle_src (k INT)")
+	s.run("CREATE DYNAMIC TABLE idle_dt REFRESH INTERVAL 1 HOUR AS SELECT k FROM idle_src")
+	s.dropAtEnd("DYNAMIC TABLE", "idle_dt")
+	s.dropAtEnd("TABLE", "idle_src")
+	_, err := s.exec("REFRESH DYNAMIC TABLE idle_dt")
+	if err == nil || !strings.Contains(err.Error(), "no worker took the refresh") || !strings.Contains(err.Error(), "lakepipe worker") {
+		t.Fatalf("REFRESH with no worker: %v", err)
+	}
 }
 
 // countingOrch counts the workflow queries an engine makes.

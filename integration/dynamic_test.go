@@ -5,6 +5,8 @@ package integration
 import (
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -17,7 +19,7 @@ import (
 
 // TestDynamicTableChain: a chain of three dynamic tables (a summary, a
 // table over it, a table over that) refreshes in dependency order on one
-// REFRESH of the last, each upstream refresh a child workflow; every
+// REFRESH of the last, each upstream refreshed by its own workflow; every
 // refresh says why it is FULL, in DESC and in the history.
 func TestDynamicTableChain(t *testing.T) {
 	s := newStack(t)
@@ -71,6 +73,22 @@ func TestDynamicTableChain(t *testing.T) {
 		return s.pipeScalar(`SELECT n FROM fast`) == "4"
 	})
 	s.run(`ALTER DYNAMIC TABLE fast SUSPEND`)
+
+	// Every refresh ran in its table's own workflow: no refresh workflow
+	// of the earlier design exists.
+	for _, d := range []string{"by_cat", "doubled", "grand", "fast"} {
+		id := s.Eng.DynamicTableWorkflowID(d) + ".refresh"
+		if st, err := s.Orch.Query(s.Ctx, id, "status", new(any)); err != nil || st != "NOT_FOUND" {
+			t.Fatalf("workflow %s: %s, %v; want none", id, st, err)
+		}
+	}
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		// The "refresh-owned" version: a REFRESH as an update running a
+		// chain (grand), requests served (by_cat), scheduled chains (fast).
+		recordHistory(t, s, s.Eng.DynamicTableWorkflowID("grand"), filepath.Join(dir, "dynamic_table_owned_manual.json"))
+		recordHistory(t, s, s.Eng.DynamicTableWorkflowID("by_cat"), filepath.Join(dir, "dynamic_table_owned_served.json"))
+		recordHistory(t, s, s.Eng.DynamicTableWorkflowID("fast"), filepath.Join(dir, "dynamic_table_owned_scheduled.json"))
+	}
 
 	d = map[string]string{}
 	for _, r := range table(s.run(`DESC DYNAMIC TABLE by_cat`)) {

@@ -78,11 +78,13 @@ func setPipeUpdates(ctx workflow.Context, name string, c pipeControl) error {
 type dynamicControl struct {
 	suspended, refreshing, dropped func() bool
 	suspend, resume                func()
+	refresh                        func(workflow.Context) (jobs.RefreshChainResult, error)
 	kick                           func()
 }
 
-// setDynamicTableUpdates registers a dynamic table's SUSPEND and RESUME
-// updates.
+// setDynamicTableUpdates registers a dynamic table's SUSPEND, RESUME and
+// REFRESH updates. A refresh replies when it has run, with every refresh
+// of its chain.
 func setDynamicTableUpdates(ctx workflow.Context, c dynamicControl) error {
 	notDropped := func() error {
 		if c.dropped() {
@@ -109,7 +111,7 @@ func setDynamicTableUpdates(ctx workflow.Context, c dynamicControl) error {
 	}, workflow.UpdateHandlerOptions{Validator: notDropped}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, jobs.UpdateResume, func(workflow.Context) (jobs.ControlReply, error) {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, jobs.UpdateResume, func(workflow.Context) (jobs.ControlReply, error) {
 		detail := "the next scheduled refresh is one interval from now"
 		if !c.suspended() {
 			detail = "it was not suspended"
@@ -117,5 +119,8 @@ func setDynamicTableUpdates(ctx workflow.Context, c dynamicControl) error {
 		c.resume()
 		c.kick()
 		return jobs.ControlReply{Status: status(), Detail: detail}, nil
-	}, workflow.UpdateHandlerOptions{Validator: notDropped})
+	}, workflow.UpdateHandlerOptions{Validator: notDropped}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, jobs.UpdateRefresh, c.refresh, workflow.UpdateHandlerOptions{Validator: notDropped})
 }

@@ -39,6 +39,14 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 	// continuing as new dropped any still waiting (a SUSPEND, REFRESH or
 	// DROP sent during that refresh was lost).
 	w.duringRefresh = workflow.GetVersion(ctx, "signals-during-refresh", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, the workflow runs every refresh of its table
+	// itself, one at a time: scheduled ones, REFRESH statements (the refresh
+	// update) and the chains of its downstream tables (refresh-for
+	// signals); a chain asks each upstream table's workflow for its
+	// refresh. Before, a scheduled refresh was a child workflow under the
+	// table's RefreshWorkflowID. The update and the requests are served in
+	// runs of every version.
+	w.owned = workflow.GetVersion(ctx, "refresh-owned", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, w.queryStatus); err != nil {
 		return err
@@ -47,12 +55,14 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 	w.vis = newVisibility(w.ctx)
 	// kick wakes the loop after an update changed the state.
 	w.kick = workflow.NewBufferedChannel(w.ctx, 1)
+	w.mu = workflow.NewMutex(w.ctx)
 	if err := setDynamicTableUpdates(w.ctx, dynamicControl{
 		suspended:  func() bool { return w.suspended },
 		refreshing: func() bool { return w.refreshing },
 		dropped:    func() bool { return w.dropped },
 		suspend:    func() { w.setSuspended(true) },
 		resume:     w.resume,
+		refresh:    w.refreshUpdate,
 		kick:       func() { w.kick.SendAsync(nil) },
 	}); err != nil {
 		return err
@@ -62,6 +72,8 @@ func DynamicTableWorkflow(ctx workflow.Context, in jobs.DynamicTableInput) error
 	w.refreshCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefresh)
 	w.refreshedCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefreshed)
 	w.dropCh = workflow.GetSignalChannel(w.ctx, jobs.SignalDrop)
+	w.refreshForCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefreshFor)
+	w.refreshDoneCh = workflow.GetSignalChannel(w.ctx, jobs.SignalRefreshDone)
 	return w.loop()
 }
 
@@ -78,12 +90,20 @@ type dynamicTableWorkflow struct {
 	counters                       jobs.DynamicTableCounters
 
 	// versions of this run's history (workflow.GetVersion)
-	chain, serial, duringRefresh bool
+	chain, serial, duringRefresh, owned bool
 
 	vis  *visibility
 	kick workflow.Channel
 
+	// mu is held by the refresh in progress (exclusive); serving counts
+	// the downstream chains' requests taken and not answered yet;
+	// requests numbers this run's own requests to upstream tables.
+	mu       workflow.Mutex
+	serving  int
+	requests int
+
 	suspendCh, resumeCh, refreshCh, refreshedCh, dropCh workflow.ReceiveChannel
+	refreshForCh, refreshDoneCh                         workflow.ReceiveChannel
 }
 
 func (w *dynamicTableWorkflow) interval() time.Duration {
@@ -130,10 +150,31 @@ func (w *dynamicTableWorkflow) addSignals(sel workflow.Selector) {
 		w.showFigures()
 	})
 	sel.AddReceive(w.dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.dropped = true })
+	sel.AddReceive(w.refreshForCh, func(c workflow.ReceiveChannel, _ bool) {
+		var req jobs.RefreshRequest
+		c.Receive(ctx, &req)
+		w.serve(req)
+	})
 }
 
 // refresh runs one scheduled refresh (its chain, in runs that have one).
 func (w *dynamicTableWorkflow) refresh(ctx workflow.Context) (res jobs.RefreshResult, err error) {
+	if lerr := w.exclusive(ctx, func(ctx workflow.Context) { res, err = w.scheduled(ctx) }); lerr != nil {
+		return res, lerr
+	}
+	return res, err
+}
+
+func (w *dynamicTableWorkflow) scheduled(ctx workflow.Context) (res jobs.RefreshResult, err error) {
+	if w.owned {
+		out, err := w.refreshOwned(ctx, "SCHEDULED", false)
+		if n := len(out.Refreshes); n > 0 && out.Refreshes[n-1].Name == w.p.Name {
+			res = out.Refreshes[n-1].Result
+		} else if err == nil {
+			err = errors.New("the refresh chain did not reach " + w.p.Name)
+		}
+		return res, err
+	}
 	if w.chain {
 		var out jobs.RefreshChainResult
 		if w.serial {
@@ -157,6 +198,15 @@ func (w *dynamicTableWorkflow) refresh(ctx workflow.Context) (res jobs.RefreshRe
 func (w *dynamicTableWorkflow) loop() error {
 	ctx := w.ctx
 	for !w.dropped {
+		if w.owned && w.refreshing {
+			// A REFRESH statement's or a downstream chain's refresh
+			// runs: wait for its end (it kicks), then see whether one is
+			// still due.
+			sel := workflow.NewSelector(ctx)
+			w.addSignals(sel)
+			sel.Select(ctx)
+			continue
+		}
 		if w.suspended {
 			sel := workflow.NewSelector(ctx)
 			w.addSignals(sel)
@@ -180,8 +230,10 @@ func (w *dynamicTableWorkflow) loop() error {
 				continue // a signal: re-evaluate
 			}
 		}
+		if w.owned && w.refreshing {
+			continue // due during another refresh: wait for its end
+		}
 		w.now = false
-		w.refreshing = true
 		var res jobs.RefreshResult
 		var err error
 		if w.duringRefresh {
@@ -196,10 +248,9 @@ func (w *dynamicTableWorkflow) loop() error {
 		} else {
 			res, err = w.refresh(ctx)
 		}
-		w.refreshing = false
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == jobs.ErrTypeDynamicTableGone {
-			return nil
+			break
 		}
 		w.counters.Refreshes++
 		w.counters.LastRefresh = workflow.Now(ctx)
@@ -218,17 +269,25 @@ func (w *dynamicTableWorkflow) loop() error {
 
 		info := workflow.GetInfo(ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			if w.duringRefresh {
-				// Signals delivered but not taken yet would be lost.
+			// Signals delivered but not taken yet would be lost.
+			switch {
+			case w.owned || w.serving > 0:
+				w.settle()
+			case w.duringRefresh:
 				drainSignals(ctx, w.addSignals)
-				if w.dropped {
-					return nil
-				}
+			}
+			if w.dropped {
+				return nil
 			}
 			_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 			w.counters.ContinuedRuns++
 			return workflow.NewContinueAsNewError(ctx, DynamicTableWorkflow, jobs.DynamicTableInput{Params: w.p, Suspended: w.suspended, Counters: w.counters, RefreshNow: w.now && w.duringRefresh})
 		}
+	}
+	if w.owned {
+		// Answer the downstream chains that asked (a dropped table's
+		// refresh fails at once).
+		w.settle()
 	}
 	return nil
 }

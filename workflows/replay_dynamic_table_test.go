@@ -35,6 +35,11 @@ import (
 //     (TestControlPlane).
 //   - maintenance.json: a MaintenanceWorkflow run the maintenance Schedule
 //     started (TestMaintenanceSchedule).
+//   - dynamic_table_owned_*.json: the "refresh-owned" version
+//     (TestDynamicTableChain): REFRESH as the refresh update running a
+//     chain by asking the upstream workflows (manual), an upstream
+//     answering two chains' requests (served), a scheduled chain then a
+//     SUSPEND (scheduled).
 func TestReplayDynamicTable(t *testing.T) {
 	// Child workflow ids derive from the parent's id and run id, so those
 	// histories replay under their original execution.
@@ -49,6 +54,9 @@ func TestReplayDynamicTable(t *testing.T) {
 		{"dynamic_table_signals.json", "", ""},
 		{"dynamic_table_updates.json", "", ""},
 		{"maintenance.json", "", ""},
+		{"dynamic_table_owned_manual.json", "", ""},
+		{"dynamic_table_owned_served.json", "", ""},
+		{"dynamic_table_owned_scheduled.json", "", ""},
 	} {
 		t.Run(h.file, func(t *testing.T) {
 			r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{Interceptors: signalguard.Replaying()})

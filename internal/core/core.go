@@ -22,7 +22,7 @@ var ErrDynamicTableGone = errors.New("dynamic table no longer exists")
 
 // DynamicTableWorkflowID is the dynamic table's workflow id.
 func (e *Core) DynamicTableWorkflowID(name string) string {
-	return "dt." + e.Cfg.Workspace + "." + e.Cfg.Schema + "." + name
+	return jobs.DynamicTableWorkflowID(jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: e.Cfg.Schema, Name: name})
 }
 
 // Config holds the session defaults.
@@ -230,9 +230,9 @@ type Orchestrator interface {
 	Describe(ctx context.Context, id string) (l jobs.Listed, found bool, err error)
 	// Query runs a workflow's query; state is its execution status.
 	Query(ctx context.Context, id, query string, out any) (state string, err error)
-	// Run runs a workflow under an id one run holds at a time and waits
-	// for its result (see orchestrator.Temporal.Run).
-	Run(ctx context.Context, id, workflow string, input, out any) error
+	// RefreshDynamicTable runs one refresh of a dynamic table (after its
+	// upstream) in the table's workflow and waits for it.
+	RefreshDynamicTable(ctx context.Context, id string, out *jobs.RefreshChainResult) error
 	// Wait waits for a workflow's latest run to end, for its result.
 	Wait(ctx context.Context, id string, out any) error
 }

@@ -43,6 +43,6 @@
 // new row comes with it.
 //
 // Refreshes of one table must not overlap (two from the same version
-// would both add the same rows): the refresh workflows run them one at a
-// time (jobs.RefreshWorkflowID).
+// would both add the same rows): the table's workflow runs them one at a
+// time (workflows/refresh_owned.go).
 package dynamic

@@ -147,8 +147,8 @@ func (e *Refresher) CreateDynamicTable(ctx context.Context, s *sqlast.CreateDyna
 // contents in at once: readers see the old rows or the new, never a half
 // refresh, and a failed refresh leaves the old rows. The outcome is
 // recorded in the refresh history. It is the refresh activity's body too.
-// Refreshes of one table must not overlap (the refresh workflows see to
-// it: workflows.RefreshWorkflowID).
+// Refreshes of one table must not overlap (the table's workflow runs them
+// one at a time).
 func (e *Refresher) RefreshDynamicTable(ctx context.Context, name, trigger string) (jobs.RefreshResult, error) {
 	if res, ok, err := e.refreshCached(ctx, name, trigger); ok {
 		return res, err
@@ -370,12 +370,12 @@ func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlast.RefreshDynamic
 	if err := e.AwaitFence(ctx, spec.Sources); err != nil {
 		return nil, fmt.Errorf("refresh of dynamic table %s: %w", core.Display(schema, name), err)
 	}
-	// The refresh chain: upstream dynamic tables first, as child workflows;
-	// under the id all refreshes of the table share, so none overlap.
-	in := jobs.RefreshChainInput{Trigger: "MANUAL",
-		Params: jobs.DynamicTableParams{Workspace: e.Cfg.Workspace, Schema: schema, Name: name, IntervalSeconds: spec.IntervalSeconds}}
+	// The table's workflow runs the refresh, one at a time with its other
+	// refreshes, after asking the workflows of its upstream dynamic
+	// tables for theirs; the interval counts from it, as the ClickZetta
+	// Lakehouse documentation says.
 	var out jobs.RefreshChainResult
-	if err := orch.Run(ctx, jobs.RefreshWorkflowID(in.Params), jobs.RefreshChainWorkflowName, in, &out); err != nil {
+	if err := orch.RefreshDynamicTable(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), &out); err != nil {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %w", core.Display(schema, name), err)
 	}
 	n := len(out.Refreshes)
@@ -386,8 +386,6 @@ func (e *Refresher) RefreshDynamic(ctx context.Context, s *sqlast.RefreshDynamic
 	if res.State != jobs.RefreshSucceeded {
 		return nil, fmt.Errorf("refresh of dynamic table %s failed (its previous contents stay): %s", core.Display(schema, name), res.Error)
 	}
-	// The interval counts from this refresh, as the ClickZetta Lakehouse documentation says.
-	_ = orch.Signal(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), jobs.SignalRefreshed, nil)
 	msg := fmt.Sprintf("dynamic table %s refreshed (%s): %d rows", core.Display(schema, name), res.Mode, res.Rows)
 	if res.Mode == jobs.RefreshIncremental {
 		// The history counts the groups it wrote.

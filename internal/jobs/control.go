@@ -17,7 +17,7 @@ import (
 const (
 	UpdatePause   = SignalPause   // pipe: no new turn starts
 	UpdateResume  = SignalResume  // pipe or dynamic table: run again
-	UpdateRefresh = SignalRefresh // pipe: a turn now
+	UpdateRefresh = SignalRefresh // pipe: a turn now; dynamic table: one refresh (its chain), replied with its RefreshChainResult
 	UpdateSuspend = SignalSuspend // dynamic table: no scheduled refresh
 )
 

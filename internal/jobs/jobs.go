@@ -21,7 +21,33 @@ const DynamicTableWorkflowName = "DynamicTableWorkflow"
 const (
 	SignalSuspend   = "suspend"   // ALTER DYNAMIC TABLE d SUSPEND
 	SignalRefreshed = "refreshed" // REFRESH DYNAMIC TABLE ran: restart the interval from now
+	// SignalRefreshFor asks a dynamic table's workflow for one refresh of
+	// the table on behalf of a downstream table's chain (RefreshRequest);
+	// the answer comes back as SignalRefreshDone (RefreshReply).
+	SignalRefreshFor  = "refresh-for"
+	SignalRefreshDone = "refresh-done"
 )
+
+// DynamicTableWorkflowID is a dynamic table's workflow id.
+func DynamicTableWorkflowID(p DynamicTableParams) string {
+	return "dt." + p.Workspace + "." + p.Schema + "." + p.Name
+}
+
+// RefreshRequest asks a dynamic table's workflow for one refresh of its
+// table alone, for the chain of the workflow ReplyTo.
+type RefreshRequest struct {
+	ID      string // unique to the requesting run; the reply carries it
+	ReplyTo string // workflow id of the requesting dynamic table
+	Trigger string // CHAIN
+}
+
+// RefreshReply answers a RefreshRequest: the refresh's result, or Error
+// when it could not run (the activity failed, the table is gone).
+type RefreshReply struct {
+	ID     string
+	Result RefreshResult
+	Error  string `json:",omitempty"`
+}
 
 // ActivityRefreshDynamicTable refreshes one dynamic table.
 const ActivityRefreshDynamicTable = "RefreshDynamicTable"
@@ -397,6 +423,9 @@ type ChainStep struct {
 
 // ActivityWaitRefresh waits for the refresh of a dynamic table that is
 // running under its RefreshWorkflowID and returns that refresh's result.
+// Only runs of the dynamic-table workflow from before its "refresh-owned"
+// version use it (and RefreshChainWorkflowName, RefreshWorkflowID); it
+// stays registered while such runs may exist.
 const ActivityWaitRefresh = "WaitRefresh"
 
 // WaitRefreshInput names the refresh run to wait for.
@@ -405,8 +434,8 @@ type WaitRefreshInput struct {
 }
 
 // RefreshWorkflowID is the workflow id every refresh of a dynamic table
-// runs under (from the "refresh-serial" version on): manual, scheduled and
-// chained alike. Temporal runs one workflow per id at a time, so refreshes
+// ran under from the "refresh-serial" version to "refresh-owned": manual,
+// scheduled and chained alike. Temporal runs one workflow per id at a time, so refreshes
 // of one table never overlap; overlapping ones would count new rows twice.
 func RefreshWorkflowID(p DynamicTableParams) string {
 	return "dt." + p.Workspace + "." + p.Schema + "." + p.Name + ".refresh"

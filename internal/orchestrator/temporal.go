@@ -296,38 +296,6 @@ func (t *Temporal) Start(ctx context.Context, id, workflow string, input any, vi
 	return err
 }
 
-// Run runs a workflow under an id that one run holds at a time and waits
-// for its result (into out). While another run holds the id, Run waits for
-// it to end and then starts its own; should it find the id taken again,
-// the run holding it started after Run was called, and its result is
-// taken as this call's.
-func (t *Temporal) Run(ctx context.Context, id, workflow string, input, out any) error {
-	c, err := t.Client()
-	if err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID:                                       id,
-			TaskQueue:                                t.cfg.TaskQueue,
-			WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			WorkflowExecutionErrorWhenAlreadyStarted: attempt == 0,
-		}, workflow, input)
-		if attempt == 0 && temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			// Another run's outcome is not this call's: only its end counts.
-			_ = t.Wait(ctx, id, nil)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		return undecodable(id, run.Get(ctx, out))
-	}
-}
-
 // Wait waits for the latest run of a workflow to end and decodes its result
 // into out (when not nil); a run that failed is an error.
 func (t *Temporal) Wait(ctx context.Context, id string, out any) error {

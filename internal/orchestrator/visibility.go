@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -19,11 +18,6 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
-
-// updateWait bounds how long an ALTER waits for a worker to take its
-// update before it falls back to the signal (which a worker applies when
-// one runs).
-const updateWait = 15 * time.Second
 
 // ErrNoAttributes says the namespace lacks lakepipe's search attributes:
 // the caller falls back to asking each workflow.
@@ -91,45 +85,6 @@ func (t *Temporal) startOptions(ctx context.Context, c client.Client, opts clien
 		opts.Memo = map[string]any{jobs.MemoStatement: vis.Statement}
 	}
 	return opts
-}
-
-// Update sends an update to a running workflow and waits for its reply.
-// A validator's refusal is returned as an error with its reason. When no
-// worker takes the update within updateWait, the same request goes as a
-// signal instead, and the reply says it applies when a worker runs.
-func (t *Temporal) Update(ctx context.Context, id, name string, out *jobs.ControlReply) error {
-	c, err := t.Client()
-	if err != nil {
-		return err
-	}
-	uctx, cancel := context.WithTimeout(ctx, updateWait)
-	defer cancel()
-	h, err := c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err == nil {
-		err = h.Get(uctx, out)
-	}
-	var nf *serviceerror.NotFound
-	// No worker took it in time: the SDK's timeout error (the server may
-	// answer it a moment before uctx itself expires) or uctx's own.
-	var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
-	timedOut := errors.As(err, &waited) || uctx.Err() != nil
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &nf):
-		return fmt.Errorf("its workflow %s is not running (DESC shows why)", id)
-	case timedOut && ctx.Err() == nil:
-		if err := t.Signal(ctx, id, name, nil); err != nil {
-			return err
-		}
-		*out = jobs.ControlReply{Detail: fmt.Sprintf("no worker answered within %s: sent as a signal, applied when a worker runs (start one: lakepipe worker)", updateWait)}
-		return nil
-	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return errors.New(app.Message()) // the validator's reason, without the SDK's wrapping
-	}
-	return undecodable(id, err)
 }
 
 // List returns the running workflows of one kind set, workspace and
