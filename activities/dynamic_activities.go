@@ -17,10 +17,17 @@ import (
 // it twice only refreshes twice.
 func (a *Activities) RefreshDynamicTable(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 	// Heartbeats let Temporal see a dead worker's refresh within the
-	// heartbeat timeout and run it again on another worker.
-	defer keepAlive(ctx)()
+	// heartbeat timeout and run it again on another worker; the lease
+	// stops a refresh whose worker lost Temporal before that other
+	// attempt starts (two refreshes from one version would count the new
+	// rows twice).
+	ctx, stop := watch(ctx, 0, nil, nil)
+	defer stop()
 	start := time.Now()
 	res, err := a.api().refreshDynamicTable(ctx, in.Params.Schema, in.Params.Name, in.Trigger)
+	if serr := stalled(ctx); serr != nil {
+		return res, serr
+	}
 	if err == nil {
 		a.Metrics.Refresh(in.Params.Schema, in.Params.Name, string(res.Mode), string(res.State), time.Since(start))
 	}

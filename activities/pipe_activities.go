@@ -317,63 +317,6 @@ func loadBatch(ctx context.Context, run pipeRun, files []jobs.FileRef, par int) 
 	return run.LoadBatch(ctx, files, par)
 }
 
-// keepAlive heartbeats every few seconds until the returned stop is called:
-// the proof that this worker is alive, however long one step takes.
-func keepAlive(ctx context.Context) (stop func()) {
-	_, stop = watch(ctx, 0, nil, nil)
-	return stop
-}
-
-// watch heartbeats every few seconds (details(), when given) until stop
-// is called. Heartbeats prove the worker alive; moved proves the attempt
-// is: when stall > 0 and moved() returns the same count for stall, the
-// returned context is cancelled with errStalled, so that the attempt
-// gives up and Temporal retries it.
-func watch(ctx context.Context, stall time.Duration, moved func() int64, details func() []any) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	every := 5 * time.Second
-	if stall > 0 {
-		every = min(every, stall/2)
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		last, lastMove := int64(-1), time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if stall > 0 && moved != nil {
-					if n := moved(); n != last {
-						last, lastMove = n, time.Now()
-					} else if time.Since(lastMove) > stall {
-						cancel(fmt.Errorf("%w for %s (LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried", errStalled, stall))
-						return
-					}
-				}
-				if details != nil {
-					activity.RecordHeartbeat(ctx, details()...)
-				} else {
-					activity.RecordHeartbeat(ctx)
-				}
-			}
-		}
-	}()
-	return ctx, func() { close(done); cancel(nil) }
-}
-
-// stalled returns the error of an attempt watch gave up on, or nil.
-func stalled(ctx context.Context) error {
-	if err := context.Cause(ctx); errors.Is(err, errStalled) {
-		return err
-	}
-	return nil
-}
-
 // smallFileReaders is how many small files of a batch are read at once:
 // reading one is mostly waiting for the object store's answer, so more
 // than the large-file parallelism, which is bound by CPU.

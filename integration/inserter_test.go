@@ -114,3 +114,49 @@ func TestOneBlock(t *testing.T) {
 		t.Fatalf("the INSERT under OneBlock(WithSettings(log_queries)) is logged %s times, want 1", n[0])
 	}
 }
+
+// TestInserterFencedWalksAway: an Inserter whose context ends with
+// chstore.ErrFenced (its attempt lost its lease) abandons its INSERT, and
+// ClickHouse drops the rows it had received but not written: nothing of
+// the fenced attempt lands after it stopped. (Ending the INSERT, as a plain
+// abort does, writes them.)
+func TestInserterFencedWalksAway(t *testing.T) {
+	st, _, err := openCatalog()
+	if err != nil {
+		t.Skipf("ClickHouse is not reachable: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	db := "inserter_" + randID(5)
+	must(t, st.Exec(ctx, "CREATE DATABASE "+chsql.QuoteIdent(db)))
+	defer st.Exec(context.Background(), "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(db))
+	table := chsql.Table(db, "t")
+	must(t, st.Exec(ctx, "CREATE TABLE "+table+" (id Int64, c UInt64) ENGINE = MergeTree ORDER BY c"))
+	const rows = 100_000
+	b := &rowio.Batch{Rows: rows, Cols: []rowio.Vector{{Text: make([][]byte, rows)}}}
+	for i := range b.Cols[0].Text {
+		b.Cols[0].Text[i] = []byte(strconv.Itoa(i))
+	}
+	for _, c := range []struct {
+		commit uint64
+		cause  error
+		want   string
+	}{{1, chstore.ErrFenced, "0"}, {2, context.Canceled, "300000"}} {
+		ictx, icancel := context.WithCancelCause(ctx)
+		in, err := st.NewInserter(ictx, db, "t", []rowio.Column{{Name: "id", Type: "Int64"}}, "c", c.commit)
+		must(t, err)
+		in.BlockRows = 50_000
+		for i := 0; i < 3; i++ {
+			if _, err := in.Add(b, []int{0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(500 * time.Millisecond) // the blocks reach the server
+		icancel(c.cause)
+		in.Abort()
+		time.Sleep(time.Second) // a straggling block would land by now
+		if n, err := st.Strings(ctx, fmt.Sprintf("SELECT count() FROM %s WHERE c = %d", table, c.commit)); err != nil || n[0] != c.want {
+			t.Fatalf("ended with %v: %v rows of the aborted insert (%v), want %s", c.cause, n, err, c.want)
+		}
+	}
+}
