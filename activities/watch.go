@@ -18,8 +18,13 @@ import (
 // under a context it cancelled abandon their INSERT.
 var errFenced = chstore.ErrFenced
 
-// beatTimeout bounds one synchronous heartbeat.
-const beatTimeout = 5 * time.Second
+// Leased attempts heartbeat every leaseBeat, each heartbeat waiting at
+// most beatTimeout: an attempt that lost Temporal stops within its ttl
+// plus these (15 + 3 + 2 s under the pipes' 30 s heartbeat timeout).
+const (
+	leaseBeat   = 3 * time.Second
+	beatTimeout = 2 * time.Second
+)
 
 // keepAlive heartbeats every few seconds until the returned stop is called:
 // the proof that this worker is alive, however long one step takes. For
@@ -53,7 +58,7 @@ func keepAlive(ctx context.Context) (stop func()) {
 // errStalled, so that the attempt gives up and Temporal retries it.
 func watch(ctx context.Context, stall time.Duration, moved func() int64, details func() []any) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	every := 5 * time.Second
+	every := leaseBeat
 	if stall > 0 {
 		every = min(every, stall/2)
 	}
