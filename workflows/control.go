@@ -14,6 +14,7 @@ import (
 type pipeControl struct {
 	paused, running, dropped func() bool
 	pause, resume, refresh   func()
+	set                      func(jobs.PipeSettings) string // applies; says how
 	status                   func() jobs.Status
 	kick                     func() // wakes the workflow's loop
 }
@@ -53,6 +54,19 @@ func setPipeUpdates(ctx workflow.Context, name string, c pipeControl) error {
 		c.resume()
 		return reply(detail)
 	}, workflow.UpdateHandlerOptions{Validator: notDropped}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, jobs.UpdateSet, func(_ workflow.Context, s jobs.PipeSettings) (jobs.ControlReply, error) {
+		return reply(c.set(s))
+	}, workflow.UpdateHandlerOptions{Validator: func(s jobs.PipeSettings) error {
+		if err := notDropped(); err != nil {
+			return err
+		}
+		if s.PollSeconds < 0 || s.MaxFilesPerTurn < 0 {
+			return fmt.Errorf("settings must be positive: %+v", s)
+		}
+		return nil
+	}}); err != nil {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, jobs.UpdateRefresh, func(workflow.Context) (jobs.ControlReply, error) {

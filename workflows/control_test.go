@@ -155,3 +155,34 @@ func TestPipeWorkflowTypes(t *testing.T) {
 	eq(t, "type of a new Kafka pipe", jobs.PipeWorkflowFor(jobs.KindKafka), jobs.KafkaPipeWorkflowName)
 	eq(t, "type of a new volume pipe", jobs.PipeWorkflowFor(jobs.KindVolume), jobs.VolumePipeWorkflowName)
 }
+
+// ALTER PIPE … SET POLL_INTERVAL_IN_SECONDS as the set update (and the
+// set signal): the wait in progress starts again under the new interval,
+// and the turns after follow it.
+func TestPipeSetUpdate(t *testing.T) {
+	env, l := newPipeEnv(t)
+	var set updateResult
+	at(env, 10*time.Second, func() {
+		env.UpdateWorkflow(jobs.UpdateSet, "set", &testsuite.TestUpdateCallback{
+			OnAccept: func() {},
+			OnReject: func(err error) { set.rejected = err },
+			OnComplete: func(v any, err error) {
+				set.err = err
+				if rep, ok := v.(jobs.ControlReply); ok {
+					set.reply = rep
+				}
+			},
+		}, jobs.PipeSettings{PollSeconds: 20})
+	})
+	signal(env, 75*time.Second, jobs.SignalSet, jobs.PipeSettings{PollSeconds: 100})
+	signal(env, 200*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: params(1000, 0)})
+	requireClean(t, env)
+	if set.rejected != nil || set.err != nil {
+		t.Fatalf("set: %+v", set)
+	}
+	eq(t, "set reply", set.reply, jobs.ControlReply{Status: jobs.StatusRunning, Detail: "from its next turn: one every 20 s, at most 2000 files each"})
+	// 0, then every 20 s from the update at 10 s; from the signal at 75 s
+	// every 100 s.
+	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 30, 50, 70, 175})
+}

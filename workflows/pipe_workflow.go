@@ -5,6 +5,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -59,6 +60,7 @@ type pipeWorkflow struct {
 	p        jobs.PipeParams
 
 	paused, running, dropped, wake bool
+	rearm                          bool // settings changed: restart the wait between turns
 	counters                       jobs.PipeCounters
 	invalid                        string
 	kst                            *jobs.KafkaState
@@ -72,7 +74,23 @@ type pipeWorkflow struct {
 	kick  workflow.Channel // wakes the loop after an update
 	loads workflow.Context // activity context on the load queue
 
-	pauseCh, resumeCh, refreshCh, filesCh, dropCh workflow.ReceiveChannel
+	pauseCh, resumeCh, refreshCh, filesCh, dropCh, setCh workflow.ReceiveChannel
+}
+
+// apply takes new settings (ALTER PIPE … SET), from the next turn on; the
+// wait for it starts again under the new interval. It says what applies.
+func (w *pipeWorkflow) apply(s jobs.PipeSettings) string {
+	if s.PollSeconds > 0 {
+		w.p.PollSeconds = s.PollSeconds
+	}
+	if s.MaxFilesPerTurn > 0 {
+		w.p.MaxFilesPerTurn = s.MaxFilesPerTurn
+	}
+	w.rearm = true
+	if w.p.Kind == jobs.KindKafka {
+		return fmt.Sprintf("from its next batch: one every %d s", w.p.PollSeconds)
+	}
+	return fmt.Sprintf("from its next turn: one every %d s, at most %d files each", w.p.PollSeconds, w.p.MaxFilesPerTurn)
 }
 
 func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
@@ -136,6 +154,7 @@ func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
 		pause:   func() { w.setPaused(true) },
 		resume:  w.resume,
 		refresh: func() { w.wake = true },
+		set:     w.apply,
 		status:  w.status,
 		kick:    func() { w.kick.SendAsync(nil) },
 	}); err != nil {
@@ -149,6 +168,7 @@ func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
 	w.refreshCh = workflow.GetSignalChannel(ctx, jobs.SignalRefresh)
 	w.filesCh = workflow.GetSignalChannel(ctx, jobs.SignalFiles)
 	w.dropCh = workflow.GetSignalChannel(ctx, jobs.SignalDrop)
+	w.setCh = workflow.GetSignalChannel(ctx, jobs.SignalSet)
 	return w.loop()
 }
 
@@ -194,6 +214,11 @@ func (w *pipeWorkflow) addSignals(sel workflow.Selector) {
 		w.wake = true
 	})
 	sel.AddReceive(w.dropCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); w.dropped = true })
+	sel.AddReceive(w.setCh, func(c workflow.ReceiveChannel, _ bool) {
+		var st jobs.PipeSettings
+		c.Receive(ctx, &st)
+		w.apply(st)
+	})
 }
 
 // get waits for an activity's result, applying signals meanwhile.
@@ -206,8 +231,9 @@ func (w *pipeWorkflow) get(f workflow.Future, v any) error {
 
 // loop runs turns until the pipe is dropped or continues as new.
 func (w *pipeWorkflow) loop() error {
-	ctx, p := w.ctx, w.p
+	ctx := w.ctx
 	for {
+		p := w.p // settings change between turns (apply)
 		drainSignals(ctx, w.addSignals)
 		if w.dropped {
 			return nil
@@ -269,16 +295,24 @@ func (w *pipeWorkflow) loop() error {
 		if more || w.wake || len(w.hints) > 0 || w.paused || w.dropped {
 			continue
 		}
-		// Sleep until the poll timer fires or a signal wakes the pipe.
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		sel := workflow.NewSelector(ctx)
-		timedOut := false
-		sel.AddFuture(workflow.NewTimer(timerCtx, time.Duration(p.PollSeconds)*time.Second), func(workflow.Future) { timedOut = true })
-		w.addSignals(sel)
-		for !timedOut && !w.wake && !w.dropped && !w.paused {
-			sel.Select(ctx)
+		// Sleep until the poll timer fires or a signal wakes the pipe; new
+		// settings start the wait again under their interval.
+		w.rearm = false
+		for {
+			timerCtx, cancel := workflow.WithCancel(ctx)
+			sel := workflow.NewSelector(ctx)
+			timedOut := false
+			sel.AddFuture(workflow.NewTimer(timerCtx, time.Duration(w.p.PollSeconds)*time.Second), func(workflow.Future) { timedOut = true })
+			w.addSignals(sel)
+			for !timedOut && !w.wake && !w.dropped && !w.paused && !w.rearm {
+				sel.Select(ctx)
+			}
+			cancel()
+			if !w.rearm || w.wake || w.dropped || w.paused {
+				break
+			}
+			w.rearm = false
 		}
-		cancel()
 	}
 }
 

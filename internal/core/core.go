@@ -217,10 +217,10 @@ type Orchestrator interface {
 	// the same id is terminated first. vis gives its search attributes
 	// and memo.
 	Start(ctx context.Context, id, workflow string, input any, vis *jobs.Visibility) error
-	// Update sends an update (pause, resume, refresh, suspend) and waits
+	// Update sends an update (pause, resume, refresh, suspend, set) and waits
 	// for the state the workflow took; a validator's refusal is an error
 	// with its reason.
-	Update(ctx context.Context, id, name string, out *jobs.ControlReply) error
+	Update(ctx context.Context, id, name string, arg any, out *jobs.ControlReply) error
 	// List returns the running workflows of the given kinds in a
 	// workspace and schema, from visibility (no worker needed), by
 	// workflow id; orchestrator.ErrNoAttributes when the namespace

@@ -16,9 +16,12 @@ func (e *Core) ParamsOf(name string, spec catalog.PipeSpec) jobs.PipeParams {
 	if spec.Kind == jobs.KindKafka {
 		p.PollSeconds = 60
 	}
+	// A pipe runs every BATCH_INTERVAL_IN_SECONDS, as the ClickZetta
+	// Lakehouse documentation says of pipes of both kinds;
+	// POLL_INTERVAL_IN_SECONDS, when given, takes precedence.
 	if v, err := strconv.Atoi(spec.Properties["poll_interval_in_seconds"]); err == nil && v > 0 {
 		p.PollSeconds = v
-	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && spec.Kind == jobs.KindKafka {
+	} else if v, err := strconv.Atoi(spec.Properties["batch_interval_in_seconds"]); err == nil && v > 0 && p.IngestMode != "EVENT_NOTIFICATION" {
 		p.PollSeconds = v
 	}
 	if p.IngestMode == "EVENT_NOTIFICATION" && spec.Properties["poll_interval_in_seconds"] == "" {

@@ -612,7 +612,7 @@ func (e *Refresher) AlterDynamicTable(ctx context.Context, s *sqlast.AlterDynami
 		return nil, fmt.Errorf("ALTER DYNAMIC TABLE … %s: expected SUSPEND or RESUME", s.Action)
 	}
 	var r jobs.ControlReply
-	if err := orch.Update(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), upd, &r); err != nil {
+	if err := orch.Update(ctx, e.WithSchema(schema).DynamicTableWorkflowID(name), upd, nil, &r); err != nil {
 		return nil, fmt.Errorf("dynamic table %s: %w", core.Display(schema, name), err)
 	}
 	return core.ControlMessage("dynamic table "+core.Display(schema, name), r), nil

@@ -76,8 +76,16 @@ func Check(schema string, stmt sqlast.Statement) error {
 						return fmt.Errorf("pipe %s: %w", s.Name, err)
 					}
 				case "comment":
+				case "ingest_mode", "initial_delay_in_seconds":
+					return fmt.Errorf("pipe %s: %s is fixed when the pipe is created: DROP PIPE and CREATE PIPE to change it", s.Name, strings.ToUpper(k))
 				default:
-					return fmt.Errorf("pipe %s: %s cannot be set (PIPE_EXECUTION_PAUSED and COMMENT can; other properties need DROP PIPE and CREATE PIPE)", s.Name, strings.ToUpper(k))
+					check, ok := pipeProps[k]
+					if !ok || !AlterablePipeProps[k] {
+						return fmt.Errorf("pipe %s: %s is not a property ALTER PIPE … SET takes (it takes PIPE_EXECUTION_PAUSED, %s)", s.Name, strings.ToUpper(k), alterableNames())
+					}
+					if err := check(p.Value); err != nil {
+						return fmt.Errorf("pipe %s: %w", s.Name, err)
+					}
 				}
 			}
 		}
@@ -144,6 +152,22 @@ var pipeProps = map[string]func(string) error{
 		_, err := core.ParseBool("IGNORE_TMP_FILE", v)
 		return err
 	},
+}
+
+// AlterablePipeProps are the properties ALTER PIPE … SET changes on a
+// running pipe (besides PIPE_EXECUTION_PAUSED), from its next turn.
+var AlterablePipeProps = map[string]bool{
+	"poll_interval_in_seconds": true, "batch_interval_in_seconds": true, "max_files_per_batch": true,
+	"batch_size_per_kafka_partition": true, "ignore_tmp_file": true, "virtual_cluster": true, "comment": true,
+}
+
+func alterableNames() string {
+	names := make([]string, 0, len(AlterablePipeProps))
+	for k := range AlterablePipeProps {
+		names = append(names, strings.ToUpper(k))
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // knownPipeProps lists pipeProps' names for error messages.

@@ -39,9 +39,17 @@ func TestCheckAlterPipeSet(t *testing.T) {
 		{"PIPE_EXECUTION_PAUSED = true", ""},
 		{"PIPE_EXECUTION_PAUSED = 'false', COMMENT = 'x'", ""},
 		{"PIPE_EXECUTION_PAUSED = 'maybe'", "expected TRUE or FALSE"},
-		{"COMMENT = 'x', INGEST_MODE = 'LIST'", "INGEST_MODE cannot be set"},
-		{"PIPE_EXECUTION_PAUSED = true, NO_SUCH = '1'", "NO_SUCH cannot be set"},
-		{"IGNORE_TMP_FILE = 'FALSE'", "IGNORE_TMP_FILE cannot be set"},
+		{"COMMENT = 'x', INGEST_MODE = 'LIST'", "INGEST_MODE is fixed when the pipe is created"},
+		{"INITIAL_DELAY_IN_SECONDS = '5'", "INITIAL_DELAY_IN_SECONDS is fixed"},
+		{"PIPE_EXECUTION_PAUSED = true, NO_SUCH = '1'", "NO_SUCH is not a property ALTER PIPE … SET takes"},
+		{"IGNORE_TMP_FILE = 'FALSE'", ""},
+		{"IGNORE_TMP_FILE = 'maybe'", "IGNORE_TMP_FILE"},
+		{"POLL_INTERVAL_IN_SECONDS = '5', MAX_FILES_PER_BATCH = '100'", ""},
+		{"POLL_INTERVAL_IN_SECONDS = '0'", "positive whole number"},
+		{"BATCH_INTERVAL_IN_SECONDS = 'soon'", "positive whole number"},
+		{"MAX_FILES_PER_BATCH = '20000'", "at most 10000"},
+		{"BATCH_SIZE_PER_KAFKA_PARTITION = '-1'", "positive whole number"},
+		{"VIRTUAL_CLUSTER = 'default', COMMENT = 'y'", ""},
 	} {
 		stmt, err := sqlparse.Parse("ALTER PIPE p SET " + tc.set)
 		if err != nil {

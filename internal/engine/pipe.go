@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -145,15 +146,30 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 	switch s.Action {
 	case "REFRESH", "EXECUTE":
 		var r jobs.ControlReply
-		if err := orch.Update(ctx, id, jobs.UpdateRefresh, &r); err != nil {
+		if err := orch.Update(ctx, id, jobs.UpdateRefresh, nil, &r); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 		}
 		return core.ControlMessage("pipe "+s.Name, r), nil
 	case "SET":
-		changed := false
+		changed, resettle := false, false
 		var reply *jobs.ControlReply
+		spec.Properties = maps.Clone(spec.Properties)
+		if spec.Properties == nil {
+			spec.Properties = map[string]string{}
+		}
 		for _, p := range s.Props {
 			switch k := strings.ToLower(p.Key); k {
+			case "poll_interval_in_seconds", "batch_interval_in_seconds", "max_files_per_batch",
+				"batch_size_per_kafka_partition", "ignore_tmp_file", "virtual_cluster":
+				if err := alterableFor(spec.Kind, k); err != nil {
+					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+				}
+				v := strings.TrimSpace(p.Value)
+				if k == "ignore_tmp_file" || k == "virtual_cluster" {
+					v = strings.ToUpper(v)
+				}
+				spec.Properties[k], changed = v, true
+				resettle = resettle || k == "poll_interval_in_seconds" || k == "batch_interval_in_seconds" || k == "max_files_per_batch"
 			case "pipe_execution_paused":
 				paused, err := core.ParseBool("PIPE_EXECUTION_PAUSED", p.Value)
 				if err != nil {
@@ -164,7 +180,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 					upd = jobs.UpdatePause
 				}
 				reply = new(jobs.ControlReply)
-				if err := orch.Update(ctx, id, upd, reply); err != nil {
+				if err := orch.Update(ctx, id, upd, nil, reply); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
 			case "comment":
@@ -182,12 +198,33 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				return nil, err
 			}
 		}
+		// The activities read the other properties from the catalog at
+		// their next turn; the workflow keeps the interval and the files
+		// per turn, which it takes as an update.
+		if resettle {
+			np := e.ParamsOf(s.Name, spec)
+			reply = new(jobs.ControlReply)
+			if err := orch.Update(ctx, id, jobs.UpdateSet, jobs.PipeSettings{PollSeconds: np.PollSeconds, MaxFilesPerTurn: np.MaxFilesPerTurn}, reply); err != nil {
+				return nil, fmt.Errorf("pipe %s: its properties are saved, but its workflow did not take them: %w", s.Name, err)
+			}
+		}
 		if reply != nil {
 			return core.ControlMessage("pipe "+s.Name+" altered", *reply), nil
 		}
 		return core.Message("pipe %s altered", s.Name), nil
 	}
 	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, core.ErrNotSupportedYet)
+}
+
+// alterableFor refuses a property that does not apply to a kind of pipe.
+func alterableFor(kind jobs.PipeKind, k string) error {
+	switch {
+	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file"):
+		return fmt.Errorf("%s applies to volume pipes; this one reads Kafka", strings.ToUpper(k))
+	case kind != jobs.KindKafka && k == "batch_size_per_kafka_partition":
+		return fmt.Errorf("%s applies to Kafka pipes; this one reads a volume", strings.ToUpper(k))
+	}
+	return nil
 }
 
 func (e *Engine) dropPipe(ctx context.Context, s *sqlast.DropPipe) (*core.Result, error) {

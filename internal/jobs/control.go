@@ -19,7 +19,18 @@ const (
 	UpdateResume  = SignalResume  // pipe or dynamic table: run again
 	UpdateRefresh = SignalRefresh // pipe: a turn now; dynamic table: one refresh (its chain), replied with its RefreshChainResult
 	UpdateSuspend = SignalSuspend // dynamic table: no scheduled refresh
+	// UpdateSet changes a pipe's settings (ALTER PIPE … SET), from its
+	// next turn; the signal of the same name carries the same PipeSettings.
+	UpdateSet = "set"
+	SignalSet = UpdateSet
 )
+
+// PipeSettings are the settings of a running pipe's workflow that ALTER
+// PIPE … SET changes; zero leaves one as it is.
+type PipeSettings struct {
+	PollSeconds     int `json:",omitempty"`
+	MaxFilesPerTurn int `json:",omitempty"`
+}
 
 // Status is what a pipe or dynamic table is doing, as its workflow keeps
 // it in the LakepipeStatus search attribute and replies to an update.

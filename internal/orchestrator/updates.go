@@ -25,13 +25,14 @@ var (
 	errUnknownUpdate = errors.New("the worker runs an older lakepipe")
 )
 
-// Update sends an update to a running workflow and waits for its reply.
+// Update sends an update (with arg, when not nil) to a running workflow
+// and waits for its reply.
 // A validator's refusal is returned as an error with its reason. When no
 // worker takes the update within updateWait, or the worker's lakepipe
 // predates the update, the same request goes as a signal instead, and the
 // reply says so.
-func (t *Temporal) Update(ctx context.Context, id, name string, out *jobs.ControlReply) error {
-	err := t.update(ctx, id, name, out)
+func (t *Temporal) Update(ctx context.Context, id, name string, arg any, out *jobs.ControlReply) error {
+	err := t.update(ctx, id, name, arg, out)
 	var why string
 	switch {
 	case errors.Is(err, errNoWorker):
@@ -41,7 +42,7 @@ func (t *Temporal) Update(ctx context.Context, id, name string, out *jobs.Contro
 	default:
 		return err
 	}
-	if err := t.Signal(ctx, id, name, nil); err != nil {
+	if err := t.Signal(ctx, id, name, arg); err != nil {
 		return err
 	}
 	*out = jobs.ControlReply{Detail: why}
@@ -52,7 +53,7 @@ func (t *Temporal) Update(ctx context.Context, id, name string, out *jobs.Contro
 // the table's workflow, through the refresh update, and waits for it
 // however long it takes: the workflow runs its refreshes one at a time.
 func (t *Temporal) RefreshDynamicTable(ctx context.Context, id string, out *jobs.RefreshChainResult) error {
-	err := t.update(ctx, id, jobs.UpdateRefresh, out)
+	err := t.update(ctx, id, jobs.UpdateRefresh, nil, out)
 	switch {
 	case errors.Is(err, errNoWorker):
 		return fmt.Errorf("no worker took the refresh within %s: a refresh runs in a worker (start one: lakepipe worker) — run REFRESH again then", updateWait)
@@ -64,14 +65,18 @@ func (t *Temporal) RefreshDynamicTable(ctx context.Context, id string, out *jobs
 
 // update sends an update, which a worker must take within updateWait, and
 // waits for its outcome into out.
-func (t *Temporal) update(ctx context.Context, id, name string, out any) error {
+func (t *Temporal) update(ctx context.Context, id, name string, arg any, out any) error {
 	c, err := t.Client()
 	if err != nil {
 		return err
 	}
 	actx, cancel := context.WithTimeout(ctx, updateWait)
 	defer cancel()
-	h, err := c.UpdateWorkflow(actx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, WaitForStage: client.WorkflowUpdateStageAccepted})
+	opts := client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, WaitForStage: client.WorkflowUpdateStageAccepted}
+	if arg != nil {
+		opts.Args = []any{arg}
+	}
+	h, err := c.UpdateWorkflow(actx, opts)
 	if err == nil {
 		err = h.Get(ctx, out)
 	}
