@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,5 +52,8 @@ func TestAlterPipeSet(t *testing.T) {
 	s.mustFail(`ALTER PIPE alt_pipe SET COMMENT = 'x', POLL_INTERVAL_IN_SECONDS = '0'`, "POLL_INTERVAL_IN_SECONDS", "positive")
 	if got := s.pipeDesc("alt_pipe")["comment"]; got != "nightly" {
 		t.Fatalf("a refused ALTER changed the comment to %q", got)
+	}
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		recordHistory(t, s, s.Eng.PipeWorkflowID("alt_pipe"), filepath.Join(dir, "pipe_alter_set.json"))
 	}
 }

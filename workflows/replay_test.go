@@ -54,7 +54,9 @@ import (
 //   - pipe_volume_figures.json: a VolumePipeWorkflow; the "load-queue"
 //     version (CopyFiles on the
 //     load queue), the memo's figures upserted after the loading turn,
-//     pause as an update, drop (TestControlPlane).
+//     pause as an update, drop (TestControlPlane);
+//   - pipe_alter_set.json: ALTER PIPE … SET as the set update, twice, each
+//     restarting the wait under the new interval (TestAlterPipeSet).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {
