@@ -287,6 +287,38 @@ func runPipeFaults(t *testing.T, replicated bool) {
 	start := time.Now()
 	since := func() string { return fmt.Sprintf("%6.1fs", time.Since(start).Seconds()) }
 
+	// A reader polls count() the whole time: rows of an attempt that a
+	// retry later removes must never show beside the rows that stay, so
+	// no count it reads may exceed the final one.
+	var highest atomic.Int64
+	var reads atomic.Int64
+	stopReader := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		for {
+			select {
+			case <-stopReader:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			n, err := s.Store.Strings(ctx, "SELECT count() FROM "+chsql.Table(db, "fault_t"))
+			if err != nil || len(n) != 1 {
+				continue // the server restarting, or the context ending
+			}
+			v, _ := strconv.ParseInt(n[0], 10, 64)
+			reads.Add(1)
+			for {
+				h := highest.Load()
+				if v <= h || highest.CompareAndSwap(h, v) {
+					break
+				}
+			}
+		}
+	}()
+	stopReading := sync.OnceFunc(func() { close(stopReader); <-readerDone })
+	defer stopReading()
+
 	snap := func(withVolume bool) faultSnap {
 		t.Helper()
 		sn := faultSnap{loaded: map[string]string{}, other: map[string]string{}, commits: map[uint64]int64{}, inVolume: map[string]bool{}}
@@ -524,6 +556,11 @@ func runPipeFaults(t *testing.T, replicated bool) {
 		recs[n-1].recovery = time.Since(resumed)
 	}
 	t.Logf("%s converged: %d files LOADED, %d rows", since(), len(last.loaded), last.rows)
+	stopReading()
+	t.Logf("a reader polling count() read %d times; the highest count it saw: %d (final %d)", reads.Load(), highest.Load(), want)
+	if highest.Load() > want {
+		t.Errorf("a reader saw %d rows, above the final %d: rows of an attempt later rolled back were visible", highest.Load(), want)
+	}
 
 	// Every file once, every row once.
 	if len(last.other) > 0 {

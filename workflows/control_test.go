@@ -186,3 +186,31 @@ func TestPipeSetUpdate(t *testing.T) {
 	// every 100 s.
 	eq(t, "ListFiles at (s)", l.listTimes(), []int{0, 30, 50, 70, 175})
 }
+
+// INITIAL_DELAY_IN_SECONDS holds a new pipe's first turn back; a REFRESH
+// ends the wait. A pipe continued as new does not wait again.
+func TestPipeInitialDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration // 0: none
+		turns   int64         // counters carried into the run
+		want    []int
+	}{
+		{"waits", 0, 0, []int{45, 145}},
+		{"refresh ends the wait", 10 * time.Second, 0, []int{10, 110}},
+		{"continued run", 0, 3, []int{0, 100}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, l := newPipeEnv(t)
+			if tc.refresh > 0 {
+				signal(env, tc.refresh, jobs.SignalRefresh, nil)
+			}
+			signal(env, 150*time.Second, jobs.SignalDrop, nil)
+			p := params(100, 0)
+			p.InitialDelaySeconds = 45
+			run(env, jobs.PipeInput{Params: p, Counters: jobs.PipeCounters{Turns: tc.turns, ContinuedRuns: tc.turns}})
+			requireClean(t, env)
+			eq(t, "ListFiles at (s)", l.listTimes(), tc.want)
+		})
+	}
+}

@@ -229,8 +229,26 @@ func (w *pipeWorkflow) get(f workflow.Future, v any) error {
 	return f.Get(w.ctx, v)
 }
 
+// initialDelay holds a new pipe's first turn back for
+// INITIAL_DELAY_IN_SECONDS, taking signals: a REFRESH, a drop or a pause
+// ends the wait.
+func (w *pipeWorkflow) initialDelay() {
+	ctx, cancel := workflow.WithCancel(w.ctx)
+	defer cancel()
+	timer := workflow.NewTimer(ctx, time.Duration(w.p.InitialDelaySeconds)*time.Second)
+	for fired := false; !fired && !w.wake && !w.dropped && !w.paused; {
+		sel := workflow.NewSelector(w.ctx)
+		sel.AddFuture(timer, func(workflow.Future) { fired = true })
+		w.addSignals(sel)
+		sel.Select(w.ctx)
+	}
+}
+
 // loop runs turns until the pipe is dropped or continues as new.
 func (w *pipeWorkflow) loop() error {
+	if c := w.counters; w.p.InitialDelaySeconds > 0 && c.Turns == 0 && c.ContinuedRuns == 0 {
+		w.initialDelay()
+	}
 	ctx := w.ctx
 	for {
 		p := w.p // settings change between turns (apply)

@@ -31,6 +31,9 @@ func (e *Core) ParamsOf(name string, spec catalog.PipeSpec) jobs.PipeParams {
 	if v, err := strconv.Atoi(spec.Properties["max_files_per_batch"]); err == nil && v > 0 {
 		p.MaxFilesPerTurn = v
 	}
+	if v, err := strconv.Atoi(spec.Properties["initial_delay_in_seconds"]); err == nil && v > 0 {
+		p.InitialDelaySeconds = v
+	}
 	if !spec.CreatedAt.IsZero() {
 		p.Generation = spec.CreatedAt.UnixNano()
 	}

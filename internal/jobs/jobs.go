@@ -249,6 +249,9 @@ type PipeParams struct {
 	// name finds another generation in the catalog and stops, instead of
 	// working for the new pipe. 0 in workflows started before it existed.
 	Generation int64 `json:",omitempty"`
+	// InitialDelaySeconds holds a new pipe's first turn back
+	// (INITIAL_DELAY_IN_SECONDS); 0 runs it at once.
+	InitialDelaySeconds int `json:",omitempty"`
 }
 
 // PipeCounters are the pipe's running totals.
