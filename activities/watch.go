@@ -30,22 +30,8 @@ const (
 // the proof that this worker is alive, however long one step takes. For
 // activities that only read; those that write hold a lease (watch).
 func keepAlive(ctx context.Context) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
+	_, stop = heartbeat(ctx, &lease{beat: asyncBeat}, 5*time.Second, 0, nil, nil)
+	return stop
 }
 
 // watch heartbeats every few seconds (details(), when given) until stop
@@ -57,18 +43,22 @@ func keepAlive(ctx context.Context) (stop func()) {
 // returns the same count for stall, the context is cancelled with
 // errStalled, so that the attempt gives up and Temporal retries it.
 func watch(ctx context.Context, stall time.Duration, moved func() int64, details func() []any) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
 	every := leaseBeat
 	if stall > 0 {
 		every = min(every, stall/2)
 	}
+	return heartbeat(ctx, newLease(ctx), every, stall, moved, details)
+}
+
+// heartbeat renews l every interval until stop is called; see watch.
+func heartbeat(ctx context.Context, l *lease, every, stall time.Duration, moved func() int64, details func() []any) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
 	beat := func() []any {
 		if details != nil {
 			return details()
 		}
 		return nil
 	}
-	l := newLease(ctx)
 	if err := l.renew(ctx, beat()...); err != nil {
 		cancel(err)
 	}
@@ -132,10 +122,7 @@ func newLease(ctx context.Context) *lease {
 	info := activity.GetInfo(ctx)
 	c := activityClient(ctx)
 	if c == nil || info.IsLocalActivity || info.HeartbeatTimeout <= 0 || len(info.TaskToken) == 0 {
-		return &lease{beat: func(ctx context.Context, details ...any) error {
-			activity.RecordHeartbeat(ctx, details...)
-			return nil
-		}}
+		return &lease{beat: asyncBeat}
 	}
 	token := info.TaskToken
 	return &lease{ttl: info.HeartbeatTimeout / 2, beat: func(ctx context.Context, details ...any) error {
@@ -143,6 +130,13 @@ func newLease(ctx context.Context) *lease {
 		defer cancel()
 		return c.RecordActivityHeartbeat(bctx, token, details...)
 	}}
+}
+
+// asyncBeat is the SDK's own heartbeat, batched and unanswered: a lease
+// with it never ends.
+func asyncBeat(ctx context.Context, details ...any) error {
+	activity.RecordHeartbeat(ctx, details...)
+	return nil
 }
 
 // activityClient is the worker's Temporal client, or nil where an activity

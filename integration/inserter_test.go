@@ -16,21 +16,19 @@ import (
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
-// TestInserterAbortThenDelete: blocks an aborted Inserter had already sent
-// are all written by the time Abort returns, even when the caller's context
-// ended first, so that deleting its commit right after leaves nothing
-// (before, the server could write the last block after the delete, and a
-// refused flush showed up later).
-func TestInserterAbortThenDelete(t *testing.T) {
+// inserterTable makes a table (id Int64, c UInt64) in a database of its
+// own, dropped at the end, and a batch of 100,000 ids for it.
+func inserterTable(t *testing.T) (*chstore.Store, context.Context, string, string, *rowio.Batch) {
+	t.Helper()
 	st, _, err := openCatalog()
 	if err != nil {
 		t.Skipf("ClickHouse is not reachable: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	db := "inserter_" + randID(5)
 	must(t, st.Exec(ctx, "CREATE DATABASE "+chsql.QuoteIdent(db)))
-	defer st.Exec(context.Background(), "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(db))
+	t.Cleanup(func() { st.Exec(context.Background(), "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(db)) })
 	table := chsql.Table(db, "t")
 	must(t, st.Exec(ctx, "CREATE TABLE "+table+" (id Int64, c UInt64) ENGINE = MergeTree ORDER BY c"))
 	const rows = 100_000
@@ -38,6 +36,16 @@ func TestInserterAbortThenDelete(t *testing.T) {
 	for i := range b.Cols[0].Text {
 		b.Cols[0].Text[i] = []byte(strconv.Itoa(i))
 	}
+	return st, ctx, db, table, b
+}
+
+// TestInserterAbortThenDelete: blocks an aborted Inserter had already sent
+// are all written by the time Abort returns, even when the caller's context
+// ended first, so that deleting its commit right after leaves nothing
+// (before, the server could write the last block after the delete, and a
+// refused flush showed up later).
+func TestInserterAbortThenDelete(t *testing.T) {
+	st, ctx, db, table, b := inserterTable(t)
 	for round := 1; round <= 8; round++ {
 		// Even rounds abort the way a caller whose context ended does.
 		ictx, icancel := context.WithCancel(ctx)
@@ -121,22 +129,7 @@ func TestOneBlock(t *testing.T) {
 // the fenced attempt lands after it stopped. (Ending the INSERT, as a plain
 // abort does, writes them.)
 func TestInserterFencedWalksAway(t *testing.T) {
-	st, _, err := openCatalog()
-	if err != nil {
-		t.Skipf("ClickHouse is not reachable: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	db := "inserter_" + randID(5)
-	must(t, st.Exec(ctx, "CREATE DATABASE "+chsql.QuoteIdent(db)))
-	defer st.Exec(context.Background(), "DROP DATABASE IF EXISTS "+chsql.QuoteIdent(db))
-	table := chsql.Table(db, "t")
-	must(t, st.Exec(ctx, "CREATE TABLE "+table+" (id Int64, c UInt64) ENGINE = MergeTree ORDER BY c"))
-	const rows = 100_000
-	b := &rowio.Batch{Rows: rows, Cols: []rowio.Vector{{Text: make([][]byte, rows)}}}
-	for i := range b.Cols[0].Text {
-		b.Cols[0].Text[i] = []byte(strconv.Itoa(i))
-	}
+	st, ctx, db, table, b := inserterTable(t)
 	for _, c := range []struct {
 		commit uint64
 		cause  error

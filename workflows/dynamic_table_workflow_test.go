@@ -41,16 +41,7 @@ func chainEnv(t *testing.T, failing ...string) (*testsuite.TestWorkflowEnvironme
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var order []string
-	upstream := map[string][]string{"sales_summary": {"a", "b"}, "b": {"a"}}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
-		var out jobs.PlanResult
-		for _, u := range upstream[in.Params.Name] {
-			p := in.Params
-			p.Name = u
-			out.Upstream = append(out.Upstream, p)
-		}
-		return out, nil
-	}, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
+	registerChainPlan(env)
 	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 		order = append(order, in.Params.Name+":"+in.Trigger)
 		for _, f := range failing {
@@ -62,6 +53,21 @@ func chainEnv(t *testing.T, failing ...string) (*testsuite.TestWorkflowEnvironme
 	}, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
 	env.RegisterWorkflowWithOptions(RefreshChainWorkflow, workflow.RegisterOptions{Name: jobs.RefreshChainWorkflowName})
 	return env, &order
+}
+
+// registerChainPlan registers a plan activity for the chain a → b →
+// sales_summary: each table's upstream in dependency order.
+func registerChainPlan(env *testsuite.TestWorkflowEnvironment) {
+	upstream := map[string][]string{"sales_summary": {"a", "b"}, "b": {"a"}}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
+		var out jobs.PlanResult
+		for _, u := range upstream[in.Params.Name] {
+			p := in.Params
+			p.Name = u
+			out.Upstream = append(out.Upstream, p)
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
 }
 
 // RefreshChainWorkflow, which runs the chains of dynamic-table runs from

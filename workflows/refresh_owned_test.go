@@ -35,16 +35,7 @@ func newOwnedEnv(t *testing.T, failing, absent []string) *ownedEnv {
 	var s testsuite.WorkflowTestSuite
 	o := &ownedEnv{env: s.NewTestWorkflowEnvironment()}
 	env := o.env
-	upstream := map[string][]string{"sales_summary": {"a", "b"}, "b": {"a"}}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.PlanInput) (jobs.PlanResult, error) {
-		var out jobs.PlanResult
-		for _, u := range upstream[in.Params.Name] {
-			p := in.Params
-			p.Name = u
-			out.Upstream = append(out.Upstream, p)
-		}
-		return out, nil
-	}, activity.RegisterOptions{Name: jobs.ActivityPlanRefresh})
+	registerChainPlan(env)
 	env.RegisterActivityWithOptions(func(ctx context.Context, in jobs.RefreshInput) (jobs.RefreshResult, error) {
 		return jobs.RefreshResult{}, nil
 	}, activity.RegisterOptions{Name: jobs.ActivityRefreshDynamicTable})
