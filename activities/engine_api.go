@@ -44,6 +44,7 @@ type kafkaRun interface {
 	// setWarn sets KafkaPipeRun.Warn.
 	setWarn(warn func(msg string))
 	InitialOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
+	ResetOffsets(ctx context.Context, to string) ([]jobs.PartitionOffset, error)
 	EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
 	LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, retried bool) (jobs.KafkaBatchResult, error)
 }

@@ -339,6 +339,7 @@ type fakeKafka struct {
 	result       jobs.KafkaBatchResult
 	batchErr     error
 	warnings     []string // LoadBatch reports them through the Warn it was given
+	resetTo      string   // the last ResetOffsets asked for
 
 	mu      sync.Mutex
 	warn    func(string)
@@ -354,6 +355,11 @@ func (k *fakeKafka) setWarn(warn func(msg string)) {
 
 func (k *fakeKafka) InitialOffsets(context.Context) ([]jobs.PartitionOffset, error) {
 	return k.initial, k.offErr
+}
+
+func (k *fakeKafka) ResetOffsets(_ context.Context, to string) ([]jobs.PartitionOffset, error) {
+	k.resetTo = to
+	return k.end, k.offErr
 }
 
 func (k *fakeKafka) EndOffsets(context.Context) ([]jobs.PartitionOffset, error) {

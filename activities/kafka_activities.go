@@ -25,14 +25,20 @@ func (a *Activities) openKafka(ctx context.Context, p jobs.PipeParams) (kafkaRun
 	return run, classify(err)
 }
 
-// KafkaOffsets says where a new Kafka pipe starts. It only reads, so it is
-// safe to repeat; the workflow keeps its answer.
+// KafkaOffsets says where a new Kafka pipe starts, or where
+// RESET_KAFKA_GROUP_OFFSETS moves it. It only reads (and mirrors a reset
+// to the group), so it is safe to repeat; the workflow keeps its answer.
 func (a *Activities) KafkaOffsets(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	run, err := a.openKafka(ctx, in.Params)
 	if err != nil {
 		return jobs.KafkaOffsetsResult{}, err
 	}
-	off, err := run.InitialOffsets(ctx)
+	var off []jobs.PartitionOffset
+	if in.Reset != "" {
+		off, err = run.ResetOffsets(ctx, in.Reset)
+	} else {
+		off, err = run.InitialOffsets(ctx)
+	}
 	return jobs.KafkaOffsetsResult{Offsets: off}, classify(err)
 }
 

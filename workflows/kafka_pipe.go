@@ -12,13 +12,23 @@ import (
 // start; every turn hands the activity the offsets it keeps and takes back
 // the new ones. The batch runs in loads (the load queue's context).
 func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaState, c *jobs.PipeCounters, fixedEnd bool, get func(workflow.Future, any) error) (more bool, err error) {
+	octx := workflow.WithStartToCloseTimeout(ctx, 5*time.Minute)
 	if len(st.Offsets) == 0 {
 		var start jobs.KafkaOffsetsResult
-		octx := workflow.WithStartToCloseTimeout(ctx, 5*time.Minute)
 		if err := get(workflow.ExecuteActivity(octx, jobs.ActivityKafkaOffsets, jobs.KafkaOffsetsInput{Params: p}), &start); err != nil {
 			return false, err
 		}
 		st.Offsets = start.Offsets
+	}
+	// A RESET_KAFKA_GROUP_OFFSETS moves the offsets at a batch boundary:
+	// after a batch that failed for good has been loaded (its retry looks
+	// for the rows it left under its offsets), never in the middle of one.
+	if st.ResetTo != "" && !st.Unfinished {
+		var moved jobs.KafkaOffsetsResult
+		if err := get(workflow.ExecuteActivity(octx, jobs.ActivityKafkaOffsets, jobs.KafkaOffsetsInput{Params: p, Reset: st.ResetTo}), &moved); err != nil {
+			return false, err
+		}
+		st.Offsets, st.End, st.ResetTo = moved.Offsets, nil, ""
 	}
 	if fixedEnd && len(st.End) == 0 {
 		var end jobs.KafkaOffsetsResult

@@ -24,9 +24,10 @@ type topic struct {
 	env *testsuite.TestWorkflowEnvironment
 
 	mu       sync.Mutex
-	ends     []int64 // records per partition
-	max      int64   // records per batch (0: all)
-	starts   int     // KafkaOffsets calls
+	ends     []int64  // records per partition
+	max      int64    // records per batch (0: all)
+	starts   int      // KafkaOffsets calls for the start
+	resets   []string // KafkaOffsets calls for a RESET_KAFKA_GROUP_OFFSETS
 	batches  []batchCall
 	batchErr func(n int, attempt int32) error
 	// poison pauses the pipe on the n-th batch call.
@@ -70,10 +71,18 @@ func (tp *topic) end(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.Kafka
 func (tp *topic) offsets(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
-	tp.starts++
+	if in.Reset != "" {
+		tp.resets = append(tp.resets, in.Reset)
+	} else {
+		tp.starts++
+	}
 	var out []jobs.PartitionOffset
-	for p := range tp.ends {
-		out = append(out, jobs.PartitionOffset{Partition: int32(p)})
+	for p, e := range tp.ends {
+		o := jobs.PartitionOffset{Partition: int32(p)}
+		if in.Reset == "latest" {
+			o.Offset = e
+		}
+		out = append(out, o)
 	}
 	return jobs.KafkaOffsetsResult{Offsets: out}, nil
 }
@@ -243,4 +252,31 @@ func TestKafkaPipeContinueAsNewCarriesOffsets(t *testing.T) {
 	requireClean(t, env2)
 	eq(t, "no new start", tp2.starts, 0)
 	eq(t, "continued from", tp2.calls()[0].offsets, offs(4, 2))
+}
+
+// RESET_KAFKA_GROUP_OFFSETS (the set update) moves the offsets before the
+// next batch, which comes one interval after it; a reset to 'latest' skips
+// what waits.
+func TestKafkaPipeResetOffsets(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5, 3)
+	for _, u := range []struct {
+		at time.Duration
+		to string
+	}{{30 * time.Second, "earliest"}, {100 * time.Second, "latest"}} {
+		at(env, u.at, func() {
+			env.UpdateWorkflow(jobs.UpdateSet, u.to, &testsuite.TestUpdateCallback{
+				OnAccept: func() {}, OnReject: func(err error) { t.Error(err) }, OnComplete: func(any, error) {},
+			}, jobs.PipeSettings{PollSeconds: 60, ResetOffsets: u.to})
+		})
+	}
+	at(env, 120*time.Second, func() { tp.produce(0, 2) })
+	signal(env, 200*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+
+	calls := tp.calls()
+	eq(t, "resets", tp.resets, []string{"earliest", "latest"})
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 90, 160})
+	eq(t, "offsets of the batch after the reset to earliest", calls[1].offsets, offs(0, 0))
+	eq(t, "offsets of the batch after the reset to latest", calls[2].offsets, offs(7, 3))
 }

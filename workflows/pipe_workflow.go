@@ -88,7 +88,12 @@ func (w *pipeWorkflow) apply(s jobs.PipeSettings) string {
 	}
 	w.rearm = true
 	if w.p.Kind == jobs.KindKafka {
-		return fmt.Sprintf("from its next batch: one every %d s", w.p.PollSeconds)
+		detail := fmt.Sprintf("from its next batch: one every %d s", w.p.PollSeconds)
+		if s.ResetOffsets != "" {
+			w.kst.ResetTo = s.ResetOffsets
+			detail = "its next batch reads from " + s.ResetOffsets + "; " + detail
+		}
+		return detail
 	}
 	return fmt.Sprintf("from its next turn: one every %d s, at most %d files each", w.p.PollSeconds, w.p.MaxFilesPerTurn)
 }

@@ -56,7 +56,10 @@ import (
 //     load queue), the memo's figures upserted after the loading turn,
 //     pause as an update, drop (TestControlPlane);
 //   - pipe_alter_set.json: ALTER PIPE … SET as the set update, twice, each
-//     restarting the wait under the new interval (TestAlterPipeSet).
+//     restarting the wait under the new interval (TestAlterPipeSet);
+//   - pipe_kafka_reset.json: RESET_KAFKA_GROUP_OFFSETS to earliest, latest
+//     and a time, each a KafkaOffsets activity before the next batch
+//     (TestKafkaPipeResetOffsets).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
+	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/query"
@@ -76,12 +77,18 @@ func Check(schema string, stmt sqlast.Statement) error {
 						return fmt.Errorf("pipe %s: %w", s.Name, err)
 					}
 				case "comment":
+				case "reset_kafka_group_offsets":
+					if v := strings.ToLower(strings.TrimSpace(p.Value)); v != "earliest" && v != "latest" {
+						if _, err := kafka.ParseResetMillis(p.Value); err != nil {
+							return fmt.Errorf("pipe %s: %w", s.Name, err)
+						}
+					}
 				case "ingest_mode", "initial_delay_in_seconds":
 					return fmt.Errorf("pipe %s: %s is fixed when the pipe is created: DROP PIPE and CREATE PIPE to change it", s.Name, strings.ToUpper(k))
 				default:
 					check, ok := pipeProps[k]
 					if !ok || !AlterablePipeProps[k] {
-						return fmt.Errorf("pipe %s: %s is not a property ALTER PIPE … SET takes (it takes PIPE_EXECUTION_PAUSED, %s)", s.Name, strings.ToUpper(k), alterableNames())
+						return fmt.Errorf("pipe %s: %s is not a property ALTER PIPE … SET takes (it takes PIPE_EXECUTION_PAUSED, RESET_KAFKA_GROUP_OFFSETS, %s)", s.Name, strings.ToUpper(k), alterableNames())
 					}
 					if err := check(p.Value); err != nil {
 						return fmt.Errorf("pipe %s: %w", s.Name, err)

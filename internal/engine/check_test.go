@@ -50,6 +50,10 @@ func TestCheckAlterPipeSet(t *testing.T) {
 		{"MAX_FILES_PER_BATCH = '20000'", "at most 10000"},
 		{"BATCH_SIZE_PER_KAFKA_PARTITION = '-1'", "positive whole number"},
 		{"VIRTUAL_CLUSTER = 'default', COMMENT = 'y'", ""},
+		{"RESET_KAFKA_GROUP_OFFSETS = 'earliest'", ""},
+		{"RESET_KAFKA_GROUP_OFFSETS = 'Latest'", ""},
+		{"RESET_KAFKA_GROUP_OFFSETS = '1764806400000'", ""},
+		{"RESET_KAFKA_GROUP_OFFSETS = 'yesterday'", "expected 'earliest', 'latest' or a time in epoch milliseconds"},
 	} {
 		stmt, err := sqlparse.Parse("ALTER PIPE p SET " + tc.set)
 		if err != nil {

@@ -152,6 +152,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 		return core.ControlMessage("pipe "+s.Name, r), nil
 	case "SET":
 		changed, resettle := false, false
+		var settings jobs.PipeSettings
 		var reply *jobs.ControlReply
 		spec.Properties = maps.Clone(spec.Properties)
 		if spec.Properties == nil {
@@ -170,6 +171,11 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				}
 				spec.Properties[k], changed = v, true
 				resettle = resettle || k == "poll_interval_in_seconds" || k == "batch_interval_in_seconds" || k == "max_files_per_batch"
+			case "reset_kafka_group_offsets":
+				if spec.Kind != jobs.KindKafka {
+					return nil, fmt.Errorf("pipe %s: RESET_KAFKA_GROUP_OFFSETS applies to Kafka pipes; this one reads a volume", s.Name)
+				}
+				settings.ResetOffsets, resettle = strings.ToLower(strings.TrimSpace(p.Value)), true
 			case "pipe_execution_paused":
 				paused, err := core.ParseBool("PIPE_EXECUTION_PAUSED", p.Value)
 				if err != nil {
@@ -203,8 +209,9 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 		// per turn, which it takes as an update.
 		if resettle {
 			np := e.ParamsOf(s.Name, spec)
+			settings.PollSeconds, settings.MaxFilesPerTurn = np.PollSeconds, np.MaxFilesPerTurn
 			reply = new(jobs.ControlReply)
-			if err := orch.Update(ctx, id, jobs.UpdateSet, jobs.PipeSettings{PollSeconds: np.PollSeconds, MaxFilesPerTurn: np.MaxFilesPerTurn}, reply); err != nil {
+			if err := orch.Update(ctx, id, jobs.UpdateSet, settings, reply); err != nil {
 				return nil, fmt.Errorf("pipe %s: its properties are saved, but its workflow did not take them: %w", s.Name, err)
 			}
 		}

@@ -30,6 +30,9 @@ const (
 type PipeSettings struct {
 	PollSeconds     int `json:",omitempty"`
 	MaxFilesPerTurn int `json:",omitempty"`
+	// ResetOffsets moves a Kafka pipe before its next batch:
+	// 'earliest', 'latest' or epoch milliseconds (RESET_KAFKA_GROUP_OFFSETS).
+	ResetOffsets string `json:",omitempty"`
 }
 
 // Status is what a pipe or dynamic table is doing, as its workflow keeps

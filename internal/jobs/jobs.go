@@ -151,11 +151,17 @@ type KafkaState struct {
 	// under its commit id, so the table, the change log and what streams
 	// and dynamic tables read of that commit agree.
 	End []PartitionOffset `json:",omitempty"`
+	// ResetTo is a RESET_KAFKA_GROUP_OFFSETS not applied yet: the pipe
+	// moves its offsets there before its next batch.
+	ResetTo string `json:",omitempty"`
 }
 
-// KafkaOffsetsInput asks where a new Kafka pipe starts.
+// KafkaOffsetsInput asks where a new Kafka pipe starts, or, with Reset,
+// where RESET_KAFKA_GROUP_OFFSETS moves it ('earliest', 'latest' or epoch
+// milliseconds).
 type KafkaOffsetsInput struct {
 	Params PipeParams
+	Reset  string `json:",omitempty"`
 }
 
 // KafkaOffsetsResult is where it starts.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,6 +104,36 @@ func (c *Client) EndOffsets(ctx context.Context) (Offsets, error) {
 // StartOffsets returns, per partition, the offset of its oldest record.
 func (c *Client) StartOffsets(ctx context.Context) (Offsets, error) {
 	return c.listed(ctx, "list start offsets", c.adm.ListStartOffsets)
+}
+
+// ResetOffsets says where RESET_KAFKA_GROUP_OFFSETS moves a pipe: the
+// beginning ('earliest') or the end ('latest') of each partition, or its
+// first record at or after a time in epoch milliseconds (the end of a
+// partition with none that late).
+func (c *Client) ResetOffsets(ctx context.Context, to string) (Offsets, error) {
+	switch strings.ToLower(strings.TrimSpace(to)) {
+	case "earliest":
+		return c.StartOffsets(ctx)
+	case "latest":
+		return c.EndOffsets(ctx)
+	}
+	ms, err := ParseResetMillis(to)
+	if err != nil {
+		return nil, err
+	}
+	return c.listed(ctx, "list offsets at "+to, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+		return c.adm.ListOffsetsAfterMilli(ctx, ms, topics...)
+	})
+}
+
+// ParseResetMillis checks a RESET_KAFKA_GROUP_OFFSETS value that is not
+// 'earliest' or 'latest'.
+func ParseResetMillis(to string) (int64, error) {
+	ms, err := strconv.ParseInt(strings.TrimSpace(to), 10, 64)
+	if err != nil || ms < 0 {
+		return 0, fmt.Errorf("RESET_KAFKA_GROUP_OFFSETS = %q: expected 'earliest', 'latest' or a time in epoch milliseconds", to)
+	}
+	return ms, nil
 }
 
 // InitialOffsets says where a new pipe starts: the group's committed

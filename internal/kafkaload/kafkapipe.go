@@ -361,6 +361,23 @@ func (r *KafkaPipeRun) InitialOffsets(ctx context.Context) ([]jobs.PartitionOffs
 	return toPartitionOffsets(off), nil
 }
 
+// ResetOffsets says where RESET_KAFKA_GROUP_OFFSETS = to moves the pipe
+// (see kafka.Client.ResetOffsets) and commits that position to the group,
+// so that the group's tools show it at once.
+func (r *KafkaPipeRun) ResetOffsets(ctx context.Context, to string) ([]jobs.PartitionOffset, error) {
+	cl, err := kafka.Open(r.rk.Src)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	off, err := cl.ResetOffsets(ctx, to)
+	if err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	_ = cl.CommitGroup(ctx, off) // for monitoring only
+	return toPartitionOffsets(off), nil
+}
+
 // EndOffsets says where the topic's partitions end now (the last stable
 // offsets with read_committed): where the next batch stops.
 func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {

@@ -1,0 +1,64 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestKafkaPipeResetOffsets: ALTER PIPE … SET RESET_KAFKA_GROUP_OFFSETS
+// moves a running Kafka pipe. 'earliest' reloads the topic into a table
+// emptied by DELETE; 'latest' skips what waits; a time in epoch
+// milliseconds starts at the first record written at or after it.
+func TestKafkaPipeResetOffsets(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic, group := "reset_"+s.ID, "reset_group_"+s.ID
+	prod := kafkaTopic(t, topic, 2)
+	lines := func(from, n int) []string {
+		var out []string
+		for i := from; i < from+n; i++ {
+			out = append(out, logLine(s.ID, i, "INFO"))
+		}
+		return out
+	}
+	produce(t, prod, lines(0, 10)...)
+	s.run(`CREATE TABLE reset_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(kafkaPipeSQL("reset_pipe", "reset_logs", topic, group, 0, ""))
+	s.dropAtEnd("PIPE", "reset_pipe")
+	count := func() string { return s.pipeScalar(`SELECT COUNT(*) FROM reset_logs`) }
+	pipeWait(t, time.Minute, "the 10 records load", func() bool { return count() == "10" })
+
+	s.run(`DELETE FROM reset_logs WHERE 1 = 1`)
+	res := s.run(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = 'earliest'`)
+	checkMessage(t, res.Message, "reads from earliest")
+	pipeWait(t, time.Minute, "the reset to earliest reloads the 10 records", func() bool { return count() == "10" })
+
+	s.run(`ALTER PIPE reset_pipe SET PIPE_EXECUTION_PAUSED = TRUE`)
+	produce(t, prod, lines(10, 5)...)
+	s.run(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = 'latest'`)
+	s.run(`ALTER PIPE reset_pipe SET PIPE_EXECUTION_PAUSED = FALSE`)
+	s.pipeWaitTurns("reset_pipe", 2, time.Minute)
+	if got := count(); got != "10" {
+		t.Fatalf("after a reset to latest, %s rows: the 5 records waiting were loaded", got)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // a clear millisecond boundary
+	mark := time.Now().UnixMilli()
+	produce(t, prod, lines(15, 3)...)
+	pipeWait(t, time.Minute, "new records load", func() bool { return count() == "13" })
+	s.run(`DELETE FROM reset_logs WHERE 1 = 1`)
+	s.run(fmt.Sprintf(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = '%s'`, strconv.FormatInt(mark, 10)))
+	pipeWait(t, time.Minute, "a reset to a time reloads only the records written after it", func() bool { return count() == "3" })
+	wantRows(t, "the records after the time", s.run(`SELECT message FROM reset_logs ORDER BY message`),
+		s.ID+" line 15", s.ID+" line 16", s.ID+" line 17")
+	s.mustFail(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = 'yesterday'`, "epoch milliseconds")
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		recordHistory(t, s, s.Eng.PipeWorkflowID("reset_pipe"), filepath.Join(dir, "pipe_kafka_reset.json"))
+	}
+}
