@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,4 +62,49 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
 		recordHistory(t, s, s.Eng.PipeWorkflowID("reset_pipe"), filepath.Join(dir, "pipe_kafka_reset.json"))
 	}
+}
+
+// TestKafkaPipeDeadLetters: with DEAD_LETTER_TABLE, the bad records of a
+// mixed topic land in that table (topic, partition, offset, timestamp,
+// key, value, error), exactly those, the good ones load, and the pipe
+// (max_errors 0) does not pause; the table is made when missing.
+func TestKafkaPipeDeadLetters(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic, group := "dlt_"+s.ID, "dlt_group_"+s.ID
+	prod := kafkaTopic(t, topic, 2)
+	var values []string
+	bad := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		switch i % 5 {
+		case 1:
+			v := fmt.Sprintf("not json %d", i)
+			values, bad[v] = append(values, v), true
+		case 3:
+			v := fmt.Sprintf(`{"time":"yesterday","level":"INFO","message":"%s line %d"}`, s.ID, i)
+			values, bad[v] = append(values, v), true
+		default:
+			values = append(values, logLine(s.ID, i, "INFO"))
+		}
+	}
+	produce(t, prod, values...)
+	s.run(`CREATE TABLE dl_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(kafkaPipeSQL("dl_pipe", "dl_logs", topic, group, 0, "DEAD_LETTER_TABLE = 'dl_bad'"))
+	s.dropAtEnd("PIPE", "dl_pipe")
+	pipeWait(t, time.Minute, "the 12 good records load", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM dl_logs`) == "12" })
+	pipeWait(t, 30*time.Second, "the 8 bad records reach the dead-letter table", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM dl_bad`) == "8" })
+	res := s.run(`SELECT topic, partition, offset, timestamp, key, value, error FROM dl_bad ORDER BY partition, offset`)
+	for _, r := range table(res) {
+		if r[0] != topic || !bad[r[5]] || r[6] == "" || !strings.HasPrefix(r[4], "k") || !strings.HasPrefix(r[3], "20") {
+			t.Fatalf("dead letter %v is not one of the bad records with its origin and error:\n%s", r, rowsText(res))
+		}
+		delete(bad, r[5])
+	}
+	if len(bad) != 0 {
+		t.Fatalf("bad records missing from the dead-letter table: %v", bad)
+	}
+	if st := s.pipeDesc("dl_pipe")["pipe_status"]; st != "RUNNING" {
+		t.Fatalf("pipe_status %s: bad records sent to a dead-letter table must not pause the pipe", st)
+	}
+	s.mustFail(`ALTER PIPE dl_pipe SET DEAD_LETTER_TABLE = 'no such table'`, "DEAD_LETTER_TABLE", "table name")
 }

@@ -155,6 +155,7 @@ var pipeProps = map[string]func(string) error{
 	"max_files_per_batch":            intUpTo("MAX_FILES_PER_BATCH", MaxFilesPerTurn),
 	"initial_delay_in_seconds":       positiveInt("INITIAL_DELAY_IN_SECONDS"),
 	"comment":                        func(string) error { return nil },
+	"dead_letter_table":              kafkaload.CheckDeadLetterTable,
 	"ignore_tmp_file": func(v string) error {
 		_, err := core.ParseBool("IGNORE_TMP_FILE", v)
 		return err
@@ -166,6 +167,7 @@ var pipeProps = map[string]func(string) error{
 var AlterablePipeProps = map[string]bool{
 	"poll_interval_in_seconds": true, "batch_interval_in_seconds": true, "max_files_per_batch": true,
 	"batch_size_per_kafka_partition": true, "ignore_tmp_file": true, "virtual_cluster": true, "comment": true,
+	"dead_letter_table": true,
 }
 
 func alterableNames() string {

@@ -12,8 +12,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // WithOrchestrator returns a copy of the engine that runs pipes through o.
@@ -68,6 +70,9 @@ func (e *Engine) createPipe(ctx context.Context, s *sqlast.CreatePipe) (*core.Re
 	}
 	cp := s.Copy
 	if cp.Volume == nil {
+		if err := e.ensureDeadLetterTable(ctx, core.Props(s.Props)["dead_letter_table"]); err != nil {
+			return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+		}
 		return e.CreateKafkaPipe(ctx, s, orch)
 	}
 	schema, table, _, err := e.Table(ctx, cp.Table)
@@ -161,11 +166,16 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 		for _, p := range s.Props {
 			switch k := strings.ToLower(p.Key); k {
 			case "poll_interval_in_seconds", "batch_interval_in_seconds", "max_files_per_batch",
-				"batch_size_per_kafka_partition", "ignore_tmp_file", "virtual_cluster":
+				"batch_size_per_kafka_partition", "ignore_tmp_file", "virtual_cluster", "dead_letter_table":
 				if err := alterableFor(spec.Kind, k); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
 				v := strings.TrimSpace(p.Value)
+				if k == "dead_letter_table" {
+					if err := e.ensureDeadLetterTable(ctx, v); err != nil {
+						return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
+					}
+				}
 				if k == "ignore_tmp_file" || k == "virtual_cluster" {
 					v = strings.ToUpper(v)
 				}
@@ -223,12 +233,29 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 	return nil, fmt.Errorf("ALTER PIPE … %s: %w", s.Action, core.ErrNotSupportedYet)
 }
 
+// ensureDeadLetterTable creates a Kafka pipe's dead-letter table when it
+// is missing (name was checked by CheckDeadLetterTable: letters, digits,
+// _ and one dot).
+func (e *Engine) ensureDeadLetterTable(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	stmt, err := sqlparse.Parse("CREATE TABLE IF NOT EXISTS " + name + " " + kafkaload.DeadLetterColumns)
+	if err != nil {
+		return fmt.Errorf("dead-letter table %s: %w", name, err)
+	}
+	if _, err := e.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("dead-letter table %s: %w", name, err)
+	}
+	return nil
+}
+
 // alterableFor refuses a property that does not apply to a kind of pipe.
 func alterableFor(kind jobs.PipeKind, k string) error {
 	switch {
 	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file"):
 		return fmt.Errorf("%s applies to volume pipes; this one reads Kafka", strings.ToUpper(k))
-	case kind != jobs.KindKafka && k == "batch_size_per_kafka_partition":
+	case kind != jobs.KindKafka && (k == "batch_size_per_kafka_partition" || k == "dead_letter_table"):
 		return fmt.Errorf("%s applies to Kafka pipes; this one reads a volume", strings.ToUpper(k))
 	}
 	return nil

@@ -192,6 +192,9 @@ type KafkaBatchResult struct {
 	Rows     int64             // rows inserted
 	Filtered int64             // records WHERE left out
 	Rejected int64             // bad records skipped
+	// DeadLettered counts the bad records written to the pipe's
+	// dead-letter table (not counted in Rejected).
+	DeadLettered int64 `json:",omitempty"`
 	// FirstError names the topic, partition and offset of the first bad
 	// record of the batch and what was wrong with it.
 	FirstError string

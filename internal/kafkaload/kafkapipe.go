@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -169,6 +170,10 @@ type KafkaPipeRun struct {
 	typed  []bool // program columns handed over as values, not text
 	// Warn reports trouble that does not fail a batch (nil: ignored).
 	Warn func(msg string)
+	// dlt is the dead-letter table (DEAD_LETTER_TABLE), nil without one;
+	// dltSource maps its columns to deadLetterNames.
+	dlt       *core.LoadTarget
+	dltSource []int
 }
 
 // compileKafka checks a Kafka pipe's COPY against its target table.
@@ -278,6 +283,9 @@ func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlast.CreatePipe, or
 	if pr["virtual_cluster"] == "" {
 		pr["virtual_cluster"] = "DEFAULT"
 	}
+	if _, _, err := e.deadLetterTarget(ctx, s.Name, pr["dead_letter_table"]); err != nil {
+		return nil, err
+	}
 	// One pipe per group: two pipes committing to one group would each
 	// show the other's position as theirs.
 	all, err := e.Cat.ListAll(ctx, catalog.KindPipe)
@@ -344,6 +352,9 @@ func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*Kafka
 		return nil, err
 	}
 	run.Spec = spec
+	if run.dlt, run.dltSource, err = e.deadLetterTarget(ctx, p.Name, spec.Properties["dead_letter_table"]); err != nil {
+		return nil, err
+	}
 	return run, nil
 }
 
@@ -483,6 +494,13 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		if err := r.e.DropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
+		if r.dlt != nil {
+			dlt := *r.dlt
+			dlt.Commit = commit
+			if err := r.e.DropCommit(ctx, dlt, commit); err != nil {
+				return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
+		}
 	}
 	pending := int64(0)
 	for p, e := range end {
@@ -501,6 +519,16 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	defer ins.Abort()
+	// With a dead-letter table, bad records go there, under the batch's
+	// commit id, and do not count against max_errors.
+	dead, err := r.openDeadLetters(ctx, commit)
+	if err != nil {
+		return res, err
+	}
+	defer dead.abort()
+	if dead != nil {
+		budget = math.MaxInt64
+	}
 	// Three stages overlap: the fetch callback gathers records into
 	// chunks, evaluators (one per core) turn chunks into batches of text
 	// cells, and a converter turns batches into ClickHouse columns (the
@@ -509,7 +537,8 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	const batchRows = 8192
 	type evalBatch struct {
 		b     *rowio.Batch
-		where [][2]int64 // partition, offset of each row
+		where [][2]int64    // partition, offset of each row
+		recs  []*kgo.Record // each row's record, for the dead-letter table
 	}
 	evaluators := min(runtime.GOMAXPROCS(0), 8)
 	free := make(chan *evalBatch, evaluators+2)
@@ -539,12 +568,17 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 					for _, e := range errs {
 						if i := int(e.Line) - 1; i >= 0 && i < len(eb.where) {
 							addBad(badRecord{partition: int32(eb.where[i][0]), offset: eb.where[i][1], msg: e.Msg})
+							if dead != nil && i < len(eb.recs) {
+								dead.add(eb.recs[i], e.Msg)
+							}
 						}
 					}
 				}
 			}
 			recordeval.ResetBatch(eb.b)
 			eb.where = eb.where[:0]
+			clear(eb.recs)
+			eb.recs = eb.recs[:0]
 			free <- eb
 		}
 		convDone <- err
@@ -569,6 +603,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 					kept, err := ev.Append(eb.b, &rec)
 					if err != nil {
 						addBad(badRecord{partition: kr.Partition, offset: kr.Offset, msg: err.Error()})
+						if dead != nil {
+							dead.add(kr, err.Error())
+						}
 						continue
 					}
 					if !kept {
@@ -579,6 +616,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 					// conversion error names its record.
 					eb.b.Line[eb.b.Rows-1] = int64(len(eb.where) + 1)
 					eb.where = append(eb.where, [2]int64{int64(kr.Partition), kr.Offset})
+					if dead != nil {
+						eb.recs = append(eb.recs, kr)
+					}
 				}
 				full <- eb
 			}
@@ -647,10 +687,24 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	if err := r.e.TrackLoad(ctx, target.DB, target.Table, commit, rows); err != nil {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
-	res.Rejected = int64(len(bad))
+	if dead != nil {
+		n, err := dead.close()
+		if err == nil && n > 0 {
+			err = r.e.TrackLoad(ctx, r.dlt.DB, r.dlt.Table, commit, n)
+		}
+		if err != nil {
+			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		res.DeadLettered = n
+	} else {
+		res.Rejected = int64(len(bad))
+	}
 	if len(bad) > 0 {
 		f := bad[0]
 		res.FirstError = fmt.Sprintf("topic %s partition %d offset %d: %s", r.rk.Src.Topic, f.partition, f.offset, f.msg)
+		if dead != nil {
+			res.FirstError += fmt.Sprintf(" (%d bad records of this batch are in dead-letter table %s)", len(bad), r.dlt.Display)
+		}
 	}
 	for p, e := range end {
 		if e > next[p] {
