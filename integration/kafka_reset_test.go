@@ -108,3 +108,28 @@ func TestKafkaPipeDeadLetters(t *testing.T) {
 	}
 	s.mustFail(`ALTER PIPE dl_pipe SET DEAD_LETTER_TABLE = 'no such table'`, "DEAD_LETTER_TABLE", "table name")
 }
+
+// TestKafkaPipeSkipPoison: a pipe paused by a poison record (max_errors 0)
+// goes past it once given a dead-letter table and resumed: the poison
+// record lands there and the records after it load.
+func TestKafkaPipeSkipPoison(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic, group := "poison_"+s.ID, "poison_group_"+s.ID
+	prod := kafkaTopic(t, topic, 1)
+	produce(t, prod, logLine(s.ID, 0, "INFO"), "poison", logLine(s.ID, 2, "INFO"))
+	s.run(`CREATE TABLE poison_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(kafkaPipeSQL("poison_pipe", "poison_logs", topic, group, 0, ""))
+	s.dropAtEnd("PIPE", "poison_pipe")
+	pipeWait(t, time.Minute, "the poison record pauses the pipe", func() bool { return s.pipeDesc("poison_pipe")["pipe_status"] == "PAUSED" })
+	if got := s.pipeScalar(`SELECT COUNT(*) FROM poison_logs`); got != "0" {
+		t.Fatalf("%s rows loaded from a batch over max_errors", got)
+	}
+	s.run(`ALTER PIPE poison_pipe SET DEAD_LETTER_TABLE = 'poison_bad'`)
+	s.run(`ALTER PIPE poison_pipe SET PIPE_EXECUTION_PAUSED = FALSE`)
+	pipeWait(t, time.Minute, "the records around the poison load", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM poison_logs`) == "2" })
+	wantRows(t, "the dead letter", s.run(`SELECT offset, value FROM poison_bad`), "1|poison")
+	if st := s.pipeDesc("poison_pipe")["pipe_status"]; st != "RUNNING" {
+		t.Fatalf("pipe_status %s after going past the poison record", st)
+	}
+}

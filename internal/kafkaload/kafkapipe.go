@@ -675,8 +675,8 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		// re-created on it with a higher max_errors goes on from there.
 		_ = cl.CommitGroup(ctx, from)
 		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
-		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer, or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
-			r.rk.Src.Topic, f.partition, f.offset, f.msg, r.rk.MaxErrors, in.Rejected+int64(len(bad)), r.Name, r.rk.Src.Group)
+		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer; or ALTER PIPE %s SET DEAD_LETTER_TABLE = 'bad_records' and resume it (the bad records go to that table and the rest loads); or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
+			r.rk.Src.Topic, f.partition, f.offset, f.msg, r.rk.MaxErrors, in.Rejected+int64(len(bad)), r.Name, r.Name, r.rk.Src.Group)
 		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
 	}
 	rows, err := ins.Close()
