@@ -7,6 +7,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/loading"
+	"github.com/lakepipe/lakepipe/internal/pipehistory"
 )
 
 // engineAPI is all the activities use of the engine. They reach it only
@@ -26,6 +27,8 @@ type engineAPI interface {
 	waitRefresh(ctx context.Context, workflowID string) (jobs.RefreshChainResult, error)
 	// maintain is Engine.Maintain.
 	maintain(ctx context.Context) error
+	// recordTurn is pipehistory.Record on the engine's store.
+	recordTurn(ctx context.Context, t pipehistory.Turn) error
 }
 
 // pipeRun is what the volume pipe activities use of a *loading.PipeRun.
@@ -101,3 +104,7 @@ func (r volumeRun) pipeName() string { return r.Name }
 type kafkaPipeRun struct{ *kafkaload.KafkaPipeRun }
 
 func (r kafkaPipeRun) setWarn(warn func(msg string)) { r.Warn = warn }
+
+func (e engineOf) recordTurn(ctx context.Context, t pipehistory.Turn) error {
+	return pipehistory.Record(ctx, e.e.St, t)
+}

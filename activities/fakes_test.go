@@ -18,6 +18,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
+	"github.com/lakepipe/lakepipe/internal/pipehistory"
 )
 
 // The activities run in the SDK's test activity environment, which goes
@@ -179,7 +180,8 @@ type fakeEngine struct {
 
 	mu     sync.Mutex
 	opened []jobs.PipeParams
-	calls  []string // the dynamic-table calls and their arguments
+	turns  []pipehistory.Turn // the job history written
+	calls  []string           // the dynamic-table calls and their arguments
 }
 
 func (e *fakeEngine) openPipe(_ context.Context, p jobs.PipeParams) (pipeRun, error) {
@@ -227,6 +229,13 @@ func (e *fakeEngine) planRefresh(_ context.Context, schema, name string) ([]jobs
 func (e *fakeEngine) waitRefresh(_ context.Context, workflowID string) (jobs.RefreshChainResult, error) {
 	e.record("wait " + workflowID)
 	return e.chain, e.waitErr
+}
+
+func (e *fakeEngine) recordTurn(_ context.Context, t pipehistory.Turn) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.turns = append(e.turns, t)
+	return nil
 }
 
 func (e *fakeEngine) maintain(context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/pipehistory"
 	"github.com/lakepipe/lakepipe/internal/progress"
 )
 
@@ -57,6 +58,24 @@ func (a *Activities) KafkaEnd(ctx context.Context, in jobs.KafkaOffsetsInput) (j
 // offsets. A retried attempt removes what an earlier attempt of the same
 // batch inserted before loading again, so the batch's records land once.
 func (a *Activities) KafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.KafkaBatchResult, error) {
+	start := time.Now()
+	res, err := a.kafkaBatch(ctx, in)
+	// Batches that found nothing write no history: it costs what the
+	// pipe loads.
+	if res.Records > 0 || err != nil || res.Paused {
+		t := turnOf(ctx, in.Params, start, err)
+		t.Rows, t.Rejected = res.Rows, res.Rejected+res.DeadLettered
+		t.OffsetsBefore, t.OffsetsAfter = pipehistory.Offsets(in.Offsets), pipehistory.Offsets(res.Offsets)
+		if t.Error == "" {
+			t.Error = cmp.Or(res.Reason, res.FirstError)
+		}
+		a.recordTurn(ctx, t, err)
+	}
+	return res, err
+}
+
+// kafkaBatch is KafkaBatch but for its job history.
+func (a *Activities) kafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.KafkaBatchResult, error) {
 	// Heartbeats show the records read so far; a batch that reads none
 	// for StallTimeout (a broker that stopped answering) gives up and is
 	// retried.

@@ -22,6 +22,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/metrics"
+	"github.com/lakepipe/lakepipe/internal/pipehistory"
 	"github.com/lakepipe/lakepipe/internal/progress"
 )
 
@@ -146,6 +147,29 @@ func (a *Activities) ListNewFiles(ctx context.Context, in jobs.ListInput) (jobs.
 // retried attempt skips the files its predecessor finished (recorded in the
 // heartbeat, and in any case in load_history).
 func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.CopyResult, error) {
+	start := time.Now()
+	res, err := a.copyFiles(ctx, in)
+	t := turnOf(ctx, in.Params, start, err)
+	t.Files = int64(len(in.Files))
+	for _, f := range in.Files {
+		t.Bytes += f.Size
+	}
+	for _, r := range res.Files {
+		t.Rows += r.Rows
+		t.Rejected += r.Rejected
+		if r.Status == jobs.FileFailed {
+			t.Failed++
+			if t.Error == "" {
+				t.Error = r.Path + ": " + r.FirstError
+			}
+		}
+	}
+	a.recordTurn(ctx, t, err)
+	return res, err
+}
+
+// copyFiles is CopyFiles but for its job history.
+func (a *Activities) copyFiles(ctx context.Context, in jobs.CopyInput) (jobs.CopyResult, error) {
 	run, err := a.open(ctx, in.Params)
 	if err != nil {
 		return jobs.CopyResult{}, err
@@ -290,6 +314,30 @@ func (a *Activities) CopyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 		return jobs.CopyResult{}, classify(firstErr)
 	}
 	return jobs.CopyResult{Files: results}, nil
+}
+
+// turnOf starts the job-history row of this activity's turn.
+func turnOf(ctx context.Context, p jobs.PipeParams, start time.Time, err error) pipehistory.Turn {
+	info := activity.GetInfo(ctx)
+	t := pipehistory.Turn{QueryTag: info.WorkflowExecution.ID, Schema: p.Schema, Pipe: p.Name, RunID: info.WorkflowExecution.RunID,
+		JobID: info.ActivityID, Kind: p.Kind, Start: start, End: time.Now(), Status: pipehistory.Succeeded}
+	if err != nil {
+		t.Status, t.Error = pipehistory.Failed, errtext.Cap(err.Error(), errtext.MaxMessage)
+	}
+	return t
+}
+
+// recordTurn writes a turn's job-history row. It comes after the turn's
+// commit point, so failing to write it fails nothing; an attempt that lost
+// its lease writes none (the attempt that replaced it does).
+func (a *Activities) recordTurn(ctx context.Context, t pipehistory.Turn, err error) {
+	if errors.Is(err, errFenced) {
+		return
+	}
+	t.Error = errtext.Cap(t.Error, errtext.MaxMessage)
+	if rerr := a.api().recordTurn(ctx, t); rerr != nil {
+		activity.GetLogger(ctx).Warn("job history", "pipe", t.Pipe, "error", rerr)
+	}
 }
 
 // loadOne loads a file on a goroutine of its own, where a panic would end

@@ -202,7 +202,8 @@ func TestCopyFilesBatches(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			run := &fakeRun{name: "s.p"}
 			m := metrics.New()
-			a := &Activities{eng: &fakeEngine{run: run}, Parallel: tt.parallel, Metrics: m}
+			fe := &fakeEngine{run: run}
+			a := &Activities{eng: fe, Parallel: tt.parallel, Metrics: m}
 			env := newTestEnv(t, a)
 			v, err := env.ExecuteActivity(a.CopyFiles, jobs.CopyInput{Params: testPipe, Files: tt.files})
 			checkErr(t, err, nil)
@@ -249,6 +250,18 @@ func TestCopyFilesBatches(t *testing.T) {
 			}
 			if n := metric(t, m, series("lakepipe_pipe_file_seconds_count")); n != float64(len(tt.files)) {
 				t.Errorf("file_seconds_count = %v, want %d", n, len(tt.files))
+			}
+			// One job-history row for the turn, with its files and bytes.
+			var bytes, rows int64
+			for i, f := range tt.files {
+				bytes += f.Size
+				rows += want[i].Rows
+			}
+			if len(fe.turns) != 1 {
+				t.Fatalf("%d job-history rows, want 1", len(fe.turns))
+			}
+			if tr := fe.turns[0]; tr.Files != int64(len(tt.files)) || tr.Bytes != bytes || tr.Rows != rows || tr.Status != "SUCCEEDED" || tr.Pipe != "p" || tr.JobID == "" {
+				t.Errorf("job history %+v", tr)
 			}
 		})
 	}

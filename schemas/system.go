@@ -14,7 +14,7 @@ const TempDB = "lakepipe_tmp"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 3
+const Version = 4
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -109,5 +109,31 @@ var Migrations = []Migration{{
 			rows UInt64,
 			committed_at DateTime
 		) ENGINE = MergeTree ORDER BY (db, table, version)`,
+	},
+}, {
+	Version: 4,
+	Statements: []string{
+		// A pipe's job history: one row per turn that loaded (package
+		// pipehistory); a retried attempt's row replaces the earlier one.
+		`CREATE TABLE IF NOT EXISTS lakepipe.pipe_history (
+			query_tag String,
+			schema String,
+			pipe_name String,
+			run_id String,
+			job_id String,
+			kind String,
+			start_time DateTime,
+			end_time DateTime,
+			status String,
+			files UInt64,
+			files_failed UInt64,
+			rows_loaded UInt64,
+			rows_rejected UInt64,
+			bytes UInt64,
+			offsets_before String,
+			offsets_after String,
+			error String,
+			version UInt64
+		) ENGINE = ReplacingMergeTree(version) ORDER BY (schema, pipe_name, run_id, job_id)`,
 	},
 }}

@@ -16,7 +16,8 @@ import (
 //     one-shot COPY and of dropped pipes are deleted. A live pipe keeps its
 //     records: they are its ledger of loaded paths, without which a LIST pipe
 //     would load its kept files again once they age out.
-//   - refresh history is kept for the same period.
+//   - refresh history and pipes' job history (pipe_history()) are kept for
+//     the same period.
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
 //   - dropped tables past their retention are purged.
@@ -41,6 +42,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := e.expire(ctx, "refresh_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
+		return err
+	}
+	if err := e.expire(ctx, "pipe_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
 		return err
 	}
 	if err := e.TrimChangeLogs(ctx); err != nil {

@@ -38,7 +38,7 @@ const (
 // allowedTableFunctions are the table functions lakepipe itself implements
 // (see session.source); ClickHouse's own (remote, s3, file, url, mysql,
 // merge, …) are never passed through.
-var allowedTableFunctions = map[string]bool{"load_history": true, "read_kafka": true}
+var allowedTableFunctions = map[string]bool{"load_history": true, "pipe_history": true, "read_kafka": true}
 
 // reservedDatabase reports whether SQL may not name tables of database db,
 // and what to say if so. Names compare case-insensitively, so that no
@@ -111,7 +111,7 @@ func Guard(schema string, stmt sqlast.Statement) error {
 			}
 		case *sqlast.FuncRef:
 			if !allowedTableFunctions[strings.ToLower(n.Func.Name)] {
-				err = &GuardError{msg: n.Func.Name + "(…): only load_history('t') and READ_KAFKA(…) can be used as table functions; " +
+				err = &GuardError{msg: n.Func.Name + "(…): only load_history('t'), pipe_history('p') and READ_KAFKA(…) can be used as table functions; " +
 					"ClickHouse's table functions (remote, cluster, s3, url, file, mysql, merge, …) are not available in lakepipe SQL"}
 			}
 		case *sqlast.FuncCall:

@@ -76,7 +76,7 @@ func TestGuardRefuses(t *testing.T) {
 		{"SELECT * FROM information_schema.columns", "information_schema.columns"},
 		{"SELECT * FROM `INFORMATION_SCHEMA`.`TABLES`", "INFORMATION_SCHEMA.TABLES"},
 		// Table functions that reach other servers, files or databases.
-		{"SELECT * FROM remote('other:9000', lakepipe.objects)", "remote(…): only load_history('t') and READ_KAFKA(…)"},
+		{"SELECT * FROM remote('other:9000', lakepipe.objects)", "remote(…): only load_history('t'), pipe_history('p') and READ_KAFKA(…)"},
 		{"SELECT * FROM remoteSecure('other:9440', 'lakepipe', 'objects')", "remotesecure(…)"},
 		{"SELECT * FROM cluster('c', 'lakepipe', 'objects')", "cluster(…)"},
 		{"SELECT * FROM clusterAllReplicas('c', 'lakepipe', 'objects')", "clusterallreplicas(…)"},

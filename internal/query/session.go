@@ -16,6 +16,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
+	"github.com/lakepipe/lakepipe/internal/pipehistory"
 	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/schemas"
@@ -256,10 +257,12 @@ func (s *Session) source(ref sqlast.TableRef) (string, error) {
 		switch strings.ToLower(r.Func.Name) {
 		case "load_history":
 			return s.e.LoadHistorySource(s.ctx, r.Func)
+		case "pipe_history":
+			return pipehistory.Source(s.ctx, &s.e.Core, r.Func)
 		case "read_kafka":
 			return "", fmt.Errorf("READ_KAFKA reads a topic inside CREATE PIPE … AS COPY INTO … FROM (SELECT … FROM READ_KAFKA(…)): %w", core.ErrNotSupportedYet)
 		}
-		return "", fmt.Errorf("unknown table function %s (known: load_history, READ_KAFKA)", r.Func.Name)
+		return "", fmt.Errorf("unknown table function %s (known: load_history, pipe_history, READ_KAFKA)", r.Func.Name)
 	}
 	return "", fmt.Errorf("unexpected source %T", ref)
 }
