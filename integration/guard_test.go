@@ -65,7 +65,7 @@ func TestGuardCatalogClosed(t *testing.T) {
 	s.mustFail(`SELECT * FROM INFORMATION_SCHEMA.TABLES`, "information_schema.tables", systemMsg)
 
 	// Table functions and functions that reach past the user's tables.
-	s.mustFail(`SELECT * FROM remote('127.0.0.1', 'lakepipe', 'objects')`, "remote(", "only load_history('t') and READ_KAFKA")
+	s.mustFail(`SELECT * FROM remote('127.0.0.1', 'lakepipe', 'objects')`, "remote(", "only load_history('t'), pipe_history('p') and READ_KAFKA")
 	s.mustFail(`SELECT * FROM url('http://127.0.0.1:8123/?query=SELECT+1', 'CSV', 'a String')`, "url(", "not available")
 	s.mustFail(`SELECT * FROM file('/etc/passwd', 'CSV', 'a String')`, "file(", "not available")
 	s.mustFail(`SELECT file('/etc/passwd')`, "file(", "not available in lakepipe SQL")
