@@ -164,9 +164,8 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 			spec.Properties = map[string]string{}
 		}
 		for _, p := range s.Props {
-			switch k := strings.ToLower(p.Key); k {
-			case "poll_interval_in_seconds", "batch_interval_in_seconds", "max_files_per_batch",
-				"batch_size_per_kafka_partition", "ignore_tmp_file", "virtual_cluster", "dead_letter_table":
+			switch k := strings.ToLower(p.Key); {
+			case k != "comment" && AlterablePipeProps[k]:
 				if err := alterableFor(spec.Kind, k); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
@@ -181,12 +180,12 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				}
 				spec.Properties[k], changed = v, true
 				resettle = resettle || k == "poll_interval_in_seconds" || k == "batch_interval_in_seconds" || k == "max_files_per_batch"
-			case "reset_kafka_group_offsets":
+			case k == "reset_kafka_group_offsets":
 				if spec.Kind != jobs.KindKafka {
 					return nil, fmt.Errorf("pipe %s: RESET_KAFKA_GROUP_OFFSETS applies to Kafka pipes; this one reads a volume", s.Name)
 				}
 				settings.ResetOffsets, resettle = strings.ToLower(strings.TrimSpace(p.Value)), true
-			case "pipe_execution_paused":
+			case k == "pipe_execution_paused":
 				paused, err := core.ParseBool("PIPE_EXECUTION_PAUSED", p.Value)
 				if err != nil {
 					return nil, err
@@ -199,7 +198,7 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				if err := orch.Update(ctx, id, upd, nil, reply); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
-			case "comment":
+			case k == "comment":
 				spec.Comment, changed = p.Value, true
 			}
 		}
