@@ -9,12 +9,16 @@ const TrashDB = "lakepipe_trash"
 // TempDB holds short-lived tables (files read by SELECT … FROM VOLUME).
 const TempDB = "lakepipe_tmp"
 
+// LocksDB holds the lock tables of retried flushes (see package
+// streamwrite).
+const LocksDB = "lakepipe_locks"
+
 // ChangesDB holds, per change-tracked table, the rows its DELETEs and
 // UPDATEs removed (see package engine, changes.go).
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 4
+const Version = 5
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -135,5 +139,26 @@ var Migrations = []Migration{{
 			error String,
 			version UInt64
 		) ENGINE = ReplacingMergeTree(version) ORDER BY (schema, pipe_name, run_id, job_id)`,
+	},
+}, {
+	Version: 5,
+	Statements: []string{
+		// Locks of retried flushes: one empty table per flush being
+		// retried, made by CREATE TABLE, which succeeds once (package
+		// streamwrite, fence.go). Never replicated: locks live on one node.
+		"CREATE DATABASE IF NOT EXISTS " + LocksDB,
+		// What each retry of a flush decided: which attempt's rows are the
+		// flush's. Written only by retries (attempt 2 and later), under the
+		// flush's lock; maintenance clears the losers and the rows.
+		`CREATE TABLE IF NOT EXISTS lakepipe.flush_retries (
+			session String,
+			flush_id String,
+			attempt UInt32,
+			db String,
+			table String,
+			winner UInt64,
+			records Int64,
+			at DateTime
+		) ENGINE = MergeTree ORDER BY (session, flush_id)`,
 	},
 }}

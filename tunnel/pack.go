@@ -131,10 +131,13 @@ type backgroundFlush struct {
 // sealedFlush is a batch of rows with its flush id, kept until the server
 // accepts it.
 type sealedFlush struct {
-	id   string
-	rec  arrow.RecordBatch
-	rows int64
-	size int64
+	id string
+	// attempts counts the requests made for it, across Flush calls: the
+	// server tells attempts apart by their number.
+	attempts int
+	rec      arrow.RecordBatch
+	rows     int64
+	size     int64
 }
 
 // NewRecordPack returns an empty pack of the session. Only the first
@@ -620,6 +623,8 @@ func (p *RecordPack) attempt(ctx context.Context, s *sealedFlush) (res FlushResu
 	req.Header.Set("Content-Type", ContentTypeArrow)
 	req.Header.Set("Content-Encoding", p.comp)
 	req.Header.Set(HeaderFlushID, s.id)
+	s.attempts++
+	req.Header.Set(HeaderFlushAttempt, strconv.Itoa(s.attempts))
 	req.Header.Set(HeaderRecordCount, strconv.FormatInt(s.rows, 10))
 	if dl, ok := ctx.Deadline(); ok {
 		req.Header.Set(HeaderTimeout, strconv.FormatInt(max(1, time.Until(dl).Milliseconds()), 10))

@@ -35,6 +35,11 @@ const (
 	// HeaderFlushID names one flush of one pack (pack id and sequence);
 	// a retry with the same id is answered without writing twice.
 	HeaderFlushID = "Lakepipe-Flush-Id"
+	// HeaderFlushAttempt numbers the attempts of one flush id from 1; a
+	// client sends attempt a+1 only after giving up on attempt a. With it
+	// any number of write services behind a balancer write the flush once
+	// (without it, a service serialises only the attempts it receives).
+	HeaderFlushAttempt = "Lakepipe-Flush-Attempt"
 	// HeaderRecordCount is the number of records in the pack as the
 	// client counted them; with it a retry can tell a complete earlier
 	// attempt from a partial one without rewriting (optional).

@@ -169,7 +169,7 @@ func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadC
 		ids[i] = l.ID
 	}
 	have, err := e.St.Strings(ctx, fmt.Sprintf("SELECT toString(commit_id) FROM lakepipe.table_commits WHERE db = %s AND table = %s AND commit_id IN (%s)",
-		chsql.QuoteString(schema), chsql.QuoteString(name), idList(ids)))
+		chsql.QuoteString(schema), chsql.QuoteString(name), IDList(ids)))
 	if err != nil {
 		return fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
@@ -226,7 +226,8 @@ func (e *Log) CommitsBetween(ctx context.Context, schema, name string, lo, hi ui
 // ChangeReadHorizon is the highest version a reader may take now.
 func ChangeReadHorizon() uint64 { return uint64(time.Now().Add(-changeFence).UnixNano()) }
 
-func idList(ids []uint64) string {
+// IDList renders commit ids for an IN list.
+func IDList(ids []uint64) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.FormatUint(id, 10)
@@ -331,8 +332,8 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			return "SELECT " + colList + " FROM " + from + " PREWHERE " + where
 		}
 		if log.listed {
-			return "SELECT " + colList + ", " + kind + " AS __change_type, transform(" + commitCol + ", [" + idList(all) + "], [" + idList(versions) + "], toUInt64(0)) AS __commit_version, " +
-				"toDateTime(transform(" + commitCol + ", [" + idList(all) + "], [" + idList(stamps) + "], toUInt64(0))) AS __commit_timestamp FROM " + from + " PREWHERE " + where
+			return "SELECT " + colList + ", " + kind + " AS __change_type, transform(" + commitCol + ", [" + IDList(all) + "], [" + IDList(versions) + "], toUInt64(0)) AS __commit_version, " +
+				"toDateTime(transform(" + commitCol + ", [" + IDList(all) + "], [" + IDList(stamps) + "], toUInt64(0))) AS __commit_timestamp FROM " + from + " PREWHERE " + where
 		}
 		// Past maxListedCommits the versions come from a join with the
 		// change log: transform over arrays that long is slow (15 s for
@@ -406,7 +407,7 @@ type commitLog struct {
 // of kinds, which are the same.
 func (l commitLog) set(ids []uint64, cond string, kinds ...string) string {
 	if l.listed {
-		return "(" + idList(ids) + ")"
+		return "(" + IDList(ids) + ")"
 	}
 	quoted := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -491,7 +492,7 @@ func (e *Log) TrimChangeLog(ctx context.Context, schema, name string, before tim
 		}
 	}
 	if len(ids) > 0 {
-		if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+idList(ids)+")"); err != nil {
+		if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")"); err != nil {
 			return err
 		}
 		if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
@@ -576,7 +577,7 @@ func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint
 		return nil
 	}
 	found, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
-		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), idList(commits)))
+		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), IDList(commits)))
 	if err != nil {
 		return err
 	}
@@ -591,7 +592,7 @@ func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint
 		}
 		ids = append(ids, id)
 	}
-	if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), idList(ids))); err != nil {
+	if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), IDList(ids))); err != nil {
 		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
 	}
 	return nil

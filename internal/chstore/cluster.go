@@ -41,6 +41,17 @@ func (s *Store) openNodes(ctx context.Context) error {
 	return nil
 }
 
+// LockNode is the store on the server every lakepipe process agrees on for
+// locks (DDL that succeeds once): the server itself, or in cluster mode the
+// first node of the cluster as system.clusters orders them, whatever node
+// each process entered through.
+func (s *Store) LockNode() *Store {
+	if len(s.nodes) == 0 {
+		return s
+	}
+	return &Store{conn: s.nodes[0].conn, cfg: s.cfg}
+}
+
 // Cluster is the configured cluster's name, "" on a single server.
 func (s *Store) Cluster() string { return s.cfg.Cluster }
 

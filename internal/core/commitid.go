@@ -67,6 +67,18 @@ func FlushIDCommit(session, flush string) uint64 {
 	return commitHash(domainFlush, session, flush)
 }
 
+// FlushAttemptCommit names one attempt of a flush. The first attempt (and
+// an attempt of a client that does not number them, attempt 0) uses the
+// flush's own id, so that a client retrying across the upgrade finds it;
+// later attempts get their own, so that no attempt's clean-up can remove
+// another's rows.
+func FlushAttemptCommit(session, flush string, attempt int) uint64 {
+	if attempt <= 1 {
+		return FlushIDCommit(session, flush)
+	}
+	return commitHash(domainFlush, session, flush, strconv.Itoa(attempt))
+}
+
 func LegacyFileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s", workspace, schema, pipe, f.Path, f.ETag)

@@ -51,6 +51,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	e.purgeTrash(ctx)
+	if err := e.SweepFlushRetries(ctx); err != nil {
+		return err
+	}
 	return e.ExpireStreamSessions(ctx)
 }
 

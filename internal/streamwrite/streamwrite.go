@@ -30,8 +30,12 @@ import (
 type Writer struct {
 	query.Runner
 	// flushLocks serialise flushes that share a commit id (a client retry
-	// that overlaps the attempt it retries); copies share it.
+	// that overlaps the attempt it retries) of clients that do not number
+	// their attempts; copies share it.
 	FlushLocks *[64]sync.Mutex
+	// MaxAttempt bounds one attempt of a flush (DefaultMaxAttempt when
+	// zero); a lock older than it belongs to a dead attempt.
+	MaxAttempt time.Duration
 }
 
 // StreamError is an error the writer caused and can fix; its message
@@ -364,12 +368,18 @@ type StreamFlush struct {
 	// Records is the pack's record count as the client counted it, or -1
 	// when unknown; it tells a complete earlier attempt from a partial one.
 	Records int64
+	// Attempt numbers the client's attempts of this flush from 1; 0 when
+	// the client does not number them (see fence.go).
+	Attempt int
 }
 
 // FlushStream writes one record pack of a session: all its rows or none.
 // It returns the rows written. A flush whose ID already committed returns
 // its row count again without writing.
 func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush) (int64, error) {
+	// No attempt writes past MaxAttempt: a retry's lock relies on it.
+	ctx, cancel := context.WithTimeout(ctx, e.maxAttempt())
+	defer cancel()
 	table := core.Display(s.Schema, s.Table)
 	spec, err := e.streamTable(ctx, s.Schema, s.Table)
 	if err != nil {
@@ -380,46 +390,61 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	}
 	src := f.Reader.Columns()
 	target := core.TableTarget(s.Schema, s.Table, spec.Columns)
-	target.Commit = flushCommit(s.ID, f.ID)
+	target.Commit = flushCommit(s.ID, f.ID, f.Attempt)
 	mapping, err := packMapping(s, f.Typed, src, target, spec)
 	if err != nil {
 		return 0, err
 	}
 	// A repeated flush (a client retry after a lost answer) must not write
-	// twice: its commit id is derived from the flush id. A retry can reach
-	// this server while the attempt it repeats is still writing (the
-	// client gave up waiting on it): it waits for that attempt, then finds
-	// its rows. Write services behind one balancer should route a session
-	// to one replica (its id is in the path), which makes this lock enough.
-	if f.ID != "" {
+	// twice. A client that numbers its attempts is fenced across any
+	// number of write services (fence.go); one that does not (attempt 0)
+	// gets the per-process lock of releases before 2026-12-05.
+	var prior []uint64 // earlier attempts' commits a retry removes
+	switch {
+	case f.ID == "":
+	case f.Attempt == 0:
 		mu := &e.FlushLocks[target.Commit%uint64(len(e.FlushLocks))]
 		mu.Lock()
 		defer mu.Unlock()
-		// An earlier attempt's rows carry this id, or the id releases
-		// before 2026-12-04 gave (a flush retried across an upgrade).
-		for _, commit := range []uint64{target.Commit, core.LegacyFlushCommit(s.ID, f.ID)} {
-			n, err := e.CommitRows(ctx, s.Schema, s.Table, commit)
+		if n, done, err := e.legacyRetry(ctx, s, f, spec, target); err != nil || done {
+			return n, err
+		}
+	case f.Attempt > 1:
+		release, err := e.lockFlush(ctx, s.ID, f.ID)
+		if err != nil {
+			return 0, err
+		}
+		defer release()
+		latest, err := e.latestRetry(ctx, s.ID, f.ID)
+		if err != nil {
+			return 0, err
+		}
+		if latest > f.Attempt {
+			return 0, fmt.Errorf("flush %s into %s, attempt %d: %w (attempt %d)", f.ID, table, f.Attempt, ErrSuperseded, latest)
+		}
+		prior = priorCommits(s.ID, f.ID, f.Attempt)
+		if changes.Tracked(spec) {
+			commit, n, found, err := e.registeredCommit(ctx, target, prior)
 			if err != nil {
-				return 0, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
+				return 0, err
 			}
-			if n == 0 {
-				continue
-			}
-			if n == f.Records {
-				if changes.Tracked(spec) {
-					// The earlier attempt may have stopped before its
-					// change-log entry; registering is idempotent.
-					if err := e.RegisterCommit(ctx, s.Schema, s.Table, commit, changes.CommitInsert, n); err != nil {
-						return 0, err
-					}
+			if found {
+				// An earlier attempt's rows are whole and registered:
+				// they are the flush's; anything else goes.
+				if err := e.recordDecision(ctx, s, f, commit); err != nil {
+					return 0, err
+				}
+				if err := e.DropCommits(ctx, target, without(prior, commit)); err != nil {
+					return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 				}
 				return n, nil
 			}
-			// Part of an earlier attempt (or an attempt of unknown size)
-			// is there: remove it and write the pack whole.
-			if err := e.DropCommit(ctx, target, commit); err != nil {
-				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
-			}
+		}
+		if err := e.recordDecision(ctx, s, f, target.Commit); err != nil {
+			return 0, err
+		}
+		if err := e.DropCommits(ctx, target, prior); err != nil {
+			return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 		}
 	}
 	parts, err := partitionSources(s, spec, target, mapping, len(src))
@@ -479,6 +504,21 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return fail(err)
 	}
+	if f.Attempt == 1 && f.ID != "" {
+		sup, err := e.superseded(ctx, s.ID, f.ID)
+		if err != nil {
+			return fail(err)
+		}
+		if sup {
+			return fail(fmt.Errorf("flush %s into %s: %w", f.ID, table, ErrSuperseded))
+		}
+	}
+	if len(prior) > 0 {
+		// Blocks of an earlier attempt still dying when we looked.
+		if err := e.DropCommits(ctx, target, prior); err != nil {
+			return fail(err)
+		}
+	}
 	if changes.Tracked(spec) && n > 0 {
 		if err := e.RegisterCommit(ctx, s.Schema, s.Table, target.Commit, changes.CommitInsert, n); err != nil {
 			return fail(err)
@@ -522,12 +562,56 @@ func packMapping(s StreamSession, typed bool, src []rowio.Column, target core.Lo
 // retrying the flush is safe (the write service answers 503).
 var ErrStoreUnavailable = errors.New("ClickHouse did not answer")
 
-// flushCommit derives a flush's commit id from its session and flush id.
-func flushCommit(session, flush string) uint64 {
+// flushCommit derives the commit id of a flush's attempt from its
+// session, flush id and attempt number.
+func flushCommit(session, flush string, attempt int) uint64 {
 	if flush == "" {
 		return core.RandomCommit()
 	}
-	return core.FlushIDCommit(session, flush)
+	return core.FlushAttemptCommit(session, flush, attempt)
+}
+
+func without(ids []uint64, id uint64) []uint64 {
+	out := make([]uint64, 0, len(ids))
+	for _, c := range ids {
+		if c != id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// legacyRetry is the check of a flush whose client does not number its
+// attempts, made under the caller's lock of the flush: one lock per
+// process serialises attempts that reach this process, so write services
+// need session affinity for such clients. done says the flush already committed (n rows) and nothing is to write.
+func (e *Writer) legacyRetry(ctx context.Context, s StreamSession, f StreamFlush, spec catalog.TableSpec, target core.LoadTarget) (n int64, done bool, err error) {
+	table := target.Display
+	for _, commit := range []uint64{target.Commit, core.LegacyFlushCommit(s.ID, f.ID)} {
+		n, err := e.CommitRows(ctx, s.Schema, s.Table, commit)
+		if err != nil {
+			return 0, false, fmt.Errorf("flush %s into %s: %w: %w", f.ID, table, ErrStoreUnavailable, err)
+		}
+		if n == 0 {
+			continue
+		}
+		if n == f.Records {
+			if changes.Tracked(spec) {
+				// The earlier attempt may have stopped before its
+				// change-log entry; registering is idempotent.
+				if err := e.RegisterCommit(ctx, s.Schema, s.Table, commit, changes.CommitInsert, n); err != nil {
+					return 0, false, err
+				}
+			}
+			return n, true, nil
+		}
+		// Part of an earlier attempt (or an attempt of unknown size)
+		// is there: remove it and write the pack whole.
+		if err := e.DropCommit(ctx, target, commit); err != nil {
+			return 0, false, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
+		}
+	}
+	return 0, false, nil
 }
 
 // checkSessionSchema refuses a flush when the table changed since the

@@ -270,19 +270,28 @@ func TestCheckSessionSchema(t *testing.T) {
 }
 
 // A flush's commit id is what makes a retried flush find its rows: the
-// same session and flush id always give the same one, anything else
-// another.
+// same session, flush id and attempt always give the same one, anything
+// else another; attempt 1 and an unnumbered attempt share the flush's.
 func TestFlushCommit(t *testing.T) {
-	a := flushCommit("s1", "f1")
-	if a != flushCommit("s1", "f1") {
+	a := flushCommit("s1", "f1", 1)
+	if a != flushCommit("s1", "f1", 1) || a != flushCommit("s1", "f1", 0) {
 		t.Error("the same flush gave two commit ids")
 	}
 	if a != core.FlushIDCommit("s1", "f1") {
 		t.Error("flushCommit is not core.FlushIDCommit: flushes recorded by other code would not be found")
 	}
 	seen := map[uint64]string{a: "s1/f1"}
+	for i, c := range priorCommits("s1", "f1", 4)[2:] {
+		if c == a || c == flushCommit("s1", "f1", 1) {
+			t.Errorf("attempt %d shares attempt 1's commit", i+2)
+		}
+		seen[c] = fmt.Sprintf("s1/f1#%d", i+2)
+	}
+	if len(seen) != 3 {
+		t.Errorf("attempts 1-3 gave %d distinct commits, want 3", len(seen))
+	}
 	for _, p := range [][2]string{{"s1", "f2"}, {"s2", "f1"}, {"s", "1f1"}, {"s1f", "1"}, {"", "s1f1"}, {"f1", "s1"}} {
-		c := flushCommit(p[0], p[1])
+		c := flushCommit(p[0], p[1], 1)
 		if prev, dup := seen[c]; dup {
 			t.Errorf("%s/%s and %s share commit %d", p[0], p[1], prev, c)
 		}
@@ -292,7 +301,7 @@ func TestFlushCommit(t *testing.T) {
 		t.Error("the commit id is the legacy one: FlushStream checks both, so they must differ")
 	}
 	// Without a flush id every flush is a load of its own.
-	r1, r2 := flushCommit("s1", ""), flushCommit("s1", "")
+	r1, r2 := flushCommit("s1", "", 1), flushCommit("s1", "", 1)
 	if r1 == r2 || r1 == 0 || r2 == 0 {
 		t.Errorf("flushes without an id: commits %d and %d, want distinct and non-zero", r1, r2)
 	}

@@ -382,6 +382,13 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	attempt := 0
+	if v := r.Header.Get(tunnel.HeaderFlushAttempt); v != "" {
+		if attempt, err = strconv.Atoi(v); err != nil || attempt < 1 || attempt > 1_000_000 {
+			s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, fmt.Sprintf("%s %q: expected the attempt's number, from 1", tunnel.HeaderFlushAttempt, v))
+			return
+		}
+	}
 	// Slots bound the flushes of one session that run at once.
 	v, _ := s.slots.LoadOrStore(sess.ID, make(chan struct{}, s.slotCount(sess)))
 	slot := v.(chan struct{})
@@ -412,7 +419,7 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 		s.payloadError(w, r, p, unreadable{err})
 		return
 	}
-	n, err := s.eng.FlushStream(ctx, sess, streamwrite.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: p.rd, Typed: typed, Records: records})
+	n, err := s.eng.FlushStream(ctx, sess, streamwrite.StreamFlush{ID: r.Header.Get(tunnel.HeaderFlushID), Reader: p.rd, Typed: typed, Records: records, Attempt: attempt})
 	if err != nil {
 		s.payloadError(w, r, p, err)
 		return
@@ -481,6 +488,10 @@ func (s *Server) engineError(w http.ResponseWriter, r *http.Request, err error) 
 	var fb forbidden
 	if errors.As(err, &fb) {
 		s.fail(w, r, http.StatusForbidden, tunnel.CodeForbidden, fb.Error())
+		return
+	}
+	if errors.Is(err, streamwrite.ErrBusy) || errors.Is(err, streamwrite.ErrSuperseded) {
+		s.fail(w, r, http.StatusServiceUnavailable, tunnel.CodeInternal, err.Error()+": flush again (the same flush id never writes twice)")
 		return
 	}
 	if errors.Is(err, streamwrite.ErrStoreUnavailable) {
