@@ -49,7 +49,8 @@ func reservedDatabase(db string) (hint string, reserved bool) {
 	case l == schemas.SystemDB,
 		strings.HasPrefix(l, schemas.TrashDB),
 		strings.HasPrefix(l, schemas.ChangesDB),
-		strings.HasPrefix(l, schemas.TempDB):
+		strings.HasPrefix(l, schemas.TempDB),
+		strings.HasPrefix(l, schemas.LocksDB):
 		return lakepipeHint, true
 	case l == "system", l == "information_schema":
 		return systemHint, true

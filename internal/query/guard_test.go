@@ -28,6 +28,7 @@ func TestGuardRefuses(t *testing.T) {
 		{"SELECT * FROM lakepipe_trash.public__t__1", "lakepipe_trash.public__t__1"},
 		{"SELECT * FROM lakepipe_changes.public__t", "lakepipe_changes.public__t"},
 		{"SELECT * FROM lakepipe_tmp.q_0123", "lakepipe_tmp.q_0123"},
+		{"SELECT * FROM lakepipe_locks.flush_0123", "lakepipe_locks.flush_0123"},
 		{"SELECT * FROM `lakepipe_changes_old`.x", "lakepipe_changes_old.x"},
 		// Every place a table can hide in a query.
 		{"SELECT * FROM (SELECT secret FROM lakepipe.objects) s", "lakepipe.objects"},
