@@ -156,6 +156,7 @@ type faultSnap struct {
 	loaded   map[string]string // file path → load id, for files recorded LOADED
 	other    map[string]string // file path → status, for any other record
 	commits  map[uint64]int64  // rows of the target per commit id
+	staged   map[uint64]int64  // rows of staging tables per commit id (never visible)
 	rows     int64
 	inVolume map[string]bool // files still in the volume
 	// mutations of the target not done yet (with the volume listing):
@@ -321,7 +322,7 @@ func runPipeFaults(t *testing.T, replicated bool) {
 
 	snap := func(withVolume bool) faultSnap {
 		t.Helper()
-		sn := faultSnap{loaded: map[string]string{}, other: map[string]string{}, commits: map[uint64]int64{}, inVolume: map[string]bool{}}
+		sn := faultSnap{loaded: map[string]string{}, other: map[string]string{}, commits: map[uint64]int64{}, staged: map[uint64]int64{}, inVolume: map[string]bool{}}
 		res, err := s.Store.Query(ctx, "SELECT file_path, argMax(status, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = "+
 			chsql.QuoteString(tableName)+" AND pipe_name = 'fault_pipe' GROUP BY file_path")
 		if err != nil {
@@ -342,6 +343,18 @@ func runPipeFaults(t *testing.T, replicated bool) {
 			n := toInt64(r[1])
 			sn.commits[r[0].(uint64)] = n
 			sn.rows += n
+		}
+		// Large files load into staging tables (stage_<commit>_<attempt>)
+		// before their rows show.
+		res, err = s.Store.Query(ctx, "SELECT table, sum(rows) FROM system.parts WHERE database = 'lakepipe_tmp' AND startsWith(table, 'stage_') AND active GROUP BY table")
+		if err != nil {
+			t.Fatalf("read staging tables: %v", err)
+		}
+		for _, r := range res.Rows {
+			var c uint64
+			if _, err := fmt.Sscanf(r[0].(string), "stage_%016x_", &c); err == nil {
+				sn.staged[c] += toInt64(r[1])
+			}
 		}
 		if withVolume {
 			for _, f := range s.files("incoming") {
@@ -445,6 +458,11 @@ func runPipeFaults(t *testing.T, replicated bool) {
 			}
 			for c, n := range cur.commits {
 				if !recorded[fmt.Sprintf("%016x", c)] && !full[n] {
+					return true
+				}
+			}
+			for c, n := range cur.staged {
+				if !recorded[fmt.Sprintf("%016x", c)] && n > 0 {
 					return true
 				}
 			}
@@ -650,10 +668,20 @@ func describeKill(sn faultSnap, full map[int64]bool) string {
 			unpurged = append(unpurged, p)
 		}
 	}
+	var staged []string
+	for c, n := range sn.staged {
+		if !recorded[fmt.Sprintf("%016x", c)] {
+			staged = append(staged, fmt.Sprintf("%016x:%d rows", c, n))
+		}
+	}
+	sort.Strings(staged)
 	sort.Strings(partial)
 	sort.Strings(complete)
 	sort.Strings(unpurged)
 	var parts []string
+	if len(staged) > 0 {
+		parts = append(parts, fmt.Sprintf("%d load(s) died while staging (rows never visible) %v", len(staged), staged))
+	}
 	if len(partial) > 0 {
 		parts = append(parts, fmt.Sprintf("%d load(s) died while inserting %v", len(partial), partial))
 	}

@@ -57,7 +57,8 @@ func TestZombieAttempt(t *testing.T) {
 	s.run(fmt.Sprintf(`CREATE PIPE zombie_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO zombie_t FROM VOLUME %s USING CSV`, vol))
 
 	inserting := func() bool {
-		n, err := s.Store.Strings(s.Ctx, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO %zombie_t%'")
+		// Into the table, or into its staging table (package staging).
+		n, err := s.Store.Strings(s.Ctx, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO %zombie_t%' OR query LIKE 'INSERT INTO `lakepipe_tmp`.`stage_%'")
 		return err == nil && len(n) == 1 && n[0] != "0"
 	}
 	took := pipeWait(t, 2*time.Minute, "the zombie-to-be starts loading", inserting)

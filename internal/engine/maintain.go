@@ -7,6 +7,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/staging"
 )
 
 // Maintain expires what lakepipe keeps for a limited time; workers run it
@@ -51,6 +52,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	e.purgeTrash(ctx)
+	if err := staging.DropStale(ctx, e.St); err != nil {
+		return err
+	}
 	if err := e.SweepFlushRetries(ctx); err != nil {
 		return err
 	}

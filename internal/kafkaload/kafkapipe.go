@@ -27,6 +27,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/staging"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -426,6 +427,11 @@ type badRecord struct {
 	msg       string
 }
 
+// stageRecords is the batch size past which a batch is staged: one
+// evaluator chunk, which one Inserter block holds unless its values pass
+// 16 MiB.
+const stageRecords = 8192
+
 // LoadBatch loads the records after in.Offsets exactly once:
 //
 //  1. the batch's rows are tagged with a commit id derived from the offsets
@@ -514,7 +520,18 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 
 	budget := r.rk.MaxErrors - in.Rejected
-	ins, err := r.e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, commit)
+	// A batch that can span several blocks is staged, so that its rows
+	// show only if it is kept (package staging); a smaller one is one
+	// block, unless its values pass the Inserter's 16 MiB per block.
+	var stg *staging.Stage
+	if pending > stageRecords {
+		if stg, err = staging.New(ctx, r.e.St, target); err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		defer stg.Drop(ctx)
+	}
+	into := stg.Into(target)
+	ins, err := r.e.St.NewInserter(ctx, into.DB, into.Table, target.Cols, core.CommitColumn, commit)
 	if err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
@@ -668,8 +685,10 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	if over() {
 		ins.Abort()
 		// Blocks already sent are taken back: the batch is all or nothing.
-		if err := r.e.DropCommit(ctx, target, commit); err != nil {
-			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		if stg == nil {
+			if err := r.e.DropCommit(ctx, target, commit); err != nil {
+				return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
 		}
 		// The group keeps the position before the batch, so that a pipe
 		// re-created on it with a higher max_errors goes on from there.
@@ -680,6 +699,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
 	}
 	rows, err := ins.Close()
+	if err == nil {
+		err = stg.Publish(ctx, target)
+	}
 	if err != nil {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/staging"
 )
 
 // PipeRun is what a pipe's activities need, loaded from the catalog.
@@ -518,8 +519,14 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	}
 	target := r.target
 	target.Commit = commit
+	// Rows show only once the whole file is read (package staging).
+	stg, err := staging.New(ctx, r.e.St, target)
+	if err != nil {
+		return res, err
+	}
+	defer stg.Drop(ctx)
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
-	fl, err := r.e.SafeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError)
+	fl, err := r.e.SafeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, stg.Into(target), r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
 		res.Status = jobs.FileSkipped // gone since the listing (another worker purged it)
 		return res, nil
@@ -533,11 +540,15 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	}
 	boundError(&fl)
 	if fl.Status == jobs.FileFailed {
-		// A failed file leaves no rows behind.
-		if err := r.dropCommit(ctx, commit); err != nil {
-			return res, err
+		// A failed file leaves no rows behind (staged ones never showed).
+		if stg == nil {
+			if err := r.dropCommit(ctx, commit); err != nil {
+				return res, err
+			}
 		}
 		fl.Rows = 0
+	} else if err := stg.Publish(ctx, target); err != nil {
+		return res, err
 	}
 	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []fileread.FileLoad{fl}); err != nil {
 		return res, err
