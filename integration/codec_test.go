@@ -287,9 +287,18 @@ func walkPayloads(m protoreflect.Message, where string, fn func(where string, p 
 // address and a function returning what the server logged so far.
 func startCodecServer(t *testing.T, keys, token string) (string, func() string) {
 	t.Helper()
+	return startServer(t, []string{"codec-server"}, "lakepipe codec server running",
+		"LAKEPIPE_CODEC_KEY_FILE=", "LAKEPIPE_CODEC_KEY="+keys, "LAKEPIPE_CODEC_TOKEN="+token, "LAKEPIPE_CODEC_ADDR=127.0.0.1:0")
+}
+
+// startServer runs a lakepipe server command with the test's environment
+// plus env, logging JSON, until the end of the test. It returns the addr
+// of its log line whose message is ready, and what it logged so far.
+func startServer(t *testing.T, args []string, ready string, env ...string) (string, func() string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, lakepipeBin(t), "codec-server")
-	cmd.Env = append(os.Environ(), "LAKEPIPE_CODEC_KEY_FILE=", "LAKEPIPE_CODEC_KEY="+keys, "LAKEPIPE_CODEC_TOKEN="+token, "LAKEPIPE_CODEC_ADDR=127.0.0.1:0", "LAKEPIPE_LOG_FORMAT=json")
+	cmd := exec.CommandContext(ctx, lakepipeBin(t), args...)
+	cmd.Env = append(append(os.Environ(), env...), "LAKEPIPE_LOG_FORMAT=json")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -300,7 +309,7 @@ func startCodecServer(t *testing.T, keys, token string) (string, func() string) 
 	}
 	var mu sync.Mutex
 	var log strings.Builder
-	ready := make(chan string, 1)
+	addrs := make(chan string, 1)
 	scanned := make(chan struct{})
 	go func() {
 		defer close(scanned)
@@ -310,8 +319,8 @@ func startCodecServer(t *testing.T, keys, token string) (string, func() string) 
 			log.WriteString(sc.Text() + "\n")
 			mu.Unlock()
 			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "lakepipe codec server running" {
-				ready <- line.Addr
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == ready {
+				addrs <- line.Addr
 			}
 		}
 	}()
@@ -326,12 +335,12 @@ func startCodecServer(t *testing.T, keys, token string) (string, func() string) 
 		_ = cmd.Wait()
 	})
 	select {
-	case addr := <-ready:
+	case addr := <-addrs:
 		return addr, logs
 	case <-scanned:
-		t.Fatalf("lakepipe codec-server ended:\n%s", logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("lakepipe codec-server did not start within 30 s:\n%s", logs())
+		t.Fatalf("lakepipe %s ended:\n%s", args[0], logs())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("lakepipe %s did not start within 60 s:\n%s", args[0], logs())
 	}
 	return "", nil
 }
