@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/worker"
 )
 
 // TestPipeFailedLargeFileNeverVisible: a large file streams into its table
@@ -112,5 +114,46 @@ func TestKafkaBatchOverMaxErrorsNeverVisible(t *testing.T) {
 	t.Logf("a reader polled count() %d times; highest %d, final %d", reads.Load(), seen.Load(), final)
 	if seen.Load() > final {
 		t.Fatalf("a reader saw %d rows, above the final %d: rows of the batch that was not kept were visible", seen.Load(), final)
+	}
+}
+
+// TestPipeRecreatedWhileLoading: a pipe dropped and created again under the
+// same name, onto another table, while an activity of the old one is in
+// the middle of a large file: the new pipe's table holds its own load of
+// the file once, and the old activity, fenced, leaves nothing behind.
+//
+// The worker's link to ClickHouse is slowed (2 MB/s) so that the file
+// takes ~8 s, and the drop lands in the middle of it.
+func TestPipeRecreatedWhileLoading(t *testing.T) {
+	s := newStack(t)
+	queue := "it-recreate-" + s.ID
+	slow := newTCPProxy(t, chAddr, 2<<20)
+	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) { c.ClickHouse.Addr = slow.Addr() })
+	orch := s.useQueue(queue)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
+	})
+	s.volume("rc_vol", "rc", false)
+	s.pipeTable("rc_old")
+	s.pipeTable("rc_new")
+	const rows = 1_000_000
+	s.put("rc/big.csv", csvRows(0, rows))
+	s.run(`CREATE PIPE rc_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO rc_old FROM VOLUME rc_vol USING CSV`)
+	pipeWait(t, 2*time.Minute, "the old pipe starts loading big.csv", func() bool {
+		n, err := s.Store.Strings(s.Ctx, "SELECT count() FROM system.processes WHERE query LIKE 'INSERT INTO `lakepipe_tmp`.`stage_%'")
+		return err == nil && len(n) == 1 && n[0] != "0"
+	})
+	s.run(`DROP PIPE rc_pipe`)
+	s.run(`CREATE PIPE rc_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO rc_new FROM VOLUME rc_vol USING CSV`)
+	pipeWait(t, 3*time.Minute, "the new pipe loads big.csv", func() bool { return s.pipeHistory("rc_new")["big.csv"]["status"] == "LOADED" })
+	// The old attempt's lease ends within ~20 s of its workflow's end.
+	time.Sleep(25 * time.Second)
+	if n := s.pipeCount("rc_new"); n != rows {
+		t.Fatalf("rc_new has %d rows, want %d (big.csv once)", n, rows)
+	}
+	if n := s.pipeCount("rc_old"); n != 0 {
+		t.Fatalf("rc_old has %d rows: the dropped pipe's attempt went on loading after the drop", n)
 	}
 }
