@@ -39,6 +39,8 @@ type pipeRun interface {
 	FullListingDue(state jobs.ListState) bool
 	LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult, error)
 	LoadBatch(ctx context.Context, files []jobs.FileRef, par int) ([]jobs.FileResult, error)
+	CopyJobHint() loading.CopyJobHint
+	RejectTooLarge(ctx context.Context, f jobs.FileRef, limit int64) (jobs.FileResult, error)
 }
 
 // kafkaRun is what the Kafka pipe activities use of a

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 	"github.com/lakepipe/lakepipe/internal/pipehistory"
 )
@@ -254,6 +256,7 @@ type fakeRun struct {
 	next    jobs.ListState
 	listErr error
 	fullDue bool
+	hint    loading.CopyJobHint
 
 	loadFile  func(f jobs.FileRef) (jobs.FileResult, error)
 	loadBatch func(fs []jobs.FileRef) ([]jobs.FileResult, error)
@@ -265,6 +268,7 @@ type fakeRun struct {
 	lists     []listCall
 	dueAsked  []jobs.ListState
 	fileLoads []string   // paths, in no particular order
+	rejected  []string   // paths refused as too large
 	batches   [][]string // paths of each LoadBatch, in call order
 	batchPars []int
 }
@@ -280,6 +284,15 @@ func loaded(f jobs.FileRef) jobs.FileResult {
 }
 
 func (r *fakeRun) pipeName() string { return r.name }
+
+func (r *fakeRun) CopyJobHint() loading.CopyJobHint { return r.hint }
+
+func (r *fakeRun) RejectTooLarge(_ context.Context, f jobs.FileRef, limit int64) (jobs.FileResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rejected = append(r.rejected, f.Path)
+	return jobs.FileResult{Path: f.Path, Status: jobs.FileFailed, FirstError: fmt.Sprintf("over %d", limit)}, nil
+}
 
 func (r *fakeRun) ListFiles(_ context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error) {
 	r.mu.Lock()

@@ -183,10 +183,8 @@ func (a *Activities) copyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 			}
 		}
 	}
-	par := a.Parallel
-	if par <= 0 {
-		par = 4
-	}
+	hint := run.CopyJobHint()
+	par := cmp.Or(hint.Parallelism, a.Parallel, 4)
 	var (
 		mu       sync.Mutex
 		results  = make([]jobs.FileResult, len(in.Files))
@@ -259,6 +257,17 @@ func (a *Activities) copyFiles(ctx context.Context, in jobs.CopyInput) (jobs.Cop
 	for i, f := range in.Files {
 		if r, ok := done[f.Path]; ok {
 			results[i] = r
+			continue
+		}
+		if hint.MaxFileSize > 0 && f.Size > hint.MaxFileSize {
+			r, err := run.RejectTooLarge(ctx, f, hint.MaxFileSize)
+			if err != nil {
+				return jobs.CopyResult{}, classify(err)
+			}
+			results[i] = r
+			mu.Lock()
+			finished = append(finished, r)
+			mu.Unlock()
 			continue
 		}
 		if f.Size > fileread.StageFileBytes {

@@ -15,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/metrics"
 )
 
@@ -623,5 +624,31 @@ func TestCopyFilesProgressAndStall(t *testing.T) {
 	checkErr(t, err, &wantErr{msg: "no progress for 100ms (LAKEPIPE_STALL_TIMEOUT): this attempt gives up and is retried"})
 	if beats := env.beats.fileBeats(); len(beats) == 0 || len(beats[len(beats)-1]) != 1 {
 		t.Errorf("heartbeats %v: want the finished l1 kept for the retry", beats)
+	}
+}
+
+// TestCopyFilesJobHint: COPY_JOB_HINT's max_file_size refuses larger files
+// without loading them (each recorded FAILED), and its parallelism is the
+// batch's readers' basis instead of the worker's.
+func TestCopyFilesJobHint(t *testing.T) {
+	big := jobs.FileRef{Path: "big.csv", Size: 10 << 20, ETag: "e1"}
+	small := jobs.FileRef{Path: "small.csv", Size: 100, ETag: "e2"}
+	run := &fakeRun{name: "s.p", hint: loading.CopyJobHint{Parallelism: 2, MaxFileSize: 1 << 20}}
+	a := &Activities{eng: &fakeEngine{run: run}, Parallel: 4, Metrics: metrics.New()}
+	env := newTestEnv(t, a)
+	v, err := env.ExecuteActivity(a.CopyFiles, jobs.CopyInput{Params: testPipe, Files: []jobs.FileRef{big, small}})
+	checkErr(t, err, nil)
+	var got jobs.CopyResult
+	if err := v.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Files) != 2 || got.Files[0].Status != jobs.FileFailed || got.Files[1].Status != jobs.FileLoaded {
+		t.Fatalf("results %+v: want big.csv FAILED (over max_file_size) and small.csv LOADED", got.Files)
+	}
+	if !slices.Equal(run.rejected, []string{"big.csv"}) || len(run.fileLoads) != 0 {
+		t.Fatalf("refused %v and read %v: want big.csv refused, not read", run.rejected, run.fileLoads)
+	}
+	if !slices.Equal(run.batchPars, []int{smallFileReaders(2)}) {
+		t.Fatalf("LoadBatch readers %v, want %d (from parallelism 2)", run.batchPars, smallFileReaders(2))
 	}
 }

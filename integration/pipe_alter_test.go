@@ -47,6 +47,23 @@ func TestAlterPipeSet(t *testing.T) {
 		}
 	}
 
+	// COPY_JOB_HINT: a file over max_file_size is FAILED unread; smaller
+	// ones load.
+	s.run(`ALTER PIPE alt_pipe SET COPY_JOB_HINT = '{"max_file_size": "1KB", "parallelism": 2}'`)
+	s.put("alt/big.csv", csvRows(100, 200))
+	s.put("alt/c.csv", csvRows(3, 1))
+	pipeWait(t, 30*time.Second, "c.csv loads and big.csv is FAILED over max_file_size", func() bool {
+		h := s.pipeHistory("alt_t")
+		return h["c.csv"]["status"] == "LOADED" && h["big.csv"]["status"] == "FAILED"
+	})
+	if msg := s.pipeHistory("alt_t")["big.csv"]["first_error_message"]; !strings.Contains(msg, "max_file_size") {
+		t.Errorf("big.csv's error %q does not name max_file_size", msg)
+	}
+	if n := s.pipeCount("alt_t"); n != 3 {
+		t.Errorf("alt_t has %d rows, want 3 (big.csv not read)", n)
+	}
+	s.mustFail(`ALTER PIPE alt_pipe SET COPY_JOB_HINT = '{"split_size": 5}'`, "split_size", "means nothing")
+
 	s.mustFail(`ALTER PIPE alt_pipe SET INGEST_MODE = 'LIST_PURGE'`, "fixed when the pipe is created")
 	s.mustFail(`ALTER PIPE alt_pipe SET BATCH_SIZE_PER_KAFKA_PARTITION = '10'`, "applies to Kafka pipes")
 	s.mustFail(`ALTER PIPE alt_pipe SET COMMENT = 'x', POLL_INTERVAL_IN_SECONDS = '0'`, "POLL_INTERVAL_IN_SECONDS", "positive")

@@ -9,8 +9,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
+	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
@@ -62,6 +64,15 @@ func Check(schema string, stmt sqlast.Statement) error {
 		}
 		if s.Copy == nil {
 			return fmt.Errorf("pipe %s: AS COPY INTO … is required", s.Name)
+		}
+		kind := jobs.KindVolume
+		if s.Copy.Volume == nil {
+			kind = jobs.KindKafka
+		}
+		for _, p := range s.Props {
+			if err := alterableFor(kind, strings.ToLower(p.Key)); err != nil {
+				return fmt.Errorf("pipe %s: %w", s.Name, err)
+			}
 		}
 		return checkCopy(s.Copy)
 	case *sqlast.AlterPipe:
@@ -160,6 +171,10 @@ var pipeProps = map[string]func(string) error{
 		_, err := core.ParseBool("IGNORE_TMP_FILE", v)
 		return err
 	},
+	"copy_job_hint": func(v string) error {
+		_, err := loading.ParseCopyJobHint(v)
+		return err
+	},
 }
 
 // AlterablePipeProps are the properties ALTER PIPE … SET changes on a
@@ -167,7 +182,7 @@ var pipeProps = map[string]func(string) error{
 var AlterablePipeProps = map[string]bool{
 	"poll_interval_in_seconds": true, "batch_interval_in_seconds": true, "max_files_per_batch": true,
 	"batch_size_per_kafka_partition": true, "ignore_tmp_file": true, "virtual_cluster": true, "comment": true,
-	"dead_letter_table": true,
+	"dead_letter_table": true, "copy_job_hint": true,
 }
 
 func alterableNames() string {

@@ -54,6 +54,9 @@ func TestCheckAlterPipeSet(t *testing.T) {
 		{"RESET_KAFKA_GROUP_OFFSETS = 'Latest'", ""},
 		{"RESET_KAFKA_GROUP_OFFSETS = '1764806400000'", ""},
 		{"RESET_KAFKA_GROUP_OFFSETS = 'yesterday'", "expected 'earliest', 'latest' or a time in epoch milliseconds"},
+		{`COPY_JOB_HINT = '{"parallelism": 8, "max_file_size": "10GB"}'`, ""},
+		{`COPY_JOB_HINT = '{"cz.sql.remote.concurrency": "4"}'`, `key "cz.sql.remote.concurrency" means nothing`},
+		{`COPY_JOB_HINT = 'fast'`, "expected a JSON object"},
 	} {
 		stmt, err := sqlparse.Parse("ALTER PIPE p SET " + tc.set)
 		if err != nil {
@@ -62,6 +65,33 @@ func TestCheckAlterPipeSet(t *testing.T) {
 		err = Check("public", stmt)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("SET %s: error %v, want %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// CREATE PIPE refuses a property of the other kind of pipe, as ALTER
+// does: none is accepted and ignored.
+func TestCheckCreatePipeKind(t *testing.T) {
+	const kafka = "AS COPY INTO t FROM (SELECT VALUE FROM TABLE(READ_KAFKA('k:9092', 'topic', '', 'g', '', '', '', '', 'raw', 'raw', 0, map())))"
+	const volume = "AS COPY INTO t FROM VOLUME v USING CSV"
+	for _, tc := range []struct {
+		sql, want string
+	}{
+		{"CREATE PIPE p MAX_FILES_PER_BATCH = '5' " + kafka, "MAX_FILES_PER_BATCH applies to volume pipes"},
+		{"CREATE PIPE p IGNORE_TMP_FILE = 'false' " + kafka, "IGNORE_TMP_FILE applies to volume pipes"},
+		{`CREATE PIPE p COPY_JOB_HINT = '{"parallelism": 2}' ` + kafka, "COPY_JOB_HINT applies to volume pipes"},
+		{"CREATE PIPE p BATCH_SIZE_PER_KAFKA_PARTITION = '10' " + volume, "applies to Kafka pipes"},
+		{"CREATE PIPE p DEAD_LETTER_TABLE = 'bad' " + volume, "applies to Kafka pipes"},
+		{"CREATE PIPE p BATCH_SIZE_PER_KAFKA_PARTITION = '10' " + kafka, ""},
+		{`CREATE PIPE p COPY_JOB_HINT = '{"max_file_size": 1048576}' ` + volume, ""},
+	} {
+		stmt, err := sqlparse.Parse(tc.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		err = Check("public", stmt)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.sql, err, tc.want)
 		}
 	}
 }

@@ -252,7 +252,7 @@ func (e *Engine) ensureDeadLetterTable(ctx context.Context, name string) error {
 // alterableFor refuses a property that does not apply to a kind of pipe.
 func alterableFor(kind jobs.PipeKind, k string) error {
 	switch {
-	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file"):
+	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file" || k == "copy_job_hint"):
 		return fmt.Errorf("%s applies to volume pipes; this one reads Kafka", strings.ToUpper(k))
 	case kind != jobs.KindKafka && (k == "batch_size_per_kafka_partition" || k == "dead_letter_table"):
 		return fmt.Errorf("%s applies to Kafka pipes; this one reads a volume", strings.ToUpper(k))
