@@ -25,38 +25,16 @@ func TestPipeFailedLargeFileNeverVisible(t *testing.T) {
 	s.pipeTable("t")
 	const rows = 2_500_000 // above one insert block (1,048,576 rows), ~40 MB
 	bad := append(csvRows(0, rows), "oops\n"...)
-	var seen, reads atomic.Int64
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		q := "SELECT count() FROM " + chsql.Table(s.Schema, "t")
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, err := s.Store.Strings(s.Ctx, q); err == nil && len(n) == 1 {
-				v, _ := strconv.ParseInt(n[0], 10, 64)
-				reads.Add(1)
-				if v > seen.Load() {
-					seen.Store(v)
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	highest := s.pollCount("t")
 	s.put("stage/bad.csv", bad)
 	s.run(`CREATE PIPE stage_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO t FROM VOLUME stage_vol USING CSV`)
 	pipeWait(t, 3*time.Minute, "bad.csv is not FAILED", func() bool {
 		return s.pipeHistory("t")["bad.csv"]["status"] == "FAILED"
 	})
-	close(stop)
-	<-done
-	t.Logf("a reader polled count() %d times while the file loaded and failed; highest: %d", reads.Load(), seen.Load())
-	if seen.Load() != 0 {
-		t.Fatalf("a reader saw %d rows of a file that failed: rows that were later removed were visible", seen.Load())
+	seen, reads := highest()
+	t.Logf("a reader polled count() %d times while the file loaded and failed; highest: %d", reads, seen)
+	if seen != 0 {
+		t.Fatalf("a reader saw %d rows of a file that failed: rows that were later removed were visible", seen)
 	}
 	s.put("stage/good.csv", csvRows(0, rows))
 	pipeWait(t, 3*time.Minute, "good.csv is not LOADED", func() bool {
@@ -82,38 +60,17 @@ func TestKafkaBatchOverMaxErrorsNeverVisible(t *testing.T) {
 	}
 	produce(t, prod, append(values, "not json")...)
 	s.run(`CREATE TABLE sk_logs (log_time TIMESTAMP, level STRING, message STRING)`)
-	var seen, reads atomic.Int64
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		q := "SELECT count() FROM " + chsql.Table(s.Schema, "sk_logs")
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n, err := s.Store.Strings(s.Ctx, q); err == nil && len(n) == 1 {
-				v, _ := strconv.ParseInt(n[0], 10, 64)
-				reads.Add(1)
-				if v > seen.Load() {
-					seen.Store(v)
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	highest := s.pollCount("sk_logs")
 	s.run(kafkaPipeSQL("sk_pipe", "sk_logs", topic, group, 0, "BATCH_SIZE_PER_KAFKA_PARTITION = 500000"))
 	s.dropAtEnd("PIPE", "sk_pipe")
 	pipeWait(t, 3*time.Minute, "the pipe does not pause on the bad record", func() bool {
 		return strings.Contains(s.pipeDesc("sk_pipe")["invalid_reason"], "max_errors")
 	})
-	close(stop)
-	<-done
+	seen, reads := highest()
 	final := s.pipeCount("sk_logs")
-	t.Logf("a reader polled count() %d times; highest %d, final %d", reads.Load(), seen.Load(), final)
-	if seen.Load() > final {
-		t.Fatalf("a reader saw %d rows, above the final %d: rows of the batch that was not kept were visible", seen.Load(), final)
+	t.Logf("a reader polled count() %d times; highest %d, final %d", reads, seen, final)
+	if seen > final {
+		t.Fatalf("a reader saw %d rows, above the final %d: rows of the batch that was not kept were visible", seen, final)
 	}
 }
 
@@ -155,5 +112,36 @@ func TestPipeRecreatedWhileLoading(t *testing.T) {
 	}
 	if n := s.pipeCount("rc_old"); n != 0 {
 		t.Fatalf("rc_old has %d rows: the dropped pipe's attempt went on loading after the drop", n)
+	}
+}
+
+// pollCount reads count() of table every 20 ms until the returned
+// function is called, which returns the highest count read and how many
+// reads there were.
+func (s *Stack) pollCount(table string) func() (highest, reads int64) {
+	var seen, n atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	q := "SELECT count() FROM " + chsql.Table(s.Schema, table)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if r, err := s.Store.Strings(s.Ctx, q); err == nil && len(r) == 1 {
+				v, _ := strconv.ParseInt(r[0], 10, 64)
+				n.Add(1)
+				if v > seen.Load() {
+					seen.Store(v)
+				}
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-done
+		return seen.Load(), n.Load()
 	}
 }
