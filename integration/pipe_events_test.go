@@ -43,6 +43,13 @@ func freePort(t testing.TB) int {
 // starting.
 func startEventS3(t testing.TB, webhook string) *eventS3 {
 	t.Helper()
+	return startEventS3With(t, "--event-webhook-url", webhook)
+}
+
+// startEventS3With is startEventS3 with versitygw's event target given as
+// its flags (--event-kafka-url …, --event-kafka-topic …).
+func startEventS3With(t testing.TB, target ...string) *eventS3 {
+	t.Helper()
 	bin := filepath.Join(repoRoot(), ".bin", "versitygw")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("versitygw is needed (deploy/local/install.sh): %v", err)
@@ -64,8 +71,8 @@ func startEventS3(t testing.TB, webhook string) *eventS3 {
 
 	start := func(sidecar bool) (*exec.Cmd, *bytes.Buffer, string, bool) {
 		port := freePort(t)
-		args := []string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", s3Region, "--health", "/health", "--quiet",
-			"--event-webhook-url", webhook, "posix"}
+		args := append([]string{"--port", fmt.Sprintf("127.0.0.1:%d", port), "--region", s3Region, "--health", "/health", "--quiet"}, target...)
+		args = append(args, "posix")
 		if sidecar {
 			meta := filepath.Join(root, "meta")
 			_ = os.MkdirAll(meta, 0o755)

@@ -36,8 +36,19 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	eventsMaxBytes := fs.Int64("events-max-bytes", worker.DefaultEventsMaxBytes, "largest S3 event notification body /events accepts; larger ones get 413")
 	eventsMaxRecords := fs.Int("events-max-records", worker.DefaultEventsMaxRecords, "most records in one S3 event notification; more get 413")
 	eventsMaxPaths := fs.Int("events-max-paths", worker.DefaultEventsMaxPaths, "most new-file paths one notification signals to a pipe; past it the pipe is only woken, and its listing finds the files")
+	eventQueue := fs.String("event-queue", os.Getenv("LAKEPIPE_EVENTS_KAFKA"), "a Kafka topic S3 event notifications arrive on, as host:port[,host:port]/topic (versitygw --event-kafka-url, MinIO, Ceph); read besides /events (LAKEPIPE_EVENTS_KAFKA)")
+	eventGroup := fs.String("event-queue-group", env("LAKEPIPE_EVENTS_KAFKA_GROUP", worker.DefaultEventGroup), "consumer group of --event-queue, shared by the workers (LAKEPIPE_EVENTS_KAFKA_GROUP)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	var eq worker.EventQueueConfig
+	if *eventQueue != "" {
+		var err error
+		if eq, err = worker.ParseEventQueue(*eventQueue); err != nil {
+			fmt.Fprintln(stderr, "lakepipe worker:", err)
+			return 2
+		}
+		eq.Group = *eventGroup
 	}
 	chc, err := c.clickhouseConfig()
 	if err != nil {
@@ -85,8 +96,9 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Pollers:             *pollers,
 		StopTimeout:         *stopTimeout,
 		// The token has no flag on purpose: flags show up in process lists.
-		Events: worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
-		Logger: newLogger(*logFormat, stderr),
+		Events:     worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
+		EventQueue: eq,
+		Logger:     newLogger(*logFormat, stderr),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)

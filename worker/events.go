@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/httpauth"
-	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/loading"
 )
 
@@ -139,25 +138,12 @@ func eventHandler(router eventRouter, sig signaler, cfg EventsConfig, log *slog.
 			refuseEvent(w, ee)
 			return
 		}
-		batches, order, err := routeEvents(r.Context(), router, records)
-		if err != nil {
-			http.Error(w, "read the catalog: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), signalTimeout)
 		defer cancel()
-		for _, id := range order {
-			paths := batches[id]
-			var err error
-			if len(paths) > cfg.MaxPathsPerPipe {
-				// Too many to carry: the pipe's listing finds them.
-				err = sig.Signal(ctx, id, jobs.SignalRefresh, nil)
-			} else {
-				err = sig.Signal(ctx, id, jobs.SignalFiles, jobs.FilesSignal{Paths: paths})
-			}
-			if err != nil {
-				log.Warn("signal pipe with new files", "workflow_id", id, "files", len(paths), "error", err)
-			}
+		// Signals that fail are logged: the pipe's listing finds the files.
+		if err := deliverEvents(ctx, router, sig, records, cfg.MaxPathsPerPipe, log); errors.Is(err, errCatalog) {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
 		}
 		w.WriteHeader(http.StatusOK)
 	})

@@ -64,8 +64,12 @@ type Config struct {
 	MetricsToken string
 	// HTTPAddr serves /metrics, /healthz and /events ("" = no server).
 	HTTPAddr string
-	// Events bounds and authenticates /events (see EventsConfig).
+	// Events bounds and authenticates /events (see EventsConfig), and the
+	// messages of EventQueue.
 	Events EventsConfig
+	// EventQueue, when it names a topic, is read for S3 event
+	// notifications besides /events (see EventQueueConfig).
+	EventQueue EventQueueConfig
 	// Parallel files per batch (default 4).
 	Parallel int
 	// MaxActivities is how many activities (file copies, listings, Kafka
@@ -244,6 +248,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start worker: %w", err)
 		}
+	}
+	if cfg.EventQueue.Topic != "" {
+		go func() {
+			if err := consumeEventQueue(ctx, cfg.EventQueue, cfg.Events, eng, orch, log); err != nil {
+				log.Error("event queue", "error", err)
+			}
+		}()
 	}
 	log.Info("lakepipe worker running", "task_queue", queue, "control", serveControl, "loads", serveLoads, "http", addr)
 	if cfg.Ready != nil {

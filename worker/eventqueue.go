@@ -1,0 +1,144 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
+)
+
+// EventQueueConfig names a Kafka topic that S3 event notifications arrive
+// on: what versitygw (--event-kafka-url), MinIO and Ceph publish to. Each
+// message is a notification body, as POSTed to /events. The zero value
+// reads no topic.
+type EventQueueConfig struct {
+	// Brokers are the topic's bootstrap servers (host:port).
+	Brokers []string
+	Topic   string
+	// Group is the consumer group the workers share (default
+	// DefaultEventGroup): each message is handled by one worker.
+	Group string
+}
+
+// DefaultEventGroup is the consumer group of EventQueueConfig.
+const DefaultEventGroup = "lakepipe-events"
+
+// ParseEventQueue reads "host:port[,host:port…]/topic".
+func ParseEventQueue(s string) (EventQueueConfig, error) {
+	brokers, topic, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || brokers == "" || topic == "" || strings.Contains(topic, "/") {
+		return EventQueueConfig{}, fmt.Errorf("event queue %q: expected host:port[,host:port…]/topic", s)
+	}
+	return EventQueueConfig{Brokers: strings.Split(brokers, ","), Topic: topic}, nil
+}
+
+// consumeEventQueue signals the pipes that the notifications of the topic
+// concern, as /events does. A message's offset is committed only after
+// each pipe it concerns took its signal (recorded in the pipe's workflow
+// history, so nothing is lost with it); a worker that dies before the
+// commit leaves the message to be read again, and a pipe signalled twice
+// loads nothing twice (its load history). A message that is not a
+// notification, or larger than ev.MaxBytes, is logged and skipped: it
+// must not stop the queue. A signal that fails for another reason than
+// the pipe being gone is retried, with backoff, until it goes through.
+func consumeEventQueue(ctx context.Context, q EventQueueConfig, ev EventsConfig, router eventRouter, sig signaler, log *slog.Logger) error {
+	ev = ev.withDefaults()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(q.Brokers...),
+		kgo.ConsumerGroup(cmp.Or(q.Group, DefaultEventGroup)),
+		kgo.ConsumeTopics(q.Topic),
+		kgo.DisableAutoCommit(),
+		// Bounds what one fetch may hold in memory.
+		kgo.FetchMaxBytes(int32(min(64<<20, 16*ev.MaxBytes))),
+		kgo.FetchMaxPartitionBytes(int32(min(32<<20, 4*ev.MaxBytes))),
+		kgo.BrokerMaxReadBytes(int32(min(128<<20, 32*ev.MaxBytes))),
+	)
+	if err != nil {
+		return fmt.Errorf("event queue %s: %w", q.Topic, err)
+	}
+	defer cl.Close()
+	log.Info("reading S3 event notifications from Kafka", "topic", q.Topic, "brokers", strings.Join(q.Brokers, ","), "group", cmp.Or(q.Group, DefaultEventGroup))
+	for {
+		fs := cl.PollRecords(ctx, 100)
+		if ctx.Err() != nil {
+			return nil
+		}
+		fs.EachError(func(topic string, partition int32, err error) {
+			log.Warn("event queue fetch", "topic", topic, "partition", partition, "error", err)
+		})
+		recs := fs.Records()
+		for _, r := range recs {
+			if int64(len(r.Value)) > ev.MaxBytes {
+				log.Warn("event queue message skipped: larger than the events limit", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "bytes", len(r.Value), "max_bytes", ev.MaxBytes)
+				continue
+			}
+			records, err := parseEvents(r.Value, ev.MaxRecords)
+			if err != nil {
+				log.Warn("event queue message skipped", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "error", err)
+				continue
+			}
+			for backoff := 500 * time.Millisecond; ; backoff = min(2*backoff, 30*time.Second) {
+				err := deliverEvents(ctx, router, sig, records, ev.MaxPathsPerPipe, log)
+				if err == nil {
+					break
+				}
+				log.Warn("event queue message not delivered; trying again", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "error", err, "in", backoff.String())
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(backoff):
+				}
+			}
+		}
+		if len(recs) > 0 {
+			if err := cl.CommitRecords(ctx, recs...); err != nil && ctx.Err() == nil {
+				// Read again after a restart: signalled twice, loaded once.
+				log.Warn("event queue commit", "topic", q.Topic, "error", err)
+			}
+		}
+	}
+}
+
+// deliverEvents signals each pipe the records concern with its new paths
+// (or only wakes it past maxPaths). It returns the first failure that a
+// retry can fix: a pipe gone meanwhile is not one.
+func deliverEvents(ctx context.Context, router eventRouter, sig signaler, records []s3Record, maxPaths int, log *slog.Logger) error {
+	batches, order, err := routeEvents(ctx, router, records)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errCatalog, err)
+	}
+	var first error
+	for _, id := range order {
+		paths := batches[id]
+		var err error
+		if len(paths) > maxPaths {
+			// Too many to carry: the pipe's listing finds them.
+			err = sig.Signal(ctx, id, jobs.SignalRefresh, nil)
+		} else {
+			err = sig.Signal(ctx, id, jobs.SignalFiles, jobs.FilesSignal{Paths: paths})
+		}
+		if err == nil {
+			continue
+		}
+		var gone *serviceerror.NotFound
+		if errors.As(err, &gone) {
+			continue // the pipe was dropped: nothing to wake
+		}
+		log.Warn("signal pipe with new files", "workflow_id", id, "files", len(paths), "error", err)
+		if first == nil {
+			first = fmt.Errorf("signal %s: %w", id, err)
+		}
+	}
+	return first
+}
+
+// errCatalog marks a failure to read the catalog while routing events.
+var errCatalog = errors.New("read the catalog")
