@@ -5,12 +5,18 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/lakepipe/lakepipe/internal/sqs"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -73,5 +79,108 @@ func TestPipeEventQueueKafka(t *testing.T) {
 	pipeSteady(t, 2*time.Second, "a redelivered notification loaded a file again", func() bool { return s.pipeCount("t") == 5 })
 	if h := s.pipeHistory("t"); h["a.csv"]["status"] != "LOADED" || h["b.csv"]["status"] != "LOADED" || len(h) != 2 {
 		t.Errorf("load_history %v: want a.csv and b.csv LOADED once", h)
+	}
+}
+
+// startGoaws runs goaws (an SQS server of the query protocol, installed
+// by deploy/local/install.sh) with one queue whose messages come back 2 s
+// after a receive that did not delete them, and returns the queue's URL.
+func startGoaws(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(repoRoot(), ".bin", "goaws")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("goaws is needed (deploy/local/install.sh): %v", err)
+	}
+	port := freePort(t)
+	cfg := filepath.Join(t.TempDir(), "goaws.yaml")
+	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`Local:
+  Host: 127.0.0.1
+  Port: %d
+  Region: us-east-1
+  AccountId: "100010001000"
+  LogToFile: false
+  QueueAttributeDefaults:
+    VisibilityTimeout: 2
+    ReceiveMessageWaitTimeSeconds: 0
+  Queues:
+    - Name: s3events
+`, port)), 0o600))
+	cmd := exec.Command(bin, "-config", cfg, "Local")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	queue := fmt.Sprintf("http://127.0.0.1:%d/100010001000/s3events", port)
+	c, err := sqs.New(queue, "us-east-1", sqs.Credentials{AccessKey: "x", SecretKey: "y"})
+	must(t, err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Receive(ctx, 1, 0)
+		cancel()
+		if err == nil {
+			return queue
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("goaws did not answer on %s: %v\n%s", queue, err, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestPipeEventQueueSQS: S3 event notifications reach an
+// EVENT_NOTIFICATION pipe through an SQS queue, as S3 sends them (directly
+// or wrapped by SNS): a file loads within seconds; the same notification
+// twice loads it once; a message that is no notification is deleted and
+// the queue goes on; every handled message is deleted.
+func TestPipeEventQueueSQS(t *testing.T) {
+	s := newStack(t)
+	queueURL := startGoaws(t)
+	queue := "it-evsqs-" + s.ID
+	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) {
+		c.EventSQS = worker.EventSQSConfig{QueueURL: queueURL, Creds: sqs.Credentials{AccessKey: "test", SecretKey: "test"}}
+	})
+	orch := s.useQueue(queue)
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
+	})
+	q, err := sqs.New(queueURL, "us-east-1", sqs.Credentials{AccessKey: "test", SecretKey: "test"})
+	must(t, err)
+	s.volume("sqs_vol", "in", false)
+	s.pipeTable("t")
+	s.run(`CREATE PIPE sqs_pipe INGEST_MODE = 'EVENT_NOTIFICATION' AS COPY INTO t FROM VOLUME sqs_vol USING CSV`)
+	pipeWait(t, 20*time.Second, "the pipe's first turn did not finish", func() bool { return s.pipeTurns("sqs_pipe") >= 1 })
+	event := func(rel string) string {
+		return fmt.Sprintf(`{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":%q},"object":{"key":%q}}}]}`, s3Bucket, url.QueryEscape(s.key(rel)))
+	}
+
+	s.put("in/a.csv", csvRows(0, 3))
+	start := time.Now()
+	must(t, q.Send(s.Ctx, event("in/a.csv")))
+	pipeWait(t, 30*time.Second, "a.csv was not loaded through SQS", func() bool { return s.pipeCount("t") == 3 })
+	took := time.Since(start)
+	t.Logf("notification sent to rows visible through SQS: %v", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("a.csv took %v, want a few seconds (the event drives the pipe, not its 300 s listing)", took)
+	}
+
+	// Garbage is deleted; an SNS-wrapped notification and the same
+	// notification twice load b.csv once.
+	must(t, q.Send(s.Ctx, "not an event"))
+	s.put("in/b.csv", csvRows(10, 2))
+	sns, _ := json.Marshal(map[string]string{"Type": "Notification", "Message": event("in/b.csv")})
+	must(t, q.Send(s.Ctx, string(sns)))
+	must(t, q.Send(s.Ctx, event("in/b.csv")))
+	pipeWait(t, 30*time.Second, "b.csv was not loaded through SQS", func() bool { return s.pipeCount("t") == 5 })
+	pipeSteady(t, 3*time.Second, "a repeated notification loaded b.csv again", func() bool { return s.pipeCount("t") == 5 })
+	// Every message was handled and deleted: none comes back after the
+	// 2 s visibility timeout.
+	time.Sleep(3 * time.Second)
+	ctx, cancel := context.WithTimeout(s.Ctx, 5*time.Second)
+	defer cancel()
+	if left, err := q.Receive(ctx, 10, 0); err != nil || len(left) != 0 {
+		t.Fatalf("messages left in the queue: %v %v", left, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/activities"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
+	"github.com/lakepipe/lakepipe/internal/sqs"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -38,8 +39,15 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	eventsMaxPaths := fs.Int("events-max-paths", worker.DefaultEventsMaxPaths, "most new-file paths one notification signals to a pipe; past it the pipe is only woken, and its listing finds the files")
 	eventQueue := fs.String("event-queue", os.Getenv("LAKEPIPE_EVENTS_KAFKA"), "a Kafka topic S3 event notifications arrive on, as host:port[,host:port]/topic (versitygw --event-kafka-url, MinIO, Ceph); read besides /events (LAKEPIPE_EVENTS_KAFKA)")
 	eventGroup := fs.String("event-queue-group", env("LAKEPIPE_EVENTS_KAFKA_GROUP", worker.DefaultEventGroup), "consumer group of --event-queue, shared by the workers (LAKEPIPE_EVENTS_KAFKA_GROUP)")
+	eventSQS := fs.String("event-sqs-url", os.Getenv("LAKEPIPE_EVENTS_SQS_URL"), "an SQS queue S3 event notifications arrive on (directly or through SNS), read besides /events; credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, region from AWS_REGION or the URL (LAKEPIPE_EVENTS_SQS_URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *eventSQS != "" {
+		if _, err := sqs.New(*eventSQS, "", sqs.Credentials{}); err != nil {
+			fmt.Fprintln(stderr, "lakepipe worker:", err)
+			return 2
+		}
 	}
 	var eq worker.EventQueueConfig
 	if *eventQueue != "" {
@@ -98,7 +106,10 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		// The token has no flag on purpose: flags show up in process lists.
 		Events:     worker.EventsConfig{Token: os.Getenv("LAKEPIPE_EVENTS_TOKEN"), MaxBytes: *eventsMaxBytes, MaxRecords: *eventsMaxRecords, MaxPathsPerPipe: *eventsMaxPaths},
 		EventQueue: eq,
-		Logger:     newLogger(*logFormat, stderr),
+		// Credentials from the environment only: flags show up in process lists.
+		EventSQS: worker.EventSQSConfig{QueueURL: *eventSQS, Region: os.Getenv("AWS_REGION"), Creds: sqs.Credentials{
+			AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: os.Getenv("AWS_SESSION_TOKEN")}},
+		Logger: newLogger(*logFormat, stderr),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe worker:", err)

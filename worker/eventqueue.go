@@ -3,6 +3,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/sqs"
 )
 
 // EventQueueConfig names a Kafka topic that S3 event notifications arrive
@@ -142,3 +144,80 @@ func deliverEvents(ctx context.Context, router eventRouter, sig signaler, record
 
 // errCatalog marks a failure to read the catalog while routing events.
 var errCatalog = errors.New("read the catalog")
+
+// EventSQSConfig names an Amazon SQS queue (or one of a server speaking
+// its query protocol) that S3 event notifications arrive on, directly or
+// through an SNS topic. The zero value reads no queue.
+type EventSQSConfig struct {
+	QueueURL string
+	// Region signs the requests ("" : from the queue URL's host).
+	Region string
+	Creds  sqs.Credentials
+}
+
+// consumeSQS signals the pipes that the queue's notifications concern. A
+// message is deleted only once every pipe it concerns took its signal; one
+// that could not be delivered stays, and the queue gives it again after
+// its visibility timeout. A message that is no notification is deleted
+// with a warning (it would come back forever).
+func consumeSQS(ctx context.Context, q EventSQSConfig, ev EventsConfig, router eventRouter, sig signaler, log *slog.Logger) error {
+	ev = ev.withDefaults()
+	c, err := sqs.New(q.QueueURL, q.Region, q.Creds)
+	if err != nil {
+		return err
+	}
+	log.Info("reading S3 event notifications from SQS", "queue", q.QueueURL, "region", c.Region)
+	backoff := time.Second
+	for ctx.Err() == nil {
+		msgs, err := c.Receive(ctx, 10, 20*time.Second)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Warn("event queue receive; trying again", "queue", q.QueueURL, "error", err, "permanent", sqs.Permanent(err), "in", backoff.String())
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Minute)
+			continue
+		}
+		backoff = time.Second
+		var done []string
+		for _, m := range msgs {
+			records, err := sqsEvents(m.Body, ev)
+			if err != nil {
+				log.Warn("event queue message deleted: not an S3 event notification", "queue", q.QueueURL, "message_id", m.ID, "error", err)
+				done = append(done, m.ReceiptHandle)
+				continue
+			}
+			if err := deliverEvents(ctx, router, sig, records, ev.MaxPathsPerPipe, log); err != nil {
+				log.Warn("event queue message not delivered; the queue gives it again after its visibility timeout", "queue", q.QueueURL, "message_id", m.ID, "error", err)
+				continue
+			}
+			done = append(done, m.ReceiptHandle)
+		}
+		if err := c.Delete(ctx, done); err != nil && ctx.Err() == nil {
+			// Given again later: signalled twice, loaded once.
+			log.Warn("event queue delete", "queue", q.QueueURL, "error", err)
+		}
+	}
+	return nil
+}
+
+// sqsEvents reads an SQS message body: an S3 notification, or an SNS
+// notification whose Message is one (S3 → SNS → SQS).
+func sqsEvents(body string, ev EventsConfig) ([]s3Record, error) {
+	if int64(len(body)) > ev.MaxBytes {
+		return nil, fmt.Errorf("%d bytes, more than the events limit of %d", len(body), ev.MaxBytes)
+	}
+	var sns struct {
+		Type    string `json:"Type"`
+		Message string `json:"Message"`
+	}
+	if json.Unmarshal([]byte(body), &sns) == nil && sns.Type == "Notification" && sns.Message != "" {
+		body = sns.Message
+	}
+	return parseEvents([]byte(body), ev.MaxRecords)
+}

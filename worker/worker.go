@@ -70,6 +70,8 @@ type Config struct {
 	// EventQueue, when it names a topic, is read for S3 event
 	// notifications besides /events (see EventQueueConfig).
 	EventQueue EventQueueConfig
+	// EventSQS, when it names a queue, is read for them too.
+	EventSQS EventSQSConfig
 	// Parallel files per batch (default 4).
 	Parallel int
 	// MaxActivities is how many activities (file copies, listings, Kafka
@@ -252,6 +254,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.EventQueue.Topic != "" {
 		go func() {
 			if err := consumeEventQueue(ctx, cfg.EventQueue, cfg.Events, eng, orch, log); err != nil {
+				log.Error("event queue", "error", err)
+			}
+		}()
+	}
+	if cfg.EventSQS.QueueURL != "" {
+		go func() {
+			if err := consumeSQS(ctx, cfg.EventSQS, cfg.Events, eng, orch, log); err != nil {
 				log.Error("event queue", "error", err)
 			}
 		}()

@@ -25,6 +25,14 @@ if [ ! -x "$LAKEPIPE_BIN/versitygw" ]; then
   echo "install: versitygw $VERSITYGW_VERSION"
   GOBIN="$LAKEPIPE_BIN" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
+# goaws: an SQS server (query protocol) for the event-queue tests.
+if ! $demo && [ ! -x "$LAKEPIPE_BIN/goaws" ]; then
+  echo "install: goaws $GOAWS_VERSION (SQS)"
+  tmp=$(mktemp -d)
+  GOBIN="$tmp" go install "github.com/Admiral-Piett/goaws/app/cmd@$GOAWS_VERSION"
+  mv "$tmp/cmd" "$LAKEPIPE_BIN/goaws"
+  rmdir "$tmp"
+fi
 if ! $demo && { [ ! -x "$LAKEPIPE_BIN/lakepipe-kafka" ] || [ -n "$(find "$LAKEPIPE_ROOT/deploy/local/kafka" -newer "$LAKEPIPE_BIN/lakepipe-kafka" \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) 2>/dev/null)" ]; }; then
   echo "install: lakepipe-kafka (kfake)"
   (cd "$LAKEPIPE_ROOT/deploy/local/kafka" && go build -o "$LAKEPIPE_BIN/lakepipe-kafka" .)
