@@ -132,7 +132,8 @@ func startGoaws(t *testing.T) string {
 // EVENT_NOTIFICATION pipe through an SQS queue, as S3 sends them (directly
 // or wrapped by SNS): a file loads within seconds; the same notification
 // twice loads it once; a message that is no notification is deleted and
-// the queue goes on; every handled message is deleted.
+// the queue goes on; a notification that comes before its object is not
+// dropped; every handled message is deleted.
 func TestPipeEventQueueSQS(t *testing.T) {
 	s := newStack(t)
 	queueURL := startGoaws(t)
@@ -175,6 +176,13 @@ func TestPipeEventQueueSQS(t *testing.T) {
 	must(t, q.Send(s.Ctx, event("in/b.csv")))
 	pipeWait(t, 30*time.Second, "b.csv was not loaded through SQS", func() bool { return s.pipeCount("t") == 5 })
 	pipeSteady(t, 3*time.Second, "a repeated notification loaded b.csv again", func() bool { return s.pipeCount("t") == 5 })
+	// A notification that comes before its object: the file is looked for
+	// again for a few seconds, not left to the 300 s listing.
+	must(t, q.Send(s.Ctx, event("in/late.csv")))
+	time.Sleep(time.Second)
+	s.put("in/late.csv", csvRows(20, 4))
+	pipeWait(t, 15*time.Second, "late.csv, notified before it was uploaded, was not loaded", func() bool { return s.pipeCount("t") == 9 })
+
 	// Every message was handled and deleted: none comes back after the
 	// 2 s visibility timeout.
 	time.Sleep(3 * time.Second)

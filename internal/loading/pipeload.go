@@ -363,27 +363,62 @@ func (r *PipeRun) hinted(ctx context.Context, hints []string, max int) ([]jobs.F
 		return nil, err
 	}
 	var out []jobs.FileRef
-	for _, p := range uniq {
-		if len(out) >= max {
+	var missing []string
+	look := func(paths []string) error {
+		for _, p := range paths {
+			if len(out) >= max {
+				break
+			}
+			o, err := r.vol.StatListed(ctx, p)
+			if errors.Is(err, objstore.ErrNotFound) {
+				missing = append(missing, p)
+				continue
+			}
+			if errors.Is(err, objstore.ErrRefused) {
+				continue // a key the store will not serve: the listing decides
+			}
+			if err != nil {
+				return fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
+			if h, ok := hist[o.Path]; !r.pending(h, ok, o.ETag) {
+				continue
+			}
+			if !r.inScope(o.Path) {
+				continue
+			}
+			out = append(out, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+		}
+		return nil
+	}
+	if err := look(uniq); err != nil {
+		return nil, err
+	}
+	// A notification can come before its object shows (a store that lists
+	// or serves it a moment later): look again for a few seconds before
+	// leaving the path to the listing.
+	for _, wait := range hintRetries {
+		if len(missing) == 0 || len(out) >= max {
 			break
 		}
-		o, err := r.vol.StatListed(ctx, p)
-		if errors.Is(err, objstore.ErrNotFound) || errors.Is(err, objstore.ErrRefused) {
-			continue // gone, or a key the store will not serve: the listing decides
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
 		}
-		if err != nil {
-			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+		again := missing
+		missing = nil
+		if err := look(again); err != nil {
+			return nil, err
 		}
-		if h, ok := hist[o.Path]; !r.pending(h, ok, o.ETag) {
-			continue
-		}
-		if !r.inScope(o.Path) {
-			continue
-		}
-		out = append(out, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
 	}
 	return out, nil
 }
+
+// hintRetries are the waits before looking again for a notified path that
+// is not there yet: 7.5 s in all, paid only by a turn with such a path.
+var hintRetries = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}
 
 // inScope reports whether a path of the volume is one the pipe loads (its
 // SUBDIRECTORY and REGEXP).
