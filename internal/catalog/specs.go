@@ -9,12 +9,17 @@ import (
 // ConnectionSpec is a storage connection; the access key is the object's
 // secret and is not part of the spec.
 type ConnectionSpec struct {
-	Type      string    `json:"type"` // OSS, COS, S3
-	Endpoint  string    `json:"endpoint"`
-	Region    string    `json:"region,omitempty"`
-	AccessID  string    `json:"access_id"`
-	Comment   string    `json:"comment,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	Type     string `json:"type"` // OSS, COS, S3
+	Endpoint string `json:"endpoint"`
+	Region   string `json:"region,omitempty"`
+	AccessID string `json:"access_id"`
+	// RoleARN, when set, is the role the connection assumes (AWS STS
+	// AssumeRole) with its access key; STSEndpoint is where ("" : AWS's).
+	RoleARN     string    `json:"role_arn,omitempty"`
+	ExternalID  string    `json:"external_id,omitempty"`
+	STSEndpoint string    `json:"sts_endpoint,omitempty"`
+	Comment     string    `json:"comment,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // VolumeSpec is an external volume.

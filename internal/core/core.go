@@ -370,7 +370,8 @@ func (e *Core) OpenVolume(ctx context.Context, name string, spec catalog.VolumeS
 	if err != nil {
 		return nil, err
 	}
-	return objstore.Open(objstore.Conn{Name: spec.Connection, Kind: c.Type, Endpoint: c.Endpoint, Region: c.Region, AccessID: c.AccessID, AccessKey: secret}, loc, spec.Recursive)
+	return objstore.Open(objstore.Conn{Name: spec.Connection, Kind: c.Type, Endpoint: c.Endpoint, Region: c.Region, AccessID: c.AccessID, AccessKey: secret,
+		RoleARN: c.RoleARN, ExternalID: c.ExternalID, STSEndpoint: c.STSEndpoint}, loc, spec.Recursive)
 }
 
 func (e *Core) VolumeKey(schema, name string) string { return schema + "." + name }

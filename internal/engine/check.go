@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
@@ -39,6 +40,9 @@ func Check(schema string, stmt sqlast.Statement) error {
 		m := core.Props(s.Props)
 		if m["endpoint"] == "" {
 			return fmt.Errorf("storage connection %s: ENDPOINT = '…' is required", s.Name)
+		}
+		if err := checkRoleARN(s.Kind, catalog.ConnectionSpec{RoleARN: strings.TrimSpace(m["role_arn"]), ExternalID: m["external_id"], STSEndpoint: strings.TrimSpace(m["sts_endpoint"])}); err != nil {
+			return fmt.Errorf("storage connection %s: %w", s.Name, err)
 		}
 	case *sqlast.CreateVolume:
 		if _, err := objstore.ParseLocation(s.Location); err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -42,9 +43,18 @@ func (e *Engine) createConnection(ctx context.Context, s *sqlast.CreateConnectio
 			secret = p.Value
 		case "comment":
 			spec.Comment = p.Value
+		case "role_arn", "rolearn":
+			spec.RoleARN = strings.TrimSpace(p.Value)
+		case "external_id":
+			spec.ExternalID = p.Value
+		case "sts_endpoint":
+			spec.STSEndpoint = strings.TrimSpace(p.Value)
 		default:
-			return nil, fmt.Errorf("storage connection %s: unknown property %s (known: ENDPOINT, ACCESS_ID, ACCESS_KEY, REGION)", s.Name, strings.ToUpper(p.Key))
+			return nil, fmt.Errorf("storage connection %s: unknown property %s (known: ENDPOINT, ACCESS_ID, ACCESS_KEY, REGION, ROLE_ARN, EXTERNAL_ID, STS_ENDPOINT)", s.Name, strings.ToUpper(p.Key))
 		}
+	}
+	if err := checkRoleARN(s.Kind, spec); err != nil {
+		return nil, fmt.Errorf("storage connection %s: %w", s.Name, err)
 	}
 	switch s.Kind {
 	case "OSS", "COS", "S3":
@@ -129,8 +139,35 @@ func (e *Engine) descConnection(ctx context.Context, s *sqlast.DescConnection) (
 	}
 	return core.PropertyRows([][2]any{
 		{"name", s.Name}, {"type", c.Type}, {"endpoint", c.Endpoint}, {"region", c.Region},
-		{"access_id", maskID(c.AccessID)}, {"access_key", "********"}, {"comment", c.Comment}, {"created_time", c.CreatedAt},
+		{"access_id", maskID(c.AccessID)}, {"access_key", "********"}, {"role_arn", c.RoleARN}, {"sts_endpoint", c.STSEndpoint},
+		{"comment", c.Comment}, {"created_time", c.CreatedAt},
 	}), nil
+}
+
+// checkRoleARN accepts ROLE_ARN where lakepipe can assume it: AWS STS's
+// AssumeRole (S3, or any S3 store whose STS speaks that API, named by
+// STS_ENDPOINT). Alibaba Cloud's and Tencent Cloud's STS sign their calls
+// another way, which the S3 client here does not speak.
+func checkRoleARN(kind string, c catalog.ConnectionSpec) error {
+	if c.RoleARN == "" {
+		if c.STSEndpoint != "" || c.ExternalID != "" {
+			return fmt.Errorf("STS_ENDPOINT and EXTERNAL_ID go with ROLE_ARN")
+		}
+		return nil
+	}
+	if kind != "S3" {
+		return fmt.Errorf("ROLE_ARN on a %s connection: lakepipe assumes roles through AWS STS's AssumeRole, which %s's STS does not speak; use the RAM user's ACCESS_ID and ACCESS_KEY", kind, kind)
+	}
+	if !strings.HasPrefix(c.RoleARN, "arn:") || strings.Count(c.RoleARN, ":") < 5 {
+		return fmt.Errorf("ROLE_ARN %q: expected an ARN such as arn:aws:iam::123456789012:role/lakepipe-reader", c.RoleARN)
+	}
+	if c.STSEndpoint != "" {
+		u, err := url.Parse(c.STSEndpoint)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("STS_ENDPOINT %q: expected https://host[:port]", c.STSEndpoint)
+		}
+	}
+	return nil
 }
 
 func (e *Engine) createVolume(ctx context.Context, s *sqlast.CreateVolume) (*core.Result, error) {

@@ -5,6 +5,7 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -31,6 +32,53 @@ type Conn struct {
 	Region    string
 	AccessID  string
 	AccessKey string
+	// RoleARN, when set, is assumed with AccessID/AccessKey through STS
+	// AssumeRole at STSEndpoint (default DefaultSTSEndpoint); the store is
+	// then read with the role's temporary credentials, renewed before they
+	// expire.
+	RoleARN     string
+	ExternalID  string
+	STSEndpoint string
+}
+
+// DefaultSTSEndpoint is AWS's global STS endpoint.
+const DefaultSTSEndpoint = "https://sts.amazonaws.com"
+
+// creds are the credentials a connection signs with.
+func (conn Conn) creds() (*credentials.Credentials, error) {
+	if conn.RoleARN == "" {
+		return credentials.NewStaticV4(conn.AccessID, conn.AccessKey, ""), nil
+	}
+	if conn.AccessID == "" || conn.AccessKey == "" {
+		return nil, fmt.Errorf("storage connection %s: ROLE_ARN %s is assumed with the connection's ACCESS_ID and ACCESS_KEY, which it lacks", conn.Name, conn.RoleARN)
+	}
+	ep := cmp.Or(conn.STSEndpoint, DefaultSTSEndpoint)
+	return credentials.New(&assumeRole{
+		STSAssumeRole: &credentials.STSAssumeRole{STSEndpoint: ep, Options: credentials.STSAssumeRoleOptions{
+			AccessKey: conn.AccessID, SecretKey: conn.AccessKey, Location: conn.Region,
+			RoleARN: conn.RoleARN, RoleSessionName: "lakepipe", ExternalID: conn.ExternalID,
+		}},
+		conn: conn.Name, arn: conn.RoleARN, endpoint: ep,
+	}), nil
+}
+
+// assumeRole is minio-go's AssumeRole provider with errors that say which
+// role, of which connection, at which STS endpoint could not be assumed.
+type assumeRole struct {
+	*credentials.STSAssumeRole
+	conn, arn, endpoint string
+}
+
+func (a *assumeRole) RetrieveWithCredContext(cc *credentials.CredContext) (credentials.Value, error) {
+	v, err := a.STSAssumeRole.RetrieveWithCredContext(cc)
+	if err != nil {
+		return v, fmt.Errorf("storage connection %s: assume role %s through STS at %s: %w", a.conn, a.arn, a.endpoint, err)
+	}
+	return v, nil
+}
+
+func (a *assumeRole) Retrieve() (credentials.Value, error) {
+	return a.RetrieveWithCredContext(nil)
 }
 
 // Location is where a volume lives.
@@ -107,14 +155,18 @@ func Open(conn Conn, loc Location, recursive bool) (*Volume, error) {
 		// OSS and COS only serve virtual-hosted-style requests.
 		lookup = minio.BucketLookupDNS
 	}
-	key := sha256.Sum256(fmt.Appendf(nil, "%q\x00%v\x00%q\x00%d\x00%q\x00%q", ep, secure, conn.Region, lookup, conn.AccessID, conn.AccessKey))
+	key := sha256.Sum256(fmt.Appendf(nil, "%q\x00%v\x00%q\x00%d\x00%q\x00%q\x00%q\x00%q\x00%q", ep, secure, conn.Region, lookup, conn.AccessID, conn.AccessKey,
+		conn.RoleARN, conn.ExternalID, conn.STSEndpoint))
 	clients.Lock()
 	client := clients.m[key]
 	clients.Unlock()
 	if client == nil {
-		var err error
+		creds, err := conn.creds()
+		if err != nil {
+			return nil, err
+		}
 		client, err = minio.New(ep, &minio.Options{
-			Creds:        credentials.NewStaticV4(conn.AccessID, conn.AccessKey, ""),
+			Creds:        creds,
 			Secure:       secure,
 			Region:       conn.Region,
 			BucketLookup: lookup,
