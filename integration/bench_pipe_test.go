@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
+	"github.com/lakepipe/lakepipe/internal/sqs"
+	"github.com/lakepipe/lakepipe/worker"
 )
 
 // pipeBench is the benchmarks' view of the stack (Stack needs a
@@ -184,7 +187,9 @@ func benchMS(d time.Duration) float64 { return float64(d) / float64(time.Millise
 //
 //	(a) a LIST pipe with POLL_INTERVAL_IN_SECONDS = '1' (the test bucket);
 //	(b) an EVENT_NOTIFICATION pipe fed by S3 event notifications: a
-//	    versitygw of the benchmark's own posts them to the worker's /events.
+//	    versitygw of the benchmark's own posts them to the worker's /events;
+//	(c) the same through a Kafka topic the versitygw publishes to;
+//	(d) the same through an SQS queue (goaws).
 //
 // It reports p50/p95 in ms (the ClickZetta documentation's service takes about 30 s; lakepipe's
 // target is a p50 under 1 s). Run: ./task bench:pipe -- -bench BenchmarkPipeLatency
@@ -250,6 +255,31 @@ func BenchmarkPipeLatency(b *testing.B) {
 	p.run(`CREATE TABLE lat_event (id BIGINT, note STRING)`)
 	p.run(fmt.Sprintf(`CREATE PIPE lat_event_pipe INGEST_MODE = 'EVENT_NOTIFICATION' AS COPY INTO lat_event FROM VOLUME bench_ev_vol_%s USING CSV`, p.id))
 
+	// (c) EVENT_NOTIFICATION through a Kafka topic a versitygw publishes
+	// to, and (d) through an SQS queue (goaws): each named on its pipe
+	// (EVENT_QUEUE). No S3 server here sends to SQS: the benchmark sends
+	// S3's notification itself right after each upload.
+	topic := "bench_s3events_" + p.id
+	kafkaTopic(b, topic, 1)
+	gwk := startEventS3With(b, "--event-kafka-url", kafkaAddr, "--event-kafka-topic", topic)
+	p.connection("bench_evk_conn_"+p.id, gwk.Endpoint)
+	p.run(fmt.Sprintf(`CREATE EXTERNAL VOLUME bench_evk_vol_%s LOCATION 'oss://%s/latk/' USING CONNECTION bench_evk_conn_%s DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE`,
+		p.id, gwk.Bucket, p.id))
+	p.dropAtEnd("VOLUME", "bench_evk_vol_"+p.id)
+	p.run(`CREATE TABLE lat_kafka (id BIGINT, note STRING)`)
+	p.run(fmt.Sprintf(`CREATE PIPE lat_kafka_pipe INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = 'kafka://%s/%s' AS COPY INTO lat_kafka FROM VOLUME bench_evk_vol_%s USING CSV`, kafkaAddr, topic, p.id))
+	queueURL := startGoaws(b)
+	sq, err := sqs.New(queueURL, "us-east-1", sqs.Credentials{AccessKey: s3AccessKey, SecretKey: s3SecretKey})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.run(fmt.Sprintf(`CREATE EXTERNAL VOLUME bench_evs_vol_%s LOCATION 'oss://%s/%ssqs/' USING CONNECTION bench_conn_%s DIRECTORY = (ENABLE = TRUE, AUTO_REFRESH = TRUE) RECURSIVE = TRUE`,
+		p.id, s3Bucket, p.prefix, p.id))
+	p.dropAtEnd("VOLUME", "bench_evs_vol_"+p.id)
+	p.run(`CREATE TABLE lat_sqs (id BIGINT, note STRING)`)
+	p.run(fmt.Sprintf(`CREATE PIPE lat_sqs_pipe INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = '%s' AS COPY INTO lat_sqs FROM VOLUME bench_evs_vol_%s USING CSV`, queueURL, p.id))
+	time.Sleep(worker.DefaultEventQueueRescan + time.Second) // the worker finds the queues
+
 	b.ResetTimer()
 	list := measure("LIST pipe", "lat_list", func(name string, data []byte) error {
 		_, err := mc.PutObject(p.ctx, s3Bucket, p.prefix+"list/"+name, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
@@ -263,8 +293,21 @@ func BenchmarkPipeLatency(b *testing.B) {
 		_, err := gw.Client.PutObject(p.ctx, gw.Bucket, "lat/"+name, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
 		return err
 	})
+	kafkaLat := measure("EVENT_NOTIFICATION pipe through Kafka", "lat_kafka", func(name string, data []byte) error {
+		_, err := gwk.Client.PutObject(p.ctx, gwk.Bucket, "latk/"+name, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{})
+		return err
+	})
+	sqsLat := measure("EVENT_NOTIFICATION pipe through SQS", "lat_sqs", func(name string, data []byte) error {
+		key := p.prefix + "sqs/" + name
+		if _, err := mc.PutObject(p.ctx, s3Bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+			return err
+		}
+		return sq.Send(p.ctx, fmt.Sprintf(`{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":%q},"object":{"key":%q}}}]}`, s3Bucket, url.QueryEscape(key)))
+	})
 	b.StopTimer()
 
+	b.ReportMetric(benchMS(benchPercentile(kafkaLat, 50)), "kafka_p50_ms")
+	b.ReportMetric(benchMS(benchPercentile(sqsLat, 50)), "sqs_p50_ms")
 	b.ReportMetric(benchMS(benchPercentile(list, 50)), "list_p50_ms")
 	b.ReportMetric(benchMS(benchPercentile(list, 95)), "list_p95_ms")
 	b.ReportMetric(benchMS(benchPercentile(event, 50)), "event_p50_ms")
@@ -273,7 +316,8 @@ func BenchmarkPipeLatency(b *testing.B) {
 	for _, r := range []struct {
 		name string
 		lat  []time.Duration
-	}{{"LIST, POLL_INTERVAL_IN_SECONDS = '1'", list}, {"EVENT_NOTIFICATION (S3 webhook)", event}} {
+	}{{"LIST, POLL_INTERVAL_IN_SECONDS = '1'", list}, {"EVENT_NOTIFICATION (S3 webhook)", event},
+		{"EVENT_NOTIFICATION (Kafka topic)", kafkaLat}, {"EVENT_NOTIFICATION (SQS queue)", sqsLat}} {
 		fmt.Printf("  %-38s p50 %6.0f ms  p95 %6.0f ms  min %6.0f ms  max %6.0f ms\n", r.name,
 			benchMS(benchPercentile(r.lat, 50)), benchMS(benchPercentile(r.lat, 95)), benchMS(r.lat[0]), benchMS(r.lat[len(r.lat)-1]))
 	}

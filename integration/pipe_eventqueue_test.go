@@ -85,7 +85,7 @@ func TestPipeEventQueueKafka(t *testing.T) {
 // startGoaws runs goaws (an SQS server of the query protocol, installed
 // by deploy/local/install.sh) with one queue whose messages come back 2 s
 // after a receive that did not delete them, and returns the queue's URL.
-func startGoaws(t *testing.T) string {
+func startGoaws(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(repoRoot(), ".bin", "goaws")
 	if _, err := os.Stat(bin); err != nil {
@@ -93,7 +93,7 @@ func startGoaws(t *testing.T) string {
 	}
 	port := freePort(t)
 	cfg := filepath.Join(t.TempDir(), "goaws.yaml")
-	must(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`Local:
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`Local:
   Host: 127.0.0.1
   Port: %d
   Region: us-east-1
@@ -104,15 +104,21 @@ func startGoaws(t *testing.T) string {
     ReceiveMessageWaitTimeSeconds: 0
   Queues:
     - Name: s3events
-`, port)), 0o600))
+`, port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "-config", cfg, "Local")
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	must(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	queue := fmt.Sprintf("http://127.0.0.1:%d/100010001000/s3events", port)
 	c, err := sqs.New(queue, "us-east-1", sqs.Credentials{AccessKey: "x", SecretKey: "y"})
-	must(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -129,7 +135,8 @@ func startGoaws(t *testing.T) string {
 }
 
 // TestPipeEventQueueSQS: S3 event notifications reach an
-// EVENT_NOTIFICATION pipe through an SQS queue, as S3 sends them (directly
+// EVENT_NOTIFICATION pipe through the SQS queue the pipe names
+// (EVENT_QUEUE), as S3 sends them (directly
 // or wrapped by SNS): a file loads within seconds; the same notification
 // twice loads it once; a message that is no notification is deleted and
 // the queue goes on; a notification that comes before its object is not
@@ -138,9 +145,9 @@ func TestPipeEventQueueSQS(t *testing.T) {
 	s := newStack(t)
 	queueURL := startGoaws(t)
 	queue := "it-evsqs-" + s.ID
-	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) {
-		c.EventSQS = worker.EventSQSConfig{QueueURL: queueURL, Creds: sqs.Credentials{AccessKey: "test", SecretKey: "test"}}
-	})
+	// The queue is named on the pipe (EVENT_QUEUE): the worker finds it in
+	// the catalog and reads it with the volume's connection's keys.
+	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) { c.EventQueueRescan = 500 * time.Millisecond })
 	orch := s.useQueue(queue)
 	t.Cleanup(func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -151,8 +158,9 @@ func TestPipeEventQueueSQS(t *testing.T) {
 	must(t, err)
 	s.volume("sqs_vol", "in", false)
 	s.pipeTable("t")
-	s.run(`CREATE PIPE sqs_pipe INGEST_MODE = 'EVENT_NOTIFICATION' AS COPY INTO t FROM VOLUME sqs_vol USING CSV`)
+	s.run(fmt.Sprintf(`CREATE PIPE sqs_pipe INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = '%s' AS COPY INTO t FROM VOLUME sqs_vol USING CSV`, queueURL))
 	pipeWait(t, 20*time.Second, "the pipe's first turn did not finish", func() bool { return s.pipeTurns("sqs_pipe") >= 1 })
+	time.Sleep(time.Second) // the worker's next look at the catalog starts reading the queue
 	event := func(rel string) string {
 		return fmt.Sprintf(`{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":%q},"object":{"key":%q}}}]}`, s3Bucket, url.QueryEscape(s.key(rel)))
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/lakepipe/lakepipe/internal/loading"
 	"github.com/lakepipe/lakepipe/internal/sqs"
 )
 
@@ -220,4 +221,68 @@ func sqsEvents(body string, ev EventsConfig) ([]s3Record, error) {
 		body = sns.Message
 	}
 	return parseEvents([]byte(body), ev.MaxRecords)
+}
+
+// eventQueueLister reads the queues pipes name: *engine.Engine, or a fake.
+type eventQueueLister interface {
+	EventQueues(ctx context.Context) ([]loading.EventQueue, error)
+}
+
+// DefaultEventQueueRescan is how often a worker looks for queues pipes
+// started or stopped naming (Config.EventQueueRescan): a new pipe's queue
+// is read within it. Each look is one catalog read of the pipes.
+const DefaultEventQueueRescan = 15 * time.Second
+
+// runPipeQueues keeps one reader per queue that EVENT_NOTIFICATION pipes
+// name (EVENT_QUEUE), starting and stopping readers as pipes come and go.
+// Every worker reads every queue: Kafka's consumer group gives each
+// message to one of them, SQS each receive.
+func runPipeQueues(ctx context.Context, lister eventQueueLister, every time.Duration, ev EventsConfig, router eventRouter, sig signaler, log *slog.Logger) {
+	running := map[string]context.CancelFunc{}
+	defer func() {
+		for _, cancel := range running {
+			cancel()
+		}
+	}()
+	for {
+		qs, err := lister.EventQueues(ctx)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("read the event queues pipes name", "error", err)
+		}
+		if err == nil {
+			want := map[string]loading.EventQueue{}
+			for _, q := range qs {
+				want[q.URL+"\x00"+q.AccessID+"\x00"+q.AccessKey] = q
+			}
+			for k, cancel := range running {
+				if _, ok := want[k]; !ok {
+					cancel()
+					delete(running, k)
+				}
+			}
+			for k, q := range want {
+				if running[k] != nil {
+					continue
+				}
+				qctx, cancel := context.WithCancel(ctx)
+				running[k] = cancel
+				go func() {
+					var err error
+					if q.IsKafka() {
+						err = consumeEventQueue(qctx, EventQueueConfig{Brokers: q.Brokers, Topic: q.Topic}, ev, router, sig, log)
+					} else {
+						err = consumeSQS(qctx, EventSQSConfig{QueueURL: q.URL, Region: q.Region, Creds: sqs.Credentials{AccessKey: q.AccessID, SecretKey: q.AccessKey}}, ev, router, sig, log)
+					}
+					if err != nil {
+						log.Error("event queue", "queue", q.URL, "error", err)
+					}
+				}()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }

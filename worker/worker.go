@@ -72,6 +72,9 @@ type Config struct {
 	EventQueue EventQueueConfig
 	// EventSQS, when it names a queue, is read for them too.
 	EventSQS EventSQSConfig
+	// EventQueueRescan is how often the queues pipes name (EVENT_QUEUE)
+	// are looked up (0: DefaultEventQueueRescan).
+	EventQueueRescan time.Duration
 	// Parallel files per batch (default 4).
 	Parallel int
 	// MaxActivities is how many activities (file copies, listings, Kafka
@@ -258,6 +261,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}()
 	}
+	// Queues pipes name (EVENT_QUEUE), found in the catalog.
+	go runPipeQueues(ctx, eng, cmp.Or(cfg.EventQueueRescan, DefaultEventQueueRescan), cfg.Events, eng, orch, log)
 	if cfg.EventSQS.QueueURL != "" {
 		go func() {
 			if err := consumeSQS(ctx, cfg.EventSQS, cfg.Events, eng, orch, log); err != nil {

@@ -78,6 +78,9 @@ func Check(schema string, stmt sqlast.Statement) error {
 				return fmt.Errorf("pipe %s: %w", s.Name, err)
 			}
 		}
+		if m := core.Props(s.Props); m["event_queue"] != "" && !strings.EqualFold(m["ingest_mode"], "EVENT_NOTIFICATION") {
+			return fmt.Errorf("pipe %s: EVENT_QUEUE goes with INGEST_MODE = 'EVENT_NOTIFICATION'", s.Name)
+		}
 		return checkCopy(s.Copy)
 	case *sqlast.AlterPipe:
 		if s.Action == "SET_COPY" {
@@ -179,6 +182,10 @@ var pipeProps = map[string]func(string) error{
 		_, err := loading.ParseCopyJobHint(v)
 		return err
 	},
+	"event_queue": func(v string) error {
+		_, err := loading.ParseEventQueue(v)
+		return err
+	},
 }
 
 // AlterablePipeProps are the properties ALTER PIPE … SET changes on a
@@ -186,7 +193,7 @@ var pipeProps = map[string]func(string) error{
 var AlterablePipeProps = map[string]bool{
 	"poll_interval_in_seconds": true, "batch_interval_in_seconds": true, "max_files_per_batch": true,
 	"batch_size_per_kafka_partition": true, "ignore_tmp_file": true, "virtual_cluster": true, "comment": true,
-	"dead_letter_table": true, "copy_job_hint": true,
+	"dead_letter_table": true, "copy_job_hint": true, "event_queue": true,
 }
 
 func alterableNames() string {

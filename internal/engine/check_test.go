@@ -84,6 +84,10 @@ func TestCheckCreatePipeKind(t *testing.T) {
 		{"CREATE PIPE p DEAD_LETTER_TABLE = 'bad' " + volume, "applies to Kafka pipes"},
 		{"CREATE PIPE p BATCH_SIZE_PER_KAFKA_PARTITION = '10' " + kafka, ""},
 		{`CREATE PIPE p COPY_JOB_HINT = '{"max_file_size": 1048576}' ` + volume, ""},
+		{"CREATE PIPE p INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = 'kafka://k:9092/ev' " + volume, ""},
+		{"CREATE PIPE p INGEST_MODE = 'LIST' EVENT_QUEUE = 'kafka://k:9092/ev' " + volume, "goes with INGEST_MODE = 'EVENT_NOTIFICATION'"},
+		{"CREATE PIPE p INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = 'mns://q' " + volume, "SQS queue URL"},
+		{"CREATE PIPE p EVENT_QUEUE = 'kafka://k:9092/ev' " + kafka, "EVENT_QUEUE applies to volume pipes"},
 	} {
 		stmt, err := sqlparse.Parse(tc.sql)
 		if err != nil {

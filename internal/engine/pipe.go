@@ -169,6 +169,9 @@ func (e *Engine) alterPipe(ctx context.Context, s *sqlast.AlterPipe) (*core.Resu
 				if err := alterableFor(spec.Kind, k); err != nil {
 					return nil, fmt.Errorf("pipe %s: %w", s.Name, err)
 				}
+				if k == "event_queue" && spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" {
+					return nil, fmt.Errorf("pipe %s: EVENT_QUEUE goes with INGEST_MODE = 'EVENT_NOTIFICATION' (this pipe's is %s, fixed at creation)", s.Name, spec.Properties["ingest_mode"])
+				}
 				v := strings.TrimSpace(p.Value)
 				if k == "dead_letter_table" {
 					if err := e.ensureDeadLetterTable(ctx, v); err != nil {
@@ -252,7 +255,7 @@ func (e *Engine) ensureDeadLetterTable(ctx context.Context, name string) error {
 // alterableFor refuses a property that does not apply to a kind of pipe.
 func alterableFor(kind jobs.PipeKind, k string) error {
 	switch {
-	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file" || k == "copy_job_hint"):
+	case kind == jobs.KindKafka && (k == "max_files_per_batch" || k == "ignore_tmp_file" || k == "copy_job_hint" || k == "event_queue"):
 		return fmt.Errorf("%s applies to volume pipes; this one reads Kafka", strings.ToUpper(k))
 	case kind != jobs.KindKafka && (k == "batch_size_per_kafka_partition" || k == "dead_letter_table"):
 		return fmt.Errorf("%s applies to Kafka pipes; this one reads a volume", strings.ToUpper(k))

@@ -2,9 +2,12 @@ package loading
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
@@ -102,4 +105,94 @@ func (e *Loader) EventRoutes(ctx context.Context) (*EventRoutes, error) {
 		routes = append(routes, EventRoute{WorkflowID: e.WithSchema(o.Schema).PipeWorkflowID(o.Name), Bucket: loc.Bucket, Prefix: loc.Prefix})
 	}
 	return NewEventRoutes(routes), nil
+}
+
+// EventQueue is a queue that EVENT_NOTIFICATION pipes name (EVENT_QUEUE)
+// for their store's event notifications: a Kafka topic, or an SQS queue
+// read with the pipe's storage connection's keys.
+type EventQueue struct {
+	// URL is the property's value: kafka://host:port[,host:port]/topic,
+	// or an SQS queue URL.
+	URL string
+	// Kafka: where and what.
+	Brokers []string
+	Topic   string
+	// SQS: the connection's region and keys (never printed).
+	Region, AccessID, AccessKey string
+}
+
+// IsKafka says whether the queue is a Kafka topic (else SQS).
+func (q EventQueue) IsKafka() bool { return q.Topic != "" }
+
+// ParseEventQueue checks an EVENT_QUEUE value: kafka://host:port[,…]/topic
+// or an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>,
+// or http(s)://host[:port]/<account>/<queue> of a compatible server).
+func ParseEventQueue(v string) (EventQueue, error) {
+	v = strings.TrimSpace(v)
+	q := EventQueue{URL: v}
+	if rest, ok := strings.CutPrefix(v, "kafka://"); ok {
+		brokers, topic, _ := strings.Cut(rest, "/")
+		if brokers == "" || topic == "" || strings.ContainsAny(topic, "/?# ") {
+			return q, fmt.Errorf("EVENT_QUEUE = %q: expected kafka://host:port[,host:port]/topic", v)
+		}
+		q.Brokers, q.Topic = strings.Split(brokers, ","), topic
+		return q, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Count(strings.Trim(u.Path, "/"), "/") != 1 {
+		return q, fmt.Errorf("EVENT_QUEUE = %q: expected kafka://host:port/topic or an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<queue>)", v)
+	}
+	return q, nil
+}
+
+// EventQueues returns the queues EVENT_NOTIFICATION pipes name, each once
+// (by URL and keys). An SQS queue is read with the keys of the pipe's
+// storage connection; a pipe whose volume or connection is gone is left
+// out.
+func (e *Loader) EventQueues(ctx context.Context) ([]EventQueue, error) {
+	pipes, err := e.Cat.ListAll(ctx, catalog.KindPipe)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []EventQueue
+	for _, o := range pipes {
+		var spec catalog.PipeSpec
+		if o.Decode(&spec) != nil || spec.Kind != jobs.KindVolume || spec.Properties["ingest_mode"] != "EVENT_NOTIFICATION" || spec.Properties["event_queue"] == "" {
+			continue
+		}
+		q, err := ParseEventQueue(spec.Properties["event_queue"])
+		if err != nil {
+			continue // checked when set
+		}
+		if !q.IsKafka() {
+			conn, secret, err := e.WithSchema(o.Schema).volumeConnection(ctx, spec.Input)
+			if err != nil {
+				continue
+			}
+			q.Region, q.AccessID, q.AccessKey = conn.Region, conn.AccessID, secret
+		}
+		key := q.URL + "\x00" + q.AccessID + "\x00" + q.AccessKey
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// volumeConnection is the storage connection of a volume, with its key.
+func (e *Loader) volumeConnection(ctx context.Context, volume string) (catalog.ConnectionSpec, string, error) {
+	var vs catalog.VolumeSpec
+	ok, err := e.Cat.Get(ctx, catalog.KindVolume, e.Cfg.Schema, volume, &vs)
+	if err != nil || !ok {
+		return catalog.ConnectionSpec{}, "", fmt.Errorf("volume %s: %v", volume, err)
+	}
+	var c catalog.ConnectionSpec
+	ok, err = e.Cat.Get(ctx, catalog.KindConnection, core.GlobalSchema, vs.Connection, &c)
+	if err != nil || !ok {
+		return c, "", fmt.Errorf("storage connection %s: %v", vs.Connection, err)
+	}
+	secret, err := e.Cat.Secret(ctx, catalog.KindConnection, core.GlobalSchema, vs.Connection)
+	return c, secret, err
 }

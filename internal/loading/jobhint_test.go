@@ -51,3 +51,32 @@ func FuzzParseCopyJobHint(f *testing.F) {
 		}
 	})
 }
+
+func TestParseEventQueue(t *testing.T) {
+	for _, tc := range []struct {
+		in, topic, err string
+		brokers        int
+	}{
+		{in: "kafka://k1:9092/s3events", topic: "s3events", brokers: 1},
+		{in: "kafka://k1:9092,k2:9092/ev", topic: "ev", brokers: 2},
+		{in: "https://sqs.eu-west-1.amazonaws.com/123456789012/s3events"},
+		{in: "http://127.0.0.1:4100/100010001000/q"},
+		{in: "kafka://k1:9092/", err: "kafka://host:port"},
+		{in: "kafka:///topic", err: "kafka://host:port"},
+		{in: "kafka://k/a/b", err: "kafka://host:port"},
+		{in: "sqs://queue", err: "SQS queue URL"},
+		{in: "https://sqs.amazonaws.com/", err: "SQS queue URL"},
+		{in: "", err: "SQS queue URL"},
+	} {
+		q, err := ParseEventQueue(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseEventQueue(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || q.Topic != tc.topic || len(q.Brokers) != tc.brokers || q.IsKafka() != (tc.topic != "") {
+			t.Errorf("ParseEventQueue(%q) = %+v, %v", tc.in, q, err)
+		}
+	}
+}
