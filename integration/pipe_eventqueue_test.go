@@ -30,14 +30,8 @@ func TestPipeEventQueueKafka(t *testing.T) {
 	topic := "s3events_" + s.ID
 	prod := kafkaTopic(t, topic, 2)
 	queue := "it-evq-" + s.ID
-	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) {
+	s.withWorkerOn(queue, func(c *worker.Config) {
 		c.EventQueue = worker.EventQueueConfig{Brokers: []string{kafkaAddr}, Topic: topic, Group: "evq_" + s.ID}
-	})
-	orch := s.useQueue(queue)
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
 	})
 	gw := startEventS3With(t, "--event-kafka-url", kafkaAddr, "--event-kafka-topic", topic)
 
@@ -147,13 +141,7 @@ func TestPipeEventQueueSQS(t *testing.T) {
 	queue := "it-evsqs-" + s.ID
 	// The queue is named on the pipe (EVENT_QUEUE): the worker finds it in
 	// the catalog and reads it with the volume's connection's keys.
-	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) { c.EventQueueRescan = 500 * time.Millisecond })
-	orch := s.useQueue(queue)
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
-	})
+	s.withWorkerOn(queue, func(c *worker.Config) { c.EventQueueRescan = 500 * time.Millisecond })
 	q, err := sqs.New(queueURL, "us-east-1", sqs.Credentials{AccessKey: "test", SecretKey: "test"})
 	must(t, err)
 	s.volume("sqs_vol", "in", false)

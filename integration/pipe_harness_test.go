@@ -58,6 +58,20 @@ func (s *Stack) useQueue(queue string) *orchestrator.Temporal {
 	return orch
 }
 
+// withWorkerOn starts an in-process worker on queue with opts, points the
+// test's engine at it, and ends the schema's workflows before the worker
+// stops at the end of the test.
+func (s *Stack) withWorkerOn(queue string, opts ...func(*worker.Config)) {
+	s.T.Helper()
+	startInProcessWorkerWith(s.T, temporalConfig(queue), opts...)
+	orch := s.useQueue(queue)
+	s.T.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
+	})
+}
+
 // withWorker runs an in-process worker on a task queue of the test's own
 // and gives the test's engine an orchestrator on that queue, so pipes made
 // by the test run on this worker only. It returns the worker's HTTP

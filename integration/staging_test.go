@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -85,13 +84,7 @@ func TestPipeRecreatedWhileLoading(t *testing.T) {
 	s := newStack(t)
 	queue := "it-recreate-" + s.ID
 	slow := newTCPProxy(t, chAddr, 2<<20)
-	startInProcessWorkerWith(t, temporalConfig(queue), func(c *worker.Config) { c.ClickHouse.Addr = slow.Addr() })
-	orch := s.useQueue(queue)
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		terminateSchemaWorkflows(cctx, orch, s.Eng, s.Schema)
-	})
+	s.withWorkerOn(queue, func(c *worker.Config) { c.ClickHouse.Addr = slow.Addr() })
 	s.volume("rc_vol", "rc", false)
 	s.pipeTable("rc_old")
 	s.pipeTable("rc_new")
