@@ -30,9 +30,10 @@ import (
 // attempt's staging table is never attached, and maintenance drops those
 // older than maxAge (DropStale).
 //
-// On a cluster, tables are Distributed over per-node tables, and a staging
-// table would have to exist on each node: large files there stream straight
-// into the table, and the window stays (docs/exactly-once.md).
+// On a cluster (sharded, or replicated), tables are Distributed over
+// per-node tables, and a staging table would have to exist on each node:
+// loads there stream straight into the table, and the window stays
+// (docs/exactly-once.md).
 
 // prefix starts the name of every staging table in TempDB.
 const prefix = "stage_"
