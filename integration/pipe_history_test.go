@@ -99,3 +99,37 @@ func TestPipeHistory(t *testing.T) {
 }
 
 func sortedKeys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// TestKafkaPipeSetBatchSize: BATCH_SIZE_PER_KAFKA_PARTITION changes on a
+// running Kafka pipe: batches of at most 3 records, then, once set to 100,
+// one batch takes the 20 records that wait (pipe_history shows each).
+func TestKafkaPipeSetBatchSize(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic := "bsz_" + s.ID
+	prod := kafkaTopic(t, topic, 1)
+	var first []string
+	for i := 0; i < 9; i++ {
+		first = append(first, logLine(s.ID, i, "INFO"))
+	}
+	produce(t, prod, first...)
+	s.run(`CREATE TABLE bsz_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(kafkaPipeSQL("bsz_pipe", "bsz_logs", topic, "bsz_group_"+s.ID, 0, "BATCH_SIZE_PER_KAFKA_PARTITION = '3'"))
+	s.dropAtEnd("PIPE", "bsz_pipe")
+	pipeWait(t, time.Minute, "the first 9 records load", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM bsz_logs`) == "9" })
+	if m := s.pipeScalar(`SELECT max(rows_loaded) FROM pipe_history('bsz_pipe')`); m != "3" {
+		t.Fatalf("largest batch with BATCH_SIZE_PER_KAFKA_PARTITION = 3: %s rows", m)
+	}
+	s.run(`ALTER PIPE bsz_pipe SET PIPE_EXECUTION_PAUSED = true`)
+	s.run(`ALTER PIPE bsz_pipe SET BATCH_SIZE_PER_KAFKA_PARTITION = '100'`)
+	var more []string
+	for i := 9; i < 29; i++ {
+		more = append(more, logLine(s.ID, i, "INFO"))
+	}
+	produce(t, prod, more...)
+	s.run(`ALTER PIPE bsz_pipe SET PIPE_EXECUTION_PAUSED = false`)
+	pipeWait(t, time.Minute, "the next 20 records load", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM bsz_logs`) == "29" })
+	pipeWait(t, 30*time.Second, "one batch of the 20 records", func() bool {
+		return s.pipeScalar(`SELECT max(rows_loaded) FROM pipe_history('bsz_pipe')`) == "20"
+	})
+}
