@@ -400,12 +400,18 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	// number of write services (fence.go); one that does not (attempt 0)
 	// gets the per-process lock of releases before 2026-12-05.
 	var prior []uint64 // earlier attempts' commits a retry removes
+	if f.ID != "" {
+		// Attempts that reach this process run one after another, as
+		// before attempts were numbered: a retry waits for the attempt it
+		// repeats to finish, its own clean-up included, so that no reader
+		// sees both meanwhile. Across processes the fence below holds.
+		mu := &e.FlushLocks[core.FlushIDCommit(s.ID, f.ID)%uint64(len(e.FlushLocks))]
+		mu.Lock()
+		defer mu.Unlock()
+	}
 	switch {
 	case f.ID == "":
 	case f.Attempt == 0:
-		mu := &e.FlushLocks[target.Commit%uint64(len(e.FlushLocks))]
-		mu.Lock()
-		defer mu.Unlock()
 		if n, done, err := e.legacyRetry(ctx, s, f, spec, target); err != nil || done {
 			return n, err
 		}
