@@ -40,6 +40,8 @@ type Activities struct {
 	// eng, when set, stands in for Engine: tests set a fake (see
 	// engineAPI).
 	eng engineAPI
+	// waits: the AwaitFiles attempts running here, one per pipe.
+	waits waits
 }
 
 // DefaultStallTimeout is Activities.StallTimeout's default.

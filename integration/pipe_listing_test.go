@@ -194,3 +194,48 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 		t.Fatalf("the new pipe did not open: %v", err)
 	}
 }
+
+// The listings of idle pipes check the catalog in batches
+// (loading.Unhurried): asks made together are answered by one query, and
+// each still sees a change made before it asked, its own and no other's.
+func TestUnhurriedOpenPipeBatchesChecks(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("ub_vol1", "ub1", false)
+	s.volume("ub_vol2", "ub2", false)
+	s.run(`CREATE TABLE ub_t1 (id BIGINT, name STRING)`)
+	s.run(`CREATE TABLE ub_t2 (id BIGINT, name STRING)`)
+	s.run(`CREATE PIPE ub_p1 INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO ub_t1 FROM VOLUME ub_vol1 USING CSV`)
+	s.run(`CREATE PIPE ub_p2 INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO ub_t2 FROM VOLUME ub_vol2 USING CSV`)
+	params := func(name string) jobs.PipeParams {
+		return jobs.PipeParams{Workspace: "default", Schema: s.Schema, Name: name, Kind: "VOLUME"}
+	}
+	// Both opened at once, unhurried; want[i] is the run each must get
+	// (nil: a new one).
+	both := func(want ...*loading.PipeRun) [2]*loading.PipeRun {
+		t.Helper()
+		var got [2]*loading.PipeRun
+		var errs [2]error
+		var wg sync.WaitGroup
+		for i, name := range []string{"ub_p1", "ub_p2"} {
+			wg.Go(func() { got[i], errs[i] = s.Eng.OpenPipe(loading.Unhurried(s.Ctx), params(name)) })
+		}
+		wg.Wait()
+		for i := range got {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			if want != nil && (want[i] == nil) != (got[i] != want[i]) {
+				t.Fatalf("pipe %d: kept %v, want kept %v", i+1, got[i] == want[i], want[i] != nil)
+			}
+		}
+		return got
+	}
+	both()
+	first := both()
+	kept := both(first[0], first[1])
+	s.run(`DROP TABLE ub_t2`)
+	s.run(`CREATE TABLE ub_t2 (id BIGINT, name STRING, note STRING)`)
+	after := both(kept[0], nil)
+	both(kept[0], after[1])
+}

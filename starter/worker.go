@@ -27,6 +27,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	httpAddr := fs.String("http", env("LAKEPIPE_WORKER_HTTP", "127.0.0.1:9464"), "address of /metrics, /healthz and /events (S3 event notifications, which must carry the token in LAKEPIPE_EVENTS_TOKEN when it is set); empty for none (LAKEPIPE_WORKER_HTTP)")
 	parallel := fs.Int("parallel", 4, "files loaded at once per pipe batch")
 	maxActivities := fs.Int("max-activities", envInt("LAKEPIPE_WORKER_MAX_ACTIVITIES", 32), "activities (file copies, listings, Kafka batches, refreshes) run at once (LAKEPIPE_WORKER_MAX_ACTIVITIES)")
+	maxAwaiting := fs.Int("max-awaiting", envInt("LAKEPIPE_WORKER_MAX_AWAITING", worker.DefaultMaxAwaiting), "idle polling pipes that wait for files on this worker at once, each a sleeping goroutine between listings (LAKEPIPE_WORKER_MAX_AWAITING)")
 	maxWorkflowTasks := fs.Int("max-workflow-tasks", envInt("LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS", 64), "workflow tasks run at once (LAKEPIPE_WORKER_MAX_WORKFLOW_TASKS)")
 	stopTimeout := fs.Duration("stop-timeout", time.Minute, "on SIGTERM, how long running activities may take to finish before they are cancelled and retried elsewhere")
 	queues := fs.String("queues", cmp.Or(os.Getenv("LAKEPIPE_WORKER_QUEUES"), "control,loads"), "task queues this worker serves: control (workflow tasks, listings), loads (copies, Kafka batches, refreshes) or both (LAKEPIPE_WORKER_QUEUES)")
@@ -100,6 +101,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		HTTPAddr:            *httpAddr,
 		Parallel:            *parallel,
 		MaxActivities:       *maxActivities,
+		MaxAwaiting:         *maxAwaiting,
 		MaxWorkflowTasks:    *maxWorkflowTasks,
 		Pollers:             *pollers,
 		StopTimeout:         *stopTimeout,

@@ -80,6 +80,11 @@ type Config struct {
 	// MaxActivities is how many activities (file copies, listings, Kafka
 	// batches, refreshes) run at once on this worker (default 32).
 	MaxActivities int
+	// MaxAwaiting is how many idle polling pipes may wait on this worker
+	// at once (AwaitFiles on jobs.AwaitQueue; default DefaultMaxAwaiting).
+	// A wait is a sleeping goroutine between listings; a pipe past the
+	// limit waits for a slot, on this worker or another.
+	MaxAwaiting int
 	// MaxWorkflowTasks is how many workflow tasks run at once (default 64).
 	MaxWorkflowTasks int
 	// Pollers of each task kind (default 2): more pollers take work off
@@ -111,6 +116,21 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 		w.RegisterActivityWithOptions(acts.KafkaEnd, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
 		w.RegisterActivityWithOptions(acts.Maintain, activity.RegisterOptions{Name: jobs.ActivityMaintain})
 	}
+}
+
+// DefaultMaxAwaiting is Config.MaxAwaiting's default.
+const DefaultMaxAwaiting = 10000
+
+// awaitHeartbeatThrottle is how often an AwaitFiles attempt sends its
+// heartbeat at most: under the 2-minute heartbeat timeout the pipe
+// workflow gives it (workflows.awaitHeartbeat), and as rarely as that
+// allows, since each is a call to Temporal for every idle pipe.
+const awaitHeartbeatThrottle = 90 * time.Second
+
+// RegisterAwait registers AwaitFiles, the only activity of the await
+// queue (jobs.AwaitQueue).
+func RegisterAwait(w sdkworker.Registry, acts *activities.Activities) {
+	w.RegisterActivityWithOptions(acts.AwaitFiles, activity.RegisterOptions{Name: jobs.ActivityAwaitFiles})
 }
 
 // RegisterLoads registers the load activities, the only ones of the load
@@ -219,6 +239,15 @@ func Run(ctx context.Context, cfg Config) error {
 		w := sdkworker.New(c, queue, opts)
 		Register(w, acts)
 		ws = append(ws, w)
+		// Idle polling pipes wait here, each holding a slot between its
+		// listings (see jobs.AwaitQueue).
+		aopts := opts
+		aopts.DisableWorkflowWorker = true
+		aopts.MaxConcurrentActivityExecutionSize = cmp.Or(cfg.MaxAwaiting, DefaultMaxAwaiting)
+		aopts.MaxHeartbeatThrottleInterval = awaitHeartbeatThrottle
+		aw := sdkworker.New(c, jobs.AwaitQueue(queue), aopts)
+		RegisterAwait(aw, acts)
+		ws = append(ws, aw)
 	}
 	if serveLoads {
 		lopts := opts

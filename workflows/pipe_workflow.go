@@ -28,6 +28,20 @@ const localListTimeout = 10 * time.Second
 // not suggested it yet: a pipe runs forever, its history must not.
 const historyLimit = 2000
 
+// An idle polling pipe waits in AwaitFiles (version "await-listing"):
+// awaitFor is how long one wait lasts at most (a few history events per
+// awaitFor, however short the poll interval); awaitHeartbeat is its
+// heartbeat timeout, how soon a wait on a dead worker is noticed;
+// awaitStart is how long it may wait for a worker that serves the await
+// queue before the pipe falls back to its timer; awaitSlack covers a
+// last listing that runs long (a full listing of a large volume).
+const (
+	awaitFor       = 10 * time.Minute
+	awaitHeartbeat = 2 * time.Minute
+	awaitStart     = time.Minute
+	awaitSlack     = 30 * time.Minute
+)
+
 // VolumePipeWorkflow is a pipe over a volume's files, KafkaPipeWorkflow
 // one over a Kafka topic; PipeWorkflow is the type of both before they
 // had their own (runs started then keep it, continuing as new under it).
@@ -68,7 +82,7 @@ type pipeWorkflow struct {
 	list                           jobs.ListState
 
 	// versions of this run's history (workflow.GetVersion)
-	signalsDuringTurn, localListing, fixedEnd bool
+	signalsDuringTurn, localListing, fixedEnd, awaitListing bool
 
 	vis   *visibility
 	kick  workflow.Channel // wakes the loop after an update
@@ -126,6 +140,11 @@ func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
 	// From version 1 on, a Kafka batch's end offsets are read before it
 	// (a local activity) and passed to every attempt of it.
 	w.fixedEnd = w.p.Kind == jobs.KindKafka && workflow.GetVersion(ctx, "kafka-fixed-end", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, an idle pipe that polls (LIST, LIST_PURGE) waits
+	// in AwaitFiles, which lists every poll interval and returns once
+	// files wait: an idle poll adds no history event and no workflow task.
+	// Before, every poll was a timer, a workflow task and a listing.
+	w.awaitListing = w.p.Kind != jobs.KindKafka && workflow.GetVersion(ctx, "await-listing", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, w.queryStatus); err != nil {
 		return err
@@ -255,6 +274,7 @@ func (w *pipeWorkflow) loop() error {
 		w.initialDelay()
 	}
 	ctx := w.ctx
+	var pre *jobs.ListResult // files AwaitFiles found, the next turn's listing
 	for {
 		p := w.p // settings change between turns (apply)
 		drainSignals(ctx, w.addSignals)
@@ -279,7 +299,8 @@ func (w *pipeWorkflow) loop() error {
 				w.setPaused(true)
 			}
 		} else {
-			more, err = turn(ctx, w.loads, p, &w.counters, &w.hints, &w.list, w.localListing, w.get)
+			more, err = turn(ctx, w.loads, p, &w.counters, &w.hints, &w.list, pre, w.localListing, w.get)
+			pre = nil
 		}
 		w.running = false
 		w.counters.Turns++
@@ -321,6 +342,12 @@ func (w *pipeWorkflow) loop() error {
 		// Sleep until the poll timer fires or a signal wakes the pipe; new
 		// settings start the wait again under their interval.
 		w.rearm = false
+		if w.awaitListing && p.IngestMode != "EVENT_NOTIFICATION" {
+			var waited bool
+			if pre, waited = w.await(); waited {
+				continue
+			}
+		}
 		for {
 			timerCtx, cancel := workflow.WithCancel(ctx)
 			sel := workflow.NewSelector(ctx)
@@ -339,15 +366,91 @@ func (w *pipeWorkflow) loop() error {
 	}
 }
 
+// await is the wait of an idle polling pipe: AwaitFiles lists every poll
+// interval until files wait, and a signal or update that wakes the pipe
+// (or new settings) cancels it. It returns the listing that found files,
+// for the next turn; waited is false when AwaitFiles failed (no worker
+// serves its queue, its worker died, a listing failed), and the pipe then
+// waits on its timer this once, so that a failing wait never spins.
+func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
+	for {
+		ctx, cancel := workflow.WithCancel(w.ctx)
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:              jobs.AwaitQueue(workflow.GetInfo(ctx).TaskQueueName),
+			ScheduleToStartTimeout: awaitStart,
+			StartToCloseTimeout:    awaitFor + awaitSlack,
+			HeartbeatTimeout:       awaitHeartbeatFor(w.p.PollSeconds),
+			// A failed wait is not retried: the turn that follows lists
+			// with the regular activities, whose retries and errors the
+			// pipe knows.
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		f := workflow.ExecuteActivity(actx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor})
+		done := false
+		sel := workflow.NewSelector(w.ctx)
+		sel.AddFuture(f, func(workflow.Future) { done = true })
+		w.addSignals(sel)
+		w.rearm = false
+		for !done && !w.wake && !w.dropped && !w.paused && !w.rearm {
+			sel.Select(w.ctx)
+		}
+		if !done {
+			// Woken: the wait is cancelled (the attempt learns of it at its
+			// next heartbeat) and the loop turns at once.
+			cancel()
+			if w.rearm && !w.wake && !w.dropped && !w.paused {
+				continue // the same wait under the new settings
+			}
+			return nil, true
+		}
+		cancel()
+		var r jobs.AwaitResult
+		if err := f.Get(w.ctx, &r); err != nil {
+			workflow.GetLogger(w.ctx).Warn("pipe wait failed; waiting on the timer", "pipe", w.p.Name, "error", err)
+			return nil, false
+		}
+		w.list = r.State
+		w.counters.Backlog = r.Backlog
+		if r.Polls > 0 {
+			w.counters.Turns += int64(r.Polls)
+			w.counters.LastTurnTime = workflow.Now(w.ctx)
+		}
+		if len(r.Files) > 0 {
+			// The listing that found them is the turn that loads them,
+			// which the loop counts.
+			w.counters.Turns--
+			return &r.ListResult, true
+		}
+		info := workflow.GetInfo(w.ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
+			return nil, true // the turn that follows continues as new
+		}
+	}
+}
+
+// awaitHeartbeatFor is the heartbeat timeout of a wait: four poll
+// intervals, between 15 s and awaitHeartbeat. The SDK sends a wait's
+// heartbeat every 80 % of it, and the heartbeat carries the polls made,
+// which DESC PIPE adds to the turns: a pipe polling every second shows
+// its listings within 12 s, one polling every 30 s costs Temporal a call
+// every 90 s (the await worker's heartbeat throttle).
+func awaitHeartbeatFor(pollSeconds int) time.Duration {
+	return min(max(4*time.Duration(pollSeconds)*time.Second, 15*time.Second), awaitHeartbeat)
+}
+
 // turn lists and loads one batch; more reports a backlog beyond it. The
 // copy runs in loads (the load queue's context); get waits for an
-// activity's result.
-func turn(ctx, loads workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *[]string, ls *jobs.ListState, local bool, get func(workflow.Future, any) error) (more bool, err error) {
+// activity's result. pre, when set, is the listing already made (by
+// AwaitFiles).
+func turn(ctx, loads workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, hints *[]string, ls *jobs.ListState, pre *jobs.ListResult, local bool, get func(workflow.Future, any) error) (more bool, err error) {
 	var list jobs.ListResult
 	h := *hints
 	*hints = nil
 	listed := false
-	if local && ls.Ordered && len(h) == 0 {
+	if pre != nil && len(h) == 0 {
+		list, listed = *pre, true
+	}
+	if !listed && local && ls.Ordered && len(h) == 0 {
 		// One attempt: any failure, and a full listing due, go to the
 		// regular activity, whose retries and errors the pipe knows.
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{

@@ -60,6 +60,13 @@ import (
 //   - pipe_kafka_reset.json: RESET_KAFKA_GROUP_OFFSETS to earliest, latest
 //     and a time, each a KafkaOffsets activity before the next batch
 //     (TestKafkaPipeResetOffsets).
+//   - the "await-listing" version, idle pipes waiting in AwaitFiles on the
+//     await queue: pipe_await_alter_set.json (waits cancelled by the set
+//     update and started again under the new interval, files found by a
+//     wait and copied; TestAlterPipeSet), pipe_await_listing.json.gz (600
+//     files, incremental and full listings, waits between;
+//     TestPipeIncrementalListing), pipe_await_figures.json (a wait
+//     cancelled by pause as an update, drop; TestControlPlane).
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

@@ -170,6 +170,18 @@ func LoadQueue(control string) string {
 	return control + "-loads"
 }
 
+// AwaitQueue is the task queue of AwaitFiles, next to a control queue:
+// each idle polling pipe holds one of its slots for as long as it waits,
+// so it has slots of its own (many, each a sleeping goroutine) and its
+// waits never take the slots of the control queue's short activities.
+// The workers that serve the control queue serve it too.
+func AwaitQueue(control string) string {
+	if control == "" {
+		control = TaskQueue
+	}
+	return control + "-await"
+}
+
 // CopyProgress is the second detail of a CopyFiles heartbeat, for the
 // Temporal UI's pending-activity view: files of the batch and finished,
 // bytes listed and read so far.

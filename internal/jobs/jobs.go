@@ -393,7 +393,41 @@ const (
 	// turns of a pipe whose listing is incremental: it answers NeedFull
 	// when a full listing is due, which then runs as ListFiles.
 	ActivityListNewFiles = "ListNewFiles"
+	// ActivityAwaitFiles is how an idle polling pipe waits for files: one
+	// activity that lists every poll interval and returns once files
+	// wait (or after AwaitInput.For), so an idle poll adds nothing to the
+	// pipe's history. It runs on the await queue (AwaitQueue).
+	ActivityAwaitFiles = "AwaitFiles"
 )
+
+// AwaitInput asks AwaitFiles to list a pipe's volume every poll interval
+// until files wait.
+type AwaitInput struct {
+	Params PipeParams
+	State  ListState // where the listings resume
+	// For is how long it waits at most; it then returns no files and its
+	// state, and the workflow starts another (a few history events per
+	// For, however short the poll interval).
+	For time.Duration
+}
+
+// AwaitResult is the listing that found files (Files empty: For passed,
+// or the worker is stopping), and the listings made.
+type AwaitResult struct {
+	ListResult
+	Polls int
+}
+
+// AwaitProgress is the heartbeat detail of AwaitFiles, shown by the
+// Temporal UI's pending-activity view.
+type AwaitProgress struct {
+	Polls       int
+	LastListing time.Time
+	NextListing time.Time
+	// List is where the wait's listings resume, newer than the
+	// workflow's until the wait returns.
+	List ListState
+}
 
 // RefreshChainWorkflowName is the registered name of the refresh-chain
 // workflow: one refresh of a dynamic table after its upstream dynamic

@@ -34,6 +34,7 @@ type Worker struct {
 	refresh  *prometheus.HistogramVec
 	refreshN *prometheus.CounterVec
 	running  *prometheus.GaugeVec
+	polls    prometheus.Histogram
 	sdk      *SDKHandler
 }
 
@@ -62,9 +63,14 @@ func New() *Worker {
 	p.refreshN = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_dynamic_refresh_total", Help: "Dynamic-table refreshes, by mode and state (SUCCEED, FAILED)."},
 		[]string{"dynamic_table", "mode", "state"})
 	p.running = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_worker_activities_running", Help: "Activities this worker is running now, by activity type: its load."}, []string{"activity"})
+	// Worker-wide, not per pipe: a thousand pipes would make it fourteen
+	// thousand series.
+	p.polls = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lakepipe_pipe_poll_lateness_seconds",
+		Help:    "Listings of idle polling pipes (AwaitFiles), by how long after they were due they finished.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)})
 	p.sdk = NewSDKHandler()
 	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.batch,
-		p.arrival, p.refresh, p.refreshN, p.running, p.sdk,
+		p.arrival, p.refresh, p.refreshN, p.running, p.polls, p.sdk,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
 }
@@ -113,6 +119,14 @@ func (p *Worker) File(pp jobs.PipeParams, r jobs.FileResult, f jobs.FileRef, d t
 		p.bytes.WithLabelValues(n).Add(float64(size))
 	}
 	p.seconds.WithLabelValues(n).Observe(d.Seconds())
+}
+
+// Poll records one listing of an idle pipe, late by how long after it
+// was due it finished.
+func (p *Worker) Poll(late time.Duration) {
+	if p != nil {
+		p.polls.Observe(max(late, 0).Seconds())
+	}
 }
 
 // Error records a failed attempt.

@@ -222,18 +222,38 @@ func (t *Temporal) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus,
 		}
 		return nil, state, reason, err
 	}
-	return &st, state, t.pendingFailure(ctx, id), nil
+	failure, wait := t.pending(ctx, id)
+	if wait != nil {
+		// An idle pipe's listings since its wait began (AwaitFiles) reach
+		// the workflow when the wait ends; its heartbeat has them now.
+		st.Counters.Turns += int64(wait.Polls)
+		st.List = wait.List
+		if wait.LastListing.After(st.Counters.LastTurnTime) {
+			st.Counters.LastTurnTime = wait.LastListing
+		}
+	}
+	return &st, state, failure, nil
 }
 
-// pendingFailure describes the last failure of a retrying activity.
-func (t *Temporal) pendingFailure(ctx context.Context, id string) string {
+// pending describes the last failure of a retrying activity, and the
+// progress of a pipe's wait for files (AwaitFiles' last heartbeat).
+func (t *Temporal) pending(ctx context.Context, id string) (failure string, wait *jobs.AwaitProgress) {
 	c, err := t.Client()
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return ""
+		return "", nil
+	}
+	for _, pa := range desc.GetPendingActivities() {
+		if pa.GetActivityType().GetName() == jobs.ActivityAwaitFiles && pa.GetHeartbeatDetails() != nil {
+			dc, _ := t.cfg.Converters()
+			var p jobs.AwaitProgress
+			if dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
+				wait = &p
+			}
+		}
 	}
 	for _, pa := range desc.GetPendingActivities() {
 		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
@@ -244,10 +264,10 @@ func (t *Temporal) pendingFailure(ctx context.Context, id string) string {
 				dc, _ := t.cfg.Converters()
 				converter.DecodeCommonFailureAttributes(dc, f)
 			}
-			return fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage())
+			return fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage()), wait
 		}
 	}
-	return ""
+	return "", wait
 }
 
 // Stop asks the workflow to end after its current turn.

@@ -307,8 +307,8 @@ func (e *Writer) sweepFlush(ctx context.Context, session, flush string, attempt 
 	keep := true // a flush of unknown size: its winner cannot be told unfinished
 	if records >= 0 {
 		n, err := e.CommitRows(ctx, t.DB, t.Table, winner)
-		if chstore.IsCode(err, chstore.CodeUnknownTable) {
-			return nil // the table was dropped
+		if tableGone(err) {
+			return nil // the table (or its database) was dropped
 		}
 		if err != nil {
 			return err
@@ -323,8 +323,14 @@ func (e *Writer) sweepFlush(ctx context.Context, session, flush string, attempt 
 			}
 		}
 	}
-	if err := e.DropCommits(ctx, t, losers); err != nil && !chstore.IsCode(err, chstore.CodeUnknownTable) {
+	if err := e.DropCommits(ctx, t, losers); err != nil && !tableGone(err) {
 		return fmt.Errorf("sweep flush %s of %s: %w", flush, t.Display, err)
 	}
 	return nil
+}
+
+// tableGone reports an error saying a table, or its database, does not
+// exist.
+func tableGone(err error) bool {
+	return chstore.IsCode(err, chstore.CodeUnknownTable) || chstore.IsCode(err, chstore.CodeUnknownDatabase)
 }
