@@ -20,7 +20,9 @@ import (
 // baseline, measured in the same run just before, is the S3 server taking
 // the same number of files with the same 16 uploaders and no pipe: how
 // fast files can arrive here at all. It reports both rates and their ratio,
-// and checks every row arrived once.
+// and checks every row arrived once. LAKEPIPE_BENCH_SMALL_PROFILE=file
+// writes a CPU profile of the pipe phase (the uploaders run in the same
+// process).
 // Run: ./task bench:smallfiles
 func BenchmarkPipeSmallFiles(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_SMALL_FILES", 20_000)
@@ -78,6 +80,7 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 	p.run(fmt.Sprintf(`CREATE PIPE small_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO small FROM VOLUME bench_small_vol_%s USING CSV`, p.id))
 
 	var firstUp time.Time
+	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_SMALL_PROFILE")
 	b.StartTimer()
 	upDone := make(chan error, 1)
 	var upTook time.Duration
@@ -112,6 +115,7 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 	}
 	visible := time.Now()
 	b.StopTimer()
+	stopProfile()
 	if !uploaded {
 		if err := <-upDone; err != nil {
 			b.Fatalf("upload: %v", err)

@@ -113,7 +113,7 @@ func openSequential(src rowio.Source, opts rowio.Options) (*rowio.CountingReader
 		}
 		src.R = io.NewSectionReader(src.At, 0, src.Size)
 	}
-	cnt := &rowio.CountingReader{R: src.R}
+	cnt := &rowio.CountingReader{R: src.R, Size: src.Size}
 	dec, err := rowio.OpenDecompressed(cnt, src.Name, opts.Compression, opts.Limits)
 	if err != nil {
 		return nil, nil, err

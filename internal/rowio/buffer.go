@@ -30,12 +30,27 @@ type ChunkBuf struct {
 	Owned bool
 	held  [][]byte // full chunks the current batch points into
 	spare [][]byte // chunks free for reuse
+	// fits: Buf was sized to hold the whole input (NewChunkBufFor), so a
+	// fill reads into what is left of it instead of growing it first.
+	fits bool
 }
 
 func NewChunkBuf(r io.Reader) *ChunkBuf {
 	// Small first: many files are small, and the first full chunk
 	// switches to chunkSize anyway.
 	return &ChunkBuf{r: r, Buf: make([]byte, 2*minRead)}
+}
+
+// NewChunkBufFor is NewChunkBuf for an input of size bytes (0: unknown).
+// A small input gets a buffer of its size (and one byte, to see its end
+// without another buffer), not the usual 128 KiB: a batch of a thousand
+// one-line files would otherwise allocate and clear 128 MiB. An input
+// longer than it said grows the buffer as usual.
+func NewChunkBufFor(r io.Reader, size int64) *ChunkBuf {
+	if size <= 0 || size >= 2*minRead-1 {
+		return NewChunkBuf(r)
+	}
+	return &ChunkBuf{r: r, Buf: make([]byte, size+1), fits: true}
 }
 
 // Release marks every chunk reusable; called when a new batch starts and
@@ -59,7 +74,7 @@ func (c *ChunkBuf) Fill() bool {
 	if c.AtEOF {
 		return false
 	}
-	if len(c.Buf)-c.End < minRead {
+	if len(c.Buf)-c.End < minRead && !(c.fits && c.End < len(c.Buf)) {
 		c.makeRoom()
 	}
 	// Callers re-scan the pending data after each fill, so reading at
@@ -89,6 +104,7 @@ func (c *ChunkBuf) Fill() bool {
 }
 
 func (c *ChunkBuf) makeRoom() {
+	c.fits = false // the input was longer than said: grow as usual
 	n := c.End - c.Pos
 	if !c.Owned && len(c.Buf)-n >= minRead && n <= len(c.Buf)/2 {
 		copy(c.Buf, c.Buf[c.Pos:c.End])

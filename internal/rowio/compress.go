@@ -23,7 +23,10 @@ var (
 // for progress reports.
 type CountingReader struct {
 	R io.Reader
-	n atomic.Int64
+	// Size is the length of R when known (0 otherwise): small inputs
+	// then get small buffers.
+	Size int64
+	n    atomic.Int64
 }
 
 func (c *CountingReader) Read(p []byte) (int, error) {
@@ -63,6 +66,9 @@ func magicCompression(head []byte) string {
 type Decompressor struct {
 	io.Reader
 	Close func() error
+	// Size is how many bytes it yields, when known (an uncompressed
+	// source of known size); 0 otherwise.
+	Size int64
 }
 
 // OpenDecompressed wraps cnt so that it yields decompressed bytes, choosing
@@ -76,8 +82,13 @@ func OpenDecompressed(cnt *CountingReader, name, mode string, lim Limits) (*Deco
 	case "", CompressionAuto:
 		mode = extCompression(name)
 		if mode == "" {
-			// Sniffing costs a 64 KiB buffer we would want anyway.
-			br := bufio.NewReaderSize(r, 64<<10)
+			// Sniffing costs a 64 KiB buffer we would want anyway (a
+			// smaller one for a smaller input).
+			size := 64 << 10
+			if cnt.Size > 0 && cnt.Size < int64(size) {
+				size = int(cnt.Size)
+			}
+			br := bufio.NewReaderSize(r, size)
 			head, _ := br.Peek(4)
 			mode = magicCompression(head)
 			r = br
@@ -88,7 +99,7 @@ func OpenDecompressed(cnt *CountingReader, name, mode string, lim Limits) (*Deco
 	}
 	switch mode {
 	case CompressionNone:
-		return &Decompressor{Reader: r, Close: func() error { return nil }}, nil
+		return &Decompressor{Reader: r, Close: func() error { return nil }, Size: cnt.Size}, nil
 	case CompressionGzip:
 		// gzip's window is a fixed 32 KiB: only the output needs a bound.
 		zr, err := gzip.NewReader(r)

@@ -61,7 +61,7 @@ func NewCSVReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompresso
 		name:    name,
 		cnt:     cnt,
 		dec:     dec,
-		in:      rowio.NewChunkBuf(dec),
+		in:      rowio.NewChunkBufFor(dec, dec.Size),
 		opts:    opts,
 		delim:   opts.DelimiterByte(),
 		quote:   opts.QuoteByte(),

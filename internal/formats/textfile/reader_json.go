@@ -49,7 +49,7 @@ type jsonReader struct {
 var errNoObject = errors.New("expected a JSON object")
 
 func NewJSONReader(name string, cnt *rowio.CountingReader, dec *rowio.Decompressor, opts rowio.Options) (*jsonReader, error) {
-	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: rowio.NewChunkBuf(dec), opts: opts, line: 1,
+	r := &jsonReader{name: name, cnt: cnt, dec: dec, in: rowio.NewChunkBufFor(dec, dec.Size), opts: opts, line: 1,
 		maxLine: int(min(opts.Limits.MaxLineBytes, math.MaxInt32)), maxDepth: opts.Limits.MaxJSONDepth, maxCols: opts.Limits.MaxColumns}
 	if err := r.start(); err != nil {
 		return nil, err
