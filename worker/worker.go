@@ -83,7 +83,8 @@ type Config struct {
 	// MaxAwaiting is how many idle polling pipes may wait on this worker
 	// at once (AwaitFiles on jobs.AwaitQueue; default DefaultMaxAwaiting).
 	// A wait is a sleeping goroutine between listings; a pipe past the
-	// limit waits for a slot, on this worker or another.
+	// limit waits up to a minute for a slot, on this worker or another,
+	// then polls on its timer until its next wait.
 	MaxAwaiting int
 	// MaxWorkflowTasks is how many workflow tasks run at once (default 64).
 	MaxWorkflowTasks int
