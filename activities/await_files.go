@@ -11,12 +11,12 @@ import (
 	"github.com/lakepipe/lakepipe/internal/loading"
 )
 
-// AwaitBeat is how often AwaitFiles heartbeats while it sleeps. The SDK
+// awaitBeat is how often AwaitFiles heartbeats while it sleeps. The SDK
 // sends at most one heartbeat per throttle interval (the await worker's is
 // set just under the workflow's heartbeat timeout), so a thousand idle
 // pipes cost about a thousand small calls to Temporal per throttle
 // interval, and no history events.
-const AwaitBeat = 30 * time.Second
+const awaitBeat = 30 * time.Second
 
 // AwaitFiles is how an idle polling pipe waits: it lists the pipe's volume
 // every poll interval, as a turn would, and returns the first listing that
@@ -52,7 +52,7 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 		// Sleep until the listing is due, heartbeating on the way.
 		for now := time.Now(); now.Before(due); now = time.Now() {
 			activity.RecordHeartbeat(ctx, progress()...)
-			t := time.NewTimer(min(due.Sub(now), AwaitBeat))
+			t := time.NewTimer(min(due.Sub(now), awaitBeat))
 			select {
 			case <-t.C:
 			case <-ctx.Done():

@@ -4,8 +4,6 @@ package integration
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,13 +156,7 @@ func BenchmarkPipeListing(b *testing.B) {
 // from a worker's /metrics (all label sets added up).
 func listFilesLatency(tb testing.TB, addr string) (sum, count float64) {
 	tb.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(scrapeMetrics(tb, addr), "\n") {
 		if !strings.Contains(line, `activity_type="ListFiles"`) {
 			continue
 		}

@@ -151,6 +151,21 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	fmt.Printf("  a new file in %d pipes' volumes: all loaded %.1f s after the upload (poll %v)\n", len(probe), found.Seconds(), poll)
 }
 
+// scrapeMetrics is a worker's /metrics page.
+func scrapeMetrics(tb testing.TB, addr string) string {
+	tb.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(body)
+}
+
 // histogram is a Prometheus histogram read from /metrics: cumulative
 // counts by upper bound.
 type histogram struct {
@@ -162,17 +177,8 @@ type histogram struct {
 // scrapeHistogram reads a histogram (no labels) from a worker's /metrics.
 func scrapeHistogram(tb testing.TB, addr, name string) histogram {
 	tb.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var h histogram
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(scrapeMetrics(tb, addr), "\n") {
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			continue

@@ -246,28 +246,25 @@ func (t *Temporal) pending(ctx context.Context, id string) (failure string, wait
 	if err != nil {
 		return "", nil
 	}
+	dc, _ := t.cfg.Converters()
 	for _, pa := range desc.GetPendingActivities() {
 		if pa.GetActivityType().GetName() == jobs.ActivityAwaitFiles && pa.GetHeartbeatDetails() != nil {
-			dc, _ := t.cfg.Converters()
 			var p jobs.AwaitProgress
 			if dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
 				wait = &p
 			}
 		}
-	}
-	for _, pa := range desc.GetPendingActivities() {
-		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 {
+		if f := pa.GetLastFailure(); f != nil && pa.GetAttempt() > 1 && failure == "" {
 			if f.GetEncodedAttributes() != nil {
 				// The message travels encoded (Config.Codec); describe
 				// returns the failure as stored.
 				f = proto.Clone(f).(*failurepb.Failure)
-				dc, _ := t.cfg.Converters()
 				converter.DecodeCommonFailureAttributes(dc, f)
 			}
-			return fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage()), wait
+			failure = fmt.Sprintf("%s retrying (attempt %d): %s", pa.GetActivityType().GetName(), pa.GetAttempt(), f.GetMessage())
 		}
 	}
-	return "", wait
+	return failure, wait
 }
 
 // Stop asks the workflow to end after its current turn.
