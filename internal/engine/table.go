@@ -441,7 +441,7 @@ func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, er
 		if err := e.DryRun(ctx, schema, name, cond, nil); err != nil {
 			return nil, err
 		}
-		return e.Mutate(ctx, schema, name, "DELETE WHERE "+cond)
+		return e.Mutate(ctx, schema, name, "DELETE WHERE "+onlyTrue(cond))
 	}
 	// The rows go to the change log first; the commit is registered last,
 	// so a statement that fails midway leaves no change behind.
@@ -454,7 +454,7 @@ func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, er
 	}
 	res := core.Message("DELETE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+cond); err != nil {
+		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+onlyTrue(cond)); err != nil {
 			return nil, err
 		}
 	}
@@ -506,7 +506,7 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 		if err := e.DryRun(ctx, schema, name, cond, vals); err != nil {
 			return nil, err
 		}
-		return e.Mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+cond)
+		return e.Mutate(ctx, schema, name, "UPDATE "+strings.Join(sets, ", ")+" WHERE "+onlyTrue(cond))
 	}
 	// On a change-tracked table an UPDATE writes the new rows under a
 	// commit of its own and removes the old ones (kept in the change log as
@@ -533,7 +533,7 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 	}
 	res := core.Message("UPDATE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if _, err = e.Mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE (%s) AND %s != %d", cond, commitCol, commit)); err != nil {
+		if _, err = e.Mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), commitCol, commit)); err != nil {
 			return nil, err
 		}
 	}
@@ -546,3 +546,10 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 	}
 	return res, nil
 }
+
+// onlyTrue makes a condition of a mutation hold only where it is TRUE, as
+// SQL's WHERE does. ClickHouse 18.16 runs DELETE WHERE c as a filter NOT c,
+// so a row where c is NULL (region = 'us' on a NULL region) was deleted
+// too, without the change log seeing it go; ifNull is a no-op on newer
+// releases, which keep such rows.
+func onlyTrue(cond string) string { return "ifNull((" + cond + "), 0)" }
