@@ -35,7 +35,7 @@ const changeFence = 2 * time.Second
 // Columns of a change table besides the table's own.
 const (
 	changeTypeColumn = "_lp_change_type"
-	origCommitColumn = "_lp_orig_commit"
+	OrigCommitColumn = "_lp_orig_commit"
 )
 
 func Tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
@@ -72,7 +72,7 @@ func (e *Log) EnableTracking(ctx context.Context, schema, name string, spec cata
 		cols = append(cols, core.ColumnDDL(c))
 	}
 	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(core.CommitColumn)+" UInt64",
-		chsql.QuoteIdent(origCommitColumn)+" UInt64")
+		chsql.QuoteIdent(OrigCommitColumn)+" UInt64")
 	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) +
 		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
 	if err := e.St.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.ChangesDB)); err != nil {
@@ -343,7 +343,7 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			"FROM lakepipe.table_commits WHERE " + log.where(inRange) + ") USING _lp_c"
 	}
 	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
-	origCol := chsql.QuoteIdent(origCommitColumn)
+	origCol := chsql.QuoteIdent(OrigCommitColumn)
 	var parts []string
 	if len(ins) > 0 {
 		parts = append(parts, part("materialize('INSERT')", commitCol, table, commitCol+" IN "+log.set(ins, inRange, CommitInsert)))
@@ -432,7 +432,7 @@ const maxSavedCommits = 10000
 // inserts would never show them go. It returns "0" when nothing was kept.
 func (e *Log) SavedCommits(ctx context.Context, schema, name string, commit uint64, cond string) (string, error) {
 	ids, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s = %d LIMIT %d",
-		chsql.QuoteIdent(origCommitColumn), chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)), chsql.QuoteIdent(core.CommitColumn), commit, maxSavedCommits+1))
+		chsql.QuoteIdent(OrigCommitColumn), chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)), chsql.QuoteIdent(core.CommitColumn), commit, maxSavedCommits+1))
 	if err != nil {
 		return "", fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
@@ -444,7 +444,7 @@ func (e *Log) SavedCommits(ctx context.Context, schema, name string, commit uint
 		// server only: the statement is not narrowed.
 		return cond, nil
 	case len(ids) > maxSavedCommits:
-		return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(origCommitColumn) + " FROM " +
+		return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (SELECT " + chsql.QuoteIdent(OrigCommitColumn) + " FROM " +
 			chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")", nil
 	}
 	return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
@@ -459,7 +459,7 @@ func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog
 	}
 	colList := strings.Join(cols, ", ")
 	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " (" + colList + ", " +
-		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(origCommitColumn) + ") SELECT " +
+		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(OrigCommitColumn) + ") SELECT " +
 		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(core.CommitColumn) +
 		" FROM " + chsql.Table(schema, name) + " WHERE " + cond
 	if err := e.St.Exec(ctx, q); err != nil {

@@ -331,11 +331,14 @@ func (e *Refresher) refreshModeOf(ctx context.Context, spec catalog.DynamicTable
 	case spec.ChangeVersion == 0:
 		return jobs.RefreshFull, "first refresh: the state of the dynamic table is built"
 	case spec.StateOf != plan.stateOf():
-		return jobs.RefreshFull, recreatedSource
+		return jobs.RefreshFull, plan.rebuildReason(spec.StateOf)
 	case plan.appendRows:
 		return jobs.RefreshIncremental, "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}
-	return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch"
+	if plan.retract {
+		return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
+	}
+	return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; a DELETE or UPDATE of its rows makes the next refresh FULL (" + plan.unsigned() + " cannot take rows back)"
 }
 
 func (e *Refresher) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {

@@ -32,12 +32,16 @@ type incPlan struct {
 	in      string      // " IN " or, in cluster mode, " GLOBAL IN "
 
 	// Aggregate plans (GROUP BY).
-	from  string   // translated FROM, deltaToken(0) where the changing table's rows are picked
+	from  string   // translated FROM, rowsToken(0) where the changing table's signed rows are read
 	where string   // translated, "" for none
 	keys  []string // translated group keys
 	aggs  []incAgg
 	order []int    // per select item: key index, or -(agg index)-1
 	names []string // per select item: its column in the dynamic table
+	// retract: every aggregate can take rows back (COUNT, SUM, AVG), so
+	// rows deleted or updated in the source are subtracted from their
+	// groups instead of making the refresh FULL.
+	retract bool
 
 	// Append plans (rows of the query appended as their source rows come).
 	appendRows bool
@@ -51,6 +55,11 @@ type incSource struct {
 	schema, table string
 	version       uint64
 	created       time.Time // the table's creation: a table made again is another
+	cols          []string  // its columns, as its change table has them too
+	// retained is the oldest version its change log still has the
+	// removed rows of (changes.ChangesRetainedSince; 0: all): a state
+	// older than that cannot learn what was removed since.
+	retained uint64
 }
 
 // deltaToken stands, in a plan's translated SQL, for the condition that
@@ -58,10 +67,25 @@ type incSource struct {
 // translated SQL otherwise (quoting escapes it).
 func deltaToken(i int) string { return "\x00lp" + strconv.Itoa(i) + "\x00" }
 
+// rowsToken stands, in an aggregate plan's translated FROM, for the rows
+// of sources[i] a refresh reads, with their sign (see signedRows).
+// It is parenthesized like the subquery it stands for, so that the
+// translator gives it the table's name as its alias.
+func rowsToken(i int) string { return "(\x00lr" + strconv.Itoa(i) + "\x00)" }
+
 // render puts the conditions cond gives for each changing table into sql.
 func (p *incPlan) render(sql string, cond func(src incSource) string) string {
 	for i, src := range p.sources {
 		sql = strings.ReplaceAll(sql, deltaToken(i), cond(src))
+	}
+	return sql
+}
+
+// renderRows puts the signed rows rows gives for each changing table into
+// an aggregate plan's FROM.
+func (p *incPlan) renderRows(sql string, rows func(src incSource) string) string {
+	for i, src := range p.sources {
+		sql = strings.ReplaceAll(sql, rowsToken(i), rows(src))
 	}
 	return sql
 }
@@ -129,7 +153,11 @@ func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlast.Table
 		if !changes.Tracked(spec) {
 			return "source " + core.Display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
-		read[i] = incSource{schema, table, v, spec.CreatedAt}
+		read[i] = incSource{schema: schema, table: table, version: v, created: spec.CreatedAt}
+		read[i].retained, _ = strconv.ParseUint(spec.Properties[changes.ChangesRetainedSince], 10, 64)
+		for _, c := range spec.Columns {
+			read[i].cols = append(read[i].cols, c.Name)
+		}
 		if slices.ContainsFunc(read[:i], read[i].same) {
 			return "it reads " + core.Display(schema, table) + " twice"
 		}
@@ -145,12 +173,16 @@ func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlast.Table
 func (s incSource) same(o incSource) bool { return s.schema == o.schema && s.table == o.table }
 
 // deltaTables makes sess translate each changing table of p as the rows
-// of it that deltaToken picks, for render to fill in.
+// of it that deltaToken picks, for render to fill in, or, for aggregate
+// plans, as rowsToken, for renderRows.
 func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 	tableRef := sess.Tr.Table
 	sess.Tr.Table = func(n sqlast.ObjectName) (string, error) {
 		if schema, table, err := e.Qualify(n); err == nil {
 			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
+				if !p.appendRows {
+					return rowsToken(i), nil
+				}
 				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
 			}
 		}
@@ -181,22 +213,12 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 	if why := e.incFrom(ctx, p, sel.From); why != "" {
 		return nil, why
 	}
+	// The changing table's rows are read through a subquery of its signed
+	// rows (signedRows), under the name the query gives the table.
+	e.deltaTables(sess, p)
 	var err error
-	if t, ok := sel.From[0].(*sqlast.TableName); ok {
-		// A plain table is read with PREWHERE directly, under the name
-		// the query gives it (its alias), so that s.col still names it.
-		src := p.sources[0]
-		p.from = chsql.Table(src.schema, src.table)
-		if t.Alias != "" {
-			p.from += " AS " + chsql.QuoteIdent(t.Alias)
-		}
-		p.from += " PREWHERE " + deltaToken(0)
-	} else {
-		// A join reads the changing table's rows through a subquery.
-		e.deltaTables(sess, p)
-		if p.from, err = sess.Tr.From(sel.From); err != nil {
-			return nil, err.Error()
-		}
+	if p.from, err = sess.Tr.From(sel.From); err != nil {
+		return nil, err.Error()
 	}
 	if sel.Where != nil {
 		if containsQuery(sel.Where) {
@@ -269,6 +291,7 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 	if slices.Contains(selected, false) {
 		return nil, "a GROUP BY column is not selected"
 	}
+	p.retract = !slices.ContainsFunc(p.aggs, func(a incAgg) bool { return !a.signed() })
 	return p, ""
 }
 

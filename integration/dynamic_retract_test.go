@@ -1,0 +1,108 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDynamicTableRetractProperty: random inserts, deletes and updates (of
+// values, of group keys, to NULL, rows added and removed between two
+// refreshes) on a tracked table under summaries whose aggregates can take
+// rows back (COUNT, SUM, AVG; one over a join with a dimension table):
+// after every round each dynamic table equals its query run afresh, groups
+// whose rows are all gone disappear, and at least 90 % of the refreshes
+// after the first are INCREMENTAL.
+func TestDynamicTableRetractProperty(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	rng := rand.New(rand.NewSource(testSeed(t, "LAKEPIPE_TEST_SEED")))
+	s.run(`CREATE TABLE rfacts (k STRING, g INT, x DECIMAL(10,2), d STRING)`)
+	s.run(`ALTER TABLE rfacts SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE rdim (g INT, label STRING)`)
+	s.run(`INSERT INTO rdim VALUES (0, 'zero'), (1, 'one'), (2, 'two'), (3, 'three')`)
+	s.run(`ALTER TABLE rdim SET PROPERTIES ('change_tracking' = 'true')`)
+	tables := map[string]string{
+		"r_sum":  `SELECT k, COUNT(*) AS n, COUNT(x) AS cx, SUM(x) AS sx, AVG(x) AS ax FROM rfacts WHERE g >= 0 GROUP BY k`,
+		"r_byg":  `SELECT g, k, SUM(x) AS sx, COUNT(*) AS n FROM rfacts GROUP BY g, k`,
+		"r_join": `SELECT m.label, COUNT(*) AS n, SUM(f.x) AS sx FROM rfacts f LEFT JOIN rdim m ON f.g = m.g GROUP BY m.label`,
+	}
+	cols := map[string]string{"r_sum": "k, n, cx, sx, ax", "r_byg": "g, k, sx, n", "r_join": "label, n, sx"}
+	s.run(randomFacts(rng, "rfacts", 60))
+	for name, q := range tables {
+		s.run(`CREATE DYNAMIC TABLE ` + name + ` REFRESH INTERVAL 1 HOUR AS ` + q)
+		s.dropAtEnd("DYNAMIC TABLE", name)
+	}
+	changes := []func(){
+		func() { s.run(fmt.Sprintf(`DELETE FROM rfacts WHERE g = %d`, rng.Intn(10)-2)) },
+		func() { s.run(fmt.Sprintf(`DELETE FROM rfacts WHERE k = 'k%d'`, rng.Intn(6))) }, // a whole group goes
+		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET x = x + 2 WHERE g = %d`, rng.Intn(10)-2)) },
+		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET k = 'k%d' WHERE g = %d`, rng.Intn(8), rng.Intn(10)-2)) }, // rows change groups
+		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET x = NULL WHERE g = %d AND k = 'k%d'`, rng.Intn(10)-2, rng.Intn(6))) },
+		func() {
+			// Added and removed between two refreshes: never counted.
+			s.run(`INSERT INTO rfacts VALUES ('k1', 50, 7.00, '2026-06-01'), ('k9', 50, 8.00, '2026-06-02')`)
+			s.run(`DELETE FROM rfacts WHERE g = 50`)
+		},
+	}
+	modes := map[string]int{}
+	for round := 0; round < 12; round++ {
+		for n := 1 + rng.Intn(2); n > 0; n-- {
+			changes[rng.Intn(len(changes))]()
+		}
+		if rng.Intn(2) == 0 {
+			s.run(randomFacts(rng, "rfacts", 1+rng.Intn(20)))
+		}
+		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+		for name, q := range tables {
+			res := s.run(`REFRESH DYNAMIC TABLE ` + name)
+			mode := "FULL"
+			if strings.Contains(res.Message, "INCREMENTAL") {
+				mode = "INCREMENTAL"
+			}
+			modes[mode]++
+			if mode == "FULL" {
+				h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '` + name + `' LIMIT 1`)
+				t.Logf("round %d, %s: FULL: %s", round, name, rowsText(h))
+			}
+			got := rowsText(s.run(`SELECT ` + cols[name] + ` FROM ` + name + ` ORDER BY ` + cols[name]))
+			want := rowsText(s.run(`SELECT ` + cols[name] + ` FROM (` + q + `) ORDER BY ` + cols[name]))
+			if got != want {
+				t.Fatalf("round %d, %s (%s): the dynamic table\n%s\nwant (the query afresh)\n%s", round, name, mode, indent(got), indent(want))
+			}
+		}
+	}
+	t.Logf("refreshes: %v", modes)
+	if total := modes["INCREMENTAL"] + modes["FULL"]; modes["INCREMENTAL"]*10 < total*9 {
+		t.Fatalf("%d of %d refreshes were INCREMENTAL, want at least 90 %%", modes["INCREMENTAL"], total)
+	}
+
+	// DESC says which path deletes take; a summary with MIN says why a
+	// DELETE makes it FULL, in DESC and in the history.
+	d := map[string]string{}
+	for _, r := range table(s.run(`DESC DYNAMIC TABLE r_sum`)) {
+		d[r[0]] = r[1]
+	}
+	if d["refresh_mode"] != "INCREMENTAL" || !strings.Contains(d["refresh_mode_reason"], "taken back") {
+		t.Fatalf("DESC DYNAMIC TABLE r_sum: %v", d)
+	}
+	s.run(`CREATE DYNAMIC TABLE r_min REFRESH INTERVAL 1 HOUR AS SELECT k, MIN(x) AS mn, COUNT(*) AS n FROM rfacts GROUP BY k`)
+	s.dropAtEnd("DYNAMIC TABLE", "r_min")
+	for _, r := range table(s.run(`DESC DYNAMIC TABLE r_min`)) {
+		d[r[0]] = r[1]
+	}
+	if !strings.Contains(d["refresh_mode_reason"], "MIN cannot take rows back") {
+		t.Fatalf("DESC DYNAMIC TABLE r_min: %v", d)
+	}
+	s.run(`DELETE FROM rfacts WHERE g = 1`)
+	time.Sleep(2100 * time.Millisecond)
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE r_min`).Message, "FULL")
+	h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'r_min' LIMIT 1`)
+	if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], "MIN cannot take rows back") {
+		t.Fatalf("history of r_min:\n%s", rowsText(h))
+	}
+}
