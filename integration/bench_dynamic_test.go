@@ -50,6 +50,7 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 	}
 	inc := make([]time.Duration, len(sizes))
 	full := make([]time.Duration, len(sizes))
+	var retractInc, retractFull time.Duration
 	b.ResetTimer()
 	for si, n := range sizes {
 		src, summary := fmt.Sprintf("src_%d", si), fmt.Sprintf("summary_%d", si)
@@ -85,6 +86,9 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 			fulls = append(fulls, time.Since(t0))
 		}
 		inc[si], full[si] = med(incs), med(fulls)
+		if si == 0 {
+			retractInc, retractFull = benchRetract(b, p, src, changes, med)
+		}
 		// The next size is measured without this one's merges beside it.
 		p.run(`DROP DYNAMIC TABLE ` + summary)
 		p.run(`DROP TABLE ` + src)
@@ -97,6 +101,8 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 	b.ReportMetric(benchMS(full[last]), "full_largest_ms")
 	b.ReportMetric(inc[last].Seconds()/full[last].Seconds(), "ratio_largest")
 	b.ReportMetric(inc[last].Seconds()/inc[0].Seconds(), "incremental_growth")
+	b.ReportMetric(benchMS(retractInc), "retract_incremental_ms")
+	b.ReportMetric(retractInc.Seconds()/retractFull.Seconds(), "retract_ratio")
 	fmt.Printf("\nDynamic table refresh, GROUP BY summary (20 groups, COUNT/SUM/AVG/MIN/MAX), %d new rows per refresh, median of 5:\n", changes)
 	for i, n := range sizes {
 		fmt.Printf("  %11d source rows: INCREMENTAL %8.1f ms  FULL %9.1f ms  ratio 1/%.0f\n", n, benchMS(inc[i]), benchMS(full[i]), full[i].Seconds()/inc[i].Seconds())
@@ -105,4 +111,43 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 		fmt.Printf("  INCREMENTAL at %d rows is %.2f× INCREMENTAL at %d (target ≤ 1.3×); 1/%.0f of FULL (target ≤ 1/100)\n",
 			sizes[last], inc[last].Seconds()/inc[0].Seconds(), sizes[0], full[last].Seconds()/inc[last].Seconds())
 	}
+	fmt.Printf("Deletes and updates, %d source rows, COUNT/SUM/AVG summary, %d rows deleted and %d updated per refresh, median of 3:\n", sizes[0], changes, changes)
+	fmt.Printf("  INCREMENTAL %8.1f ms  FULL %9.1f ms  ratio 1/%.0f (target ≤ 1/20)\n", benchMS(retractInc), benchMS(retractFull), retractFull.Seconds()/retractInc.Seconds())
+}
+
+// benchRetract measures, over the source src, a summary whose aggregates
+// take rows back (COUNT, SUM, AVG): each of 3 rounds deletes `changes` rows
+// and updates as many, refreshes INCREMENTAL (checked against the query run
+// afresh), then FULL; medians.
+func benchRetract(b *testing.B, p *pipeBench, src string, changes int, med func([]time.Duration) time.Duration) (inc, full time.Duration) {
+	summary := "retract_" + src
+	query := `SELECT category, COUNT(*) AS cnt, SUM(amount) AS total, AVG(amount) AS avg_amount FROM ` + src + ` GROUP BY category`
+	p.run(`CREATE DYNAMIC TABLE ` + summary + ` REFRESH INTERVAL 1 HOUR AS ` + query)
+	defer p.run(`DROP DYNAMIC TABLE ` + summary)
+	eng := p.eng.WithSchema(p.schema)
+	var incs, fulls []time.Duration
+	for round := 0; round < 3; round++ {
+		lo := 1_000_000 + round*3*changes
+		p.run(fmt.Sprintf(`DELETE FROM %s WHERE id >= %d AND id < %d`, src, lo, lo+changes))
+		p.run(fmt.Sprintf(`UPDATE %s SET amount = amount + 1 WHERE id >= %d AND id < %d`, src, lo+changes, lo+2*changes))
+		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+		waitMerges(p)
+		t0 := time.Now()
+		res, err := eng.RefreshDynamicTable(p.ctx, summary, "BENCH")
+		if err != nil || res.State != "SUCCEED" || res.Mode != "INCREMENTAL" {
+			b.Fatalf("incremental refresh after deletes and updates: %+v %v", res, err)
+		}
+		incs = append(incs, time.Since(t0))
+		got := rowsText(p.run(`SELECT category, cnt, total, avg_amount FROM ` + summary + ` ORDER BY category`))
+		if want := rowsText(p.run(query + ` ORDER BY category`)); got != want {
+			b.Fatalf("%s after deletes and updates:\n%s\nwant\n%s", summary, got, want)
+		}
+		t0 = time.Now()
+		res, err = eng.RefreshDynamicTableFull(p.ctx, summary, "BENCH")
+		if err != nil || res.State != "SUCCEED" || res.Mode != "FULL" {
+			b.Fatalf("full refresh: %+v %v", res, err)
+		}
+		fulls = append(fulls, time.Since(t0))
+	}
+	return med(incs), med(fulls)
 }

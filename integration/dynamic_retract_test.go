@@ -42,7 +42,9 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 		func() { s.run(fmt.Sprintf(`DELETE FROM rfacts WHERE k = 'k%d'`, rng.Intn(6))) }, // a whole group goes
 		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET x = x + 2 WHERE g = %d`, rng.Intn(10)-2)) },
 		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET k = 'k%d' WHERE g = %d`, rng.Intn(8), rng.Intn(10)-2)) }, // rows change groups
-		func() { s.run(fmt.Sprintf(`UPDATE rfacts SET x = NULL WHERE g = %d AND k = 'k%d'`, rng.Intn(10)-2, rng.Intn(6))) },
+		func() {
+			s.run(fmt.Sprintf(`UPDATE rfacts SET x = NULL WHERE g = %d AND k = 'k%d'`, rng.Intn(10)-2, rng.Intn(6)))
+		},
 		func() {
 			// Added and removed between two refreshes: never counted.
 			s.run(`INSERT INTO rfacts VALUES ('k1', 50, 7.00, '2026-06-01'), ('k9', 50, 8.00, '2026-06-02')`)

@@ -17,18 +17,25 @@
 // background merges fold each group's rows into one). The view merges the
 // states of each group (-Merge … GROUP BY).
 //
-// A refresh whose source has only new rows since the last one is one
-// INSERT into the state (incrementalDelta): the partial aggregates of the
-// rows of the INSERT commits above the state's version (found through t's
-// primary index: work follows the changes), up to the read horizon hi,
-// tagged hi. It is written as one part, so the aggregates and the version
-// appear together, to readers too: the INSERT is the commit, and running
-// it again adds nothing. A DELETE or UPDATE commit in that range fails it
-// (throwIf) and the refresh rebuilds the state from every committed row
-// up to hi (FULL, incrementalFull), as does a first refresh. Either way
-// the state holds exactly the rows of commits up to its version: the rows
-// present when change tracking was turned on (the BASELINE commits) and
-// every INSERT commit registered since.
+// The state aggregates signed rows (_lp_sign): COUNT, SUM and AVG keep
+// sums of each row's contribution times its sign, so rows deleted or
+// updated in the source are taken back by adding them with sign -1, and
+// _lp_rows counts each group's rows, so that a group whose rows are all
+// gone leaves the view. A refresh (incrementalDelta) reads the state's
+// version and the change log after it (readWindow, one query), then
+// INSERTs into the state the partial aggregates of the signed rows of the
+// window up to the read horizon hi (summaryDelta, windowRows): the rows of
+// its INSERT and UPDATE commits (found through t's primary index: work
+// follows the changes), those it added that a commit after hi removed
+// (from the change table: they were there at hi), and, negated, the rows
+// counted before that its DELETE and UPDATE commits removed. It is written
+// as one part tagged hi, so the aggregates and the version appear
+// together, to readers too: the INSERT is the commit, and it fails unless
+// the state is still at the version the window was read from. MIN, MAX
+// and COUNT(DISTINCT) cannot take rows back: a summary with one of them is
+// rebuilt from every row present at hi (FULL, incrementalFull) after a
+// DELETE or UPDATE, as it is after a first refresh, a change of a
+// dimension table, or a change log trimmed past the state.
 //
 // Queries whose rows each come from one row of a changing table
 // (projections and filters of it, its INNER or LEFT joins with dimension

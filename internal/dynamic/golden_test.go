@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/catalog/catalogtest"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -289,11 +291,29 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 	sql(fmt.Sprintf("FULL refresh up to %d (incrementalFull: the state built afresh, then renamed %s)", goldenHi, state),
 		plan.stateDDL(fresh, goldenHi)...)
 	sql(fmt.Sprintf("the dynamic table %s (incrementalFull's CREATE VIEW … AS)", chsql.Table(goldenSchema, goldenName)), plan.viewSelect(state))
-	delta, err := plan.deltaSQL(goldenSchema, goldenName, goldenHi, nil)
-	if err != nil {
-		t.Fatalf("%s: %v", c.name, err)
+	if plan.appendRows {
+		delta, err := plan.deltaSQL(goldenSchema, goldenName, goldenHi, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		sql(fmt.Sprintf("INCREMENTAL refresh up to %d (incrementalDelta)", goldenHi), delta)
+	} else {
+		// The change log after the state's version (goldenUpto): an
+		// INSERT and an UPDATE up to the horizon, a DELETE after it.
+		w := &changeWindow{from: goldenUpto, commits: make([][]changes.CommitRef, len(plan.read()))}
+		w.commits[0] = []changes.CommitRef{{Version: goldenUpto + 1, ID: 11, Kind: changes.CommitInsert},
+			{Version: goldenUpto + 2, ID: 12, Kind: changes.CommitUpdate}, {Version: goldenHi + 1, ID: 13, Kind: changes.CommitDelete}}
+		delta, err := plan.summaryDelta(state, w, goldenHi, nil)
+		var fn *fullNeeded
+		switch {
+		case errors.As(err, &fn):
+			line("INCREMENTAL refresh after an INSERT, an UPDATE and a later DELETE: FULL: %s", fn.reason)
+		case err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		default:
+			sql(fmt.Sprintf("INCREMENTAL refresh up to %d after an INSERT (commit 11), an UPDATE (12) and, after %d, a DELETE (13) (summaryDelta)", goldenHi, goldenHi), delta)
+		}
 	}
-	sql(fmt.Sprintf("INCREMENTAL refresh up to %d (incrementalDelta)", goldenHi), delta)
 	line("its reason: %s", plan.deltaReason())
 	sql("rows it wrote (touched)", plan.touched(state, goldenHi))
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, goldenSchema, goldenName, goldenSpecVersion)}, plan.versionChecks()...)

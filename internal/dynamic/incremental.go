@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -175,43 +176,21 @@ func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
 	}
 }
 
-// signedRows renders, as a subquery, the rows of a changing table that a
-// summary's state takes, each with _lp_sign: 1 for a row that counts, -1
-// for one to take back. from is SQL giving the state's version; "" builds
-// the state, from the rows present at version hi: those of commits up to
-// hi, and those removed by a commit after hi (kept in the change table).
-// A refresh from a state's version v takes the rows added after v that
-// were present at hi, the same way, and, when the plan retracts, the rows
-// of commits up to v that a commit in (v, hi] removed (-1). A row added and
-// removed within (v, hi] was never counted and is not taken back.
-func (p *incPlan) signedRows(src incSource, from string, hi uint64) string {
+// signedRows renders, as a subquery, the rows of a changing table a
+// summary's state is built from, each with _lp_sign 1: the rows present at
+// version hi, those of commits up to hi and those removed by a commit
+// after hi (kept in the change table). Refreshes from a state take the
+// signed rows of their window (windowRows): -1 for rows to take back.
+func (p *incPlan) signedRows(src incSource, hi uint64) string {
 	cols := strings.Join(p.usedColumns(src), ", ")
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
-	table := chsql.Table(src.schema, src.table)
-	removedTable := chsql.Table(schemas.ChangesDB, changes.ChangesTable(src.schema, src.table))
-	part := func(sign, from, where string) string {
-		return "SELECT " + cols + ", toInt8(" + sign + ") AS _lp_sign FROM " + from + " PREWHERE " + where
+	part := func(from, where string) string {
+		return "SELECT " + cols + ", toInt8(1) AS _lp_sign FROM " + from + " PREWHERE " + where
 	}
+	upTo := commitSet(src, fmt.Sprintf("version <= %d", hi))
 	removedLater := commitSet(src, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)
-	if from == "" {
-		upTo := commitSet(src, fmt.Sprintf("version <= %d", hi))
-		return "(" + part("1", table, commit+p.in+upTo) + " UNION ALL " +
-			part("1", removedTable, commit+" IN "+removedLater+" AND "+orig+" IN "+upTo) + ")"
-	}
-	window := fmt.Sprintf("version > %s AND version <= %d", from, hi)
-	added := commitSet(src, window, changes.CommitInsert, changes.CommitUpdate)
-	parts := []string{"", part("1", removedTable, commit+" IN "+removedLater+" AND "+orig+" IN "+added)}
-	if p.retract {
-		parts[0] = part("1", table, commit+p.in+added)
-		parts = append(parts, part("-1", removedTable, commit+" IN "+commitSet(src, window, changes.CommitDelete, changes.CommitUpdate)+
-			" AND "+orig+" NOT IN "+commitSet(src, "version > "+from)))
-	} else {
-		// A DELETE or UPDATE in the window fails the statement: only a
-		// FULL refresh can take it.
-		parts[0] = part("1", table, commit+p.in+fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
-			"AND %s) WHERE throwIf(kind != %s) = 0)", chsql.QuoteString(src.schema), chsql.QuoteString(src.table), window, chsql.QuoteString(changes.CommitInsert)))
-	}
-	return "(" + strings.Join(parts, " UNION ALL ") + ")"
+	return "(" + part(chsql.Table(src.schema, src.table), commit+p.in+upTo) + " UNION ALL " +
+		part(changesTableOf(src), commit+" IN "+removedLater+" AND "+orig+" IN "+upTo) + ")"
 }
 
 // usedColumns lists, quoted, the columns of src that the summary's
@@ -303,6 +282,18 @@ func (p *incPlan) touched(state string, hi uint64) string {
 // reads its starting version in the same statement, so running it twice
 // adds nothing the second time. checks must hold for it to run.
 func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
+	if !p.appendRows {
+		state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
+		w, err := e.readWindow(ctx, p, state, checks)
+		if err != nil {
+			return err
+		}
+		q, err := p.summaryDelta(state, w, hi, nil)
+		if err != nil || q == "" {
+			return err
+		}
+		return e.St.Exec(chstore.OneBlock(ctx), q)
+	}
 	q, err := p.deltaSQL(schema, name, hi, checks)
 	if err != nil {
 		return err
@@ -310,15 +301,11 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 	return e.St.Exec(chstore.OneBlock(ctx), q)
 }
 
-// deltaSQL is the INSERT of incrementalDelta.
+// deltaSQL is the INSERT of incrementalDelta for a plan of rows
+// (summaries: summaryDelta).
 func (p *incPlan) deltaSQL(schema, name string, hi uint64, checks []string) (string, error) {
 	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 	checks = append(p.dimChecks(state, hi), checks...)
-	if !p.appendRows {
-		return "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(func(src incSource) string {
-			return p.signedRows(src, p.stateVersion(state), hi)
-		}, hi, checks), nil
-	}
 	if len(p.cols) == 0 {
 		return "", fmt.Errorf("dynamic table %s: the columns of its state are not known", core.Display(schema, name))
 	}
@@ -406,7 +393,7 @@ func (e *Refresher) buildState(ctx context.Context, p *incPlan, table string, hi
 func (p *incPlan) stateDDL(table string, hi uint64) []string {
 	if !p.appendRows {
 		return []string{"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS " + p.stateSelect(func(src incSource) string {
-			return p.signedRows(src, "", hi)
+			return p.signedRows(src, hi)
 		}, hi, nil)}
 	}
 	upto := strconv.FormatUint(hi, 10)
@@ -520,7 +507,10 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 		if err == nil {
 			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, jobs.RefreshIncremental, p.deltaReason(), nil
 		}
+		var fn *fullNeeded
 		switch {
+		case errors.As(err, &fn):
+			reason = fn.reason
 		case chstore.IsCode(err, chstore.CodeThrowIf):
 			reason = e.fullReason(ctx, p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)
 		case chstore.IsCode(err, chstore.CodeUnknownTable):

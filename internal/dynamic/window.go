@@ -1,0 +1,193 @@
+package dynamic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// changeWindow is what the change log holds past a summary's state: the
+// state's version and, for each table the plan reads (p.read() order), its
+// commits after that version, oldest first. A summary's refresh reads it
+// once, before its INSERT, and decides from it: the INSERT then names the
+// commits it reads by id (half the cost of the same statement with the
+// change-log subqueries inside, on ClickHouse 18.16), reads only the parts
+// of the signed rows that have rows, or does not run when nothing is new.
+type changeWindow struct {
+	from    uint64
+	commits [][]changes.CommitRef
+}
+
+// fullNeeded is an incremental refresh that only a FULL one can take, and
+// why.
+type fullNeeded struct{ reason string }
+
+func (f *fullNeeded) Error() string { return f.reason }
+
+// readWindow reads a summary's state version and the commits after it of
+// every table the plan reads, in one query, which also runs checks (the
+// catalog version checks of a cached plan): a failed check fails it.
+func (e *Refresher) readWindow(ctx context.Context, p *incPlan, state string, checks []string) (*changeWindow, error) {
+	read := p.read()
+	tables := make([]string, len(read))
+	for i, s := range read {
+		tables[i] = "(db = " + chsql.QuoteString(s.schema) + " AND table = " + chsql.QuoteString(s.table) + ")"
+	}
+	// The checks are columns of the one row an aggregate without GROUP BY
+	// always gives, so they run even when no commit matches.
+	cols := append([]string{"toString(" + p.stateVersion(state) + ") AS _lp_from",
+		"groupArray(db)", "groupArray(table)", "groupArray(commit_id)", "groupArray(version)", "groupArray(kind)"}, checks...)
+	res, err := e.St.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM lakepipe.table_commits WHERE ("+
+		strings.Join(tables, " OR ")+") AND version > toUInt64(_lp_from)")
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Rows) != 1 {
+		return nil, errors.New("reading the change log after the state's version gave no row")
+	}
+	r := res.Rows[0]
+	w := &changeWindow{commits: make([][]changes.CommitRef, len(read))}
+	w.from, err = strconv.ParseUint(r[0].(string), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("the state's version %q: %w", r[0], err)
+	}
+	dbs, names, ids, versions, kinds := r[1].([]string), r[2].([]string), r[3].([]uint64), r[4].([]uint64), r[5].([]string)
+	for j := range ids {
+		i := slices.IndexFunc(read, incSource{schema: dbs[j], table: names[j]}.same)
+		if i >= 0 {
+			w.commits[i] = append(w.commits[i], changes.CommitRef{Version: versions[j], ID: ids[j], Kind: kinds[j]})
+		}
+	}
+	for i := range w.commits {
+		slices.SortFunc(w.commits[i], func(a, b changes.CommitRef) int { return cmpUint(a.Version, b.Version) })
+	}
+	return w, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// summaryDelta is the INSERT that brings a summary's state from the
+// window's version to hi, or "" when nothing was committed since; a
+// *fullNeeded when only a FULL refresh can: a table joined to the changing
+// one changed, a change log was trimmed past the state, or rows were
+// removed and an aggregate cannot take them back.
+func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks []string) (string, error) {
+	read := p.read()
+	for _, s := range read {
+		if s.retained > w.from {
+			return "", &fullNeeded{"the change log of " + core.Display(s.schema, s.table) + " was trimmed (data_retention_days) past the last refresh, so what it removed since is not known: the dynamic table is recomputed"}
+		}
+	}
+	for i := len(p.sources); i < len(read); i++ {
+		if len(w.commits[i]) > 0 && w.commits[i][0].Version <= hi {
+			d := read[i]
+			return "", &fullNeeded{"table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"}
+		}
+	}
+	rows := make([]string, len(p.sources))
+	for i, s := range p.sources {
+		var in, gone, later, all []uint64
+		for _, c := range w.commits[i] {
+			all = append(all, c.ID)
+			removes := c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate
+			switch {
+			case c.Version > hi:
+				if removes {
+					later = append(later, c.ID)
+				}
+				continue
+			case removes:
+				gone = append(gone, c.ID)
+			}
+			if c.Kind == changes.CommitInsert || c.Kind == changes.CommitUpdate {
+				in = append(in, c.ID)
+			}
+		}
+		if len(gone) > 0 && !p.retract {
+			return "", &fullNeeded{"rows of " + core.Display(s.schema, s.table) + " were deleted or updated since the last refresh, and " + p.unsigned() +
+				" cannot take rows back (COUNT, SUM and AVG can): the dynamic table is recomputed"}
+		}
+		rows[i] = p.windowRows(s, w.from, hi, in, gone, later, all)
+	}
+	if !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
+		return "", nil
+	}
+	for i, s := range p.sources {
+		if rows[i] == "" {
+			rows[i] = "(SELECT " + strings.Join(p.usedColumns(s), ", ") + ", toInt8(0) AS _lp_sign FROM " + chsql.Table(s.schema, s.table) + " WHERE 0)"
+		}
+	}
+	// The state must still be at the window's version: a refresh that
+	// ran meanwhile has taken these rows already.
+	checks = append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)}, checks...)
+	return "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(func(src incSource) string {
+		return rows[slices.IndexFunc(p.sources, src.same)]
+	}, hi, checks), nil
+}
+
+// windowRows is signedRows for a refresh from version from, with the
+// window's commits by id: in added rows up to hi, gone removed rows up to
+// hi, later removed rows after hi, all every commit after from. "" when
+// no part has rows.
+func (p *incPlan) windowRows(src incSource, from, hi uint64, in, gone, later, all []uint64) string {
+	cols := strings.Join(p.usedColumns(src), ", ")
+	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
+	removedTable := changesTableOf(src)
+	part := func(sign, from, where string) string {
+		return "SELECT " + cols + ", toInt8(" + sign + ") AS _lp_sign FROM " + from + " PREWHERE " + where
+	}
+	// Past maxListedCommits a set is read from the change log instead
+	// (a query's text is limited).
+	set := func(ids []uint64, cond string, kinds ...string) string {
+		if len(ids) <= maxListedCommits {
+			return "(" + changes.IDList(ids) + ")"
+		}
+		return commitSet(src, cond, kinds...)
+	}
+	window := fmt.Sprintf("version > %d AND version <= %d", from, hi)
+	var parts []string
+	if len(in) > 0 {
+		ins := set(in, window, changes.CommitInsert, changes.CommitUpdate)
+		op := " IN "
+		if len(in) > maxListedCommits {
+			op = p.in // the change log is on this server only
+		}
+		parts = append(parts, part("1", chsql.Table(src.schema, src.table), commit+op+ins))
+		if len(later) > 0 {
+			parts = append(parts, part("1", removedTable, commit+" IN "+set(later, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)+" AND "+orig+" IN "+ins))
+		}
+	}
+	if len(gone) > 0 {
+		parts = append(parts, part("-1", removedTable, commit+" IN "+set(gone, window, changes.CommitDelete, changes.CommitUpdate)+
+			" AND "+orig+" NOT IN "+set(all, fmt.Sprintf("version > %d", from))))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "(" + strings.Join(parts, " UNION ALL ") + ")"
+}
+
+// maxListedCommits is how many commits a refresh names by id in one set,
+// as change queries do (changes.ChangeQuery).
+const maxListedCommits = 1000
+
+// changesTableOf names the change table of a source.
+func changesTableOf(src incSource) string {
+	return chsql.Table(schemas.ChangesDB, changes.ChangesTable(src.schema, src.table))
+}
