@@ -185,7 +185,7 @@ func (p *incPlan) signedRows(src incSource, hi uint64) string {
 	cols := strings.Join(p.usedColumns(src), ", ")
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
 	part := func(from, where string) string {
-		return "SELECT " + cols + ", toInt8(1) AS _lp_sign FROM " + from + " PREWHERE " + where
+		return "SELECT " + cols + ", " + signColumn("1") + " FROM " + from + " PREWHERE " + where
 	}
 	upTo := commitSet(src, fmt.Sprintf("version <= %d", hi))
 	removedLater := commitSet(src, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)

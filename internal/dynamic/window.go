@@ -130,7 +130,7 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 	}
 	for i, s := range p.sources {
 		if rows[i] == "" {
-			rows[i] = "(SELECT " + strings.Join(p.usedColumns(s), ", ") + ", toInt8(0) AS _lp_sign FROM " + chsql.Table(s.schema, s.table) + " WHERE 0)"
+			rows[i] = "(SELECT " + strings.Join(p.usedColumns(s), ", ") + ", " + signColumn("0") + " FROM " + chsql.Table(s.schema, s.table) + " WHERE 0)"
 		}
 	}
 	// The state must still be at the window's version: a refresh that
@@ -150,7 +150,7 @@ func (p *incPlan) windowRows(src incSource, from, hi uint64, in, gone, later, al
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
 	removedTable := changesTableOf(src)
 	part := func(sign, from, where string) string {
-		return "SELECT " + cols + ", toInt8(" + sign + ") AS _lp_sign FROM " + from + " PREWHERE " + where
+		return "SELECT " + cols + ", " + signColumn(sign) + " FROM " + from + " PREWHERE " + where
 	}
 	// Past maxListedCommits a set is read from the change log instead
 	// (a query's text is limited).
@@ -191,3 +191,10 @@ const maxListedCommits = 1000
 func changesTableOf(src incSource) string {
 	return chsql.Table(schemas.ChangesDB, changes.ChangesTable(src.schema, src.table))
 }
+
+// signColumn is the _lp_sign column of a part of the signed rows.
+// materialize: ClickHouse 18.16 refuses a constant column that a UNION ALL
+// of a Distributed table's rows and a local table's carries ("Cannot
+// convert column _lp_sign because it is non constant in source stream but
+// must be constant in result").
+func signColumn(sign string) string { return "materialize(toInt8(" + sign + ")) AS _lp_sign" }
