@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
@@ -284,15 +285,29 @@ func (p *incPlan) touched(state string, hi uint64) string {
 func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
 	if !p.appendRows {
 		state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
-		w, err := e.readWindow(ctx, p, state, checks)
-		if err != nil {
-			return err
+		for try := 0; ; try++ {
+			w, err := e.readWindow(ctx, p, state, checks)
+			if err != nil {
+				return err
+			}
+			q, err := p.summaryDelta(state, w, hi, nil)
+			if err != nil || q == "" {
+				return err
+			}
+			// A failed check of the INSERT: a DELETE or UPDATE of the
+			// window's rows under way (removalsUnderWay) registers
+			// within moments; the state moved (another refresh) shows
+			// in the next read of the window.
+			err = e.St.Exec(chstore.OneBlock(ctx), q)
+			if err == nil || !chstore.IsCode(err, chstore.CodeThrowIf) || try == removalWaits {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(removalWait):
+			}
 		}
-		q, err := p.summaryDelta(state, w, hi, nil)
-		if err != nil || q == "" {
-			return err
-		}
-		return e.St.Exec(chstore.OneBlock(ctx), q)
 	}
 	q, err := p.deltaSQL(schema, name, hi, checks)
 	if err != nil {
@@ -300,6 +315,15 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 	}
 	return e.St.Exec(chstore.OneBlock(ctx), q)
 }
+
+// How long a summary's refresh waits for a DELETE or UPDATE of its
+// window's rows to register: removalWaits times removalWait (the
+// statement's mutation, then its commit), before it gives up on the
+// incremental refresh.
+const (
+	removalWait  = 200 * time.Millisecond
+	removalWaits = 50
+)
 
 // deltaSQL is the INSERT of incrementalDelta for a plan of rows
 // (summaries: summaryDelta).

@@ -101,6 +101,7 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 		}
 	}
 	rows := make([]string, len(p.sources))
+	var inFlight []string // checks that no removal of the window's rows is under way
 	for i, s := range p.sources {
 		var in, gone, later, all []uint64
 		for _, c := range w.commits[i] {
@@ -124,6 +125,9 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 				" cannot take rows back (COUNT, SUM and AVG can): the dynamic table is recomputed"}
 		}
 		rows[i] = p.windowRows(s, w.from, hi, in, gone, later, all)
+		if len(in) > 0 && len(in) <= maxListedCommits && len(gone)+len(later) <= maxListedCommits {
+			inFlight = append(inFlight, removalsUnderWay(s, in, append(gone, later...)))
+		}
 	}
 	if !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
 		return "", nil
@@ -135,7 +139,7 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 	}
 	// The state must still be at the window's version: a refresh that
 	// ran meanwhile has taken these rows already.
-	checks = append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)}, checks...)
+	checks = append(append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)}, inFlight...), checks...)
 	return "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(func(src incSource) string {
 		return rows[slices.IndexFunc(p.sources, src.same)]
 	}, hi, checks), nil
@@ -198,3 +202,24 @@ func changesTableOf(src incSource) string {
 // convert column _lp_sign because it is non constant in source stream but
 // must be constant in result").
 func signColumn(sign string) string { return "materialize(toInt8(" + sign + ")) AS _lp_sign" }
+
+// removalsUnderWay is a check failing (throwIf) while a DELETE or UPDATE
+// that the window does not know is removing rows of the window's commits
+// in: it has copied them to the change table, and its mutation may take
+// them out of the table before it registers its commit. A refresh that read
+// the table then would count neither the rows nor their removal, and the
+// next refresh would take back rows never counted. ClickHouse runs the
+// check before it takes the table's parts to read, and the statement's
+// copy precedes its mutation, so a removal that starts later cannot finish
+// before the read. The refresh waits and reads the window again
+// (incrementalDelta). It reads the change table's _lp_orig_commit column:
+// its cost follows the removed rows retained (data_retention_days), not
+// the table. A statement that failed after its copy leaves such rows
+// until the window moves past their commits: at most one FULL refresh.
+func removalsUnderWay(src incSource, in, known []uint64) string {
+	q := "SELECT count() FROM " + changesTableOf(src) + " PREWHERE " + chsql.QuoteIdent(changes.OrigCommitColumn) + " IN (" + changes.IDList(in) + ")"
+	if len(known) > 0 {
+		q += " AND " + chsql.QuoteIdent(core.CommitColumn) + " NOT IN (" + changes.IDList(known) + ")"
+	}
+	return "throwIf((" + q + ") != 0) = 0"
+}
