@@ -49,6 +49,13 @@
 // refresh takes the version past such a change, or a DELETE, even when no
 // new row comes with it.
 //
+// A query whose FROM is one dynamic table with a plan is planned as that
+// table's query (planOverDynamic), recursively: its state is kept from the
+// tables the chain starts at, and the outer queries (incPlan.outers) are
+// applied in its view. A chain of summaries and filters thus refreshes
+// INCREMENTAL at every layer, each layer with its own state, and reading a
+// layer computes the queries above the innermost one over its state.
+//
 // Refreshes of one table must not overlap (two from the same version
 // would both add the same rows): the table's workflow runs them one at a
 // time (workflows/refresh_owned.go).

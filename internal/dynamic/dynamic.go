@@ -332,13 +332,19 @@ func (e *Refresher) refreshModeOf(ctx context.Context, spec catalog.DynamicTable
 		return jobs.RefreshFull, "first refresh: the state of the dynamic table is built"
 	case spec.StateOf != plan.stateOf():
 		return jobs.RefreshFull, plan.rebuildReason(spec.StateOf)
-	case plan.appendRows:
-		return jobs.RefreshIncremental, "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
 	}
-	if plan.retract {
-		return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
+	return jobs.RefreshIncremental, plan.viaNote() + plan.modeReason()
+}
+
+// modeReason says how an incremental plan refreshes, for DESC.
+func (p *incPlan) modeReason() string {
+	switch {
+	case p.appendRows:
+		return "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
+	case p.retract:
+		return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
 	}
-	return jobs.RefreshIncremental, "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; a DELETE or UPDATE of its rows makes the next refresh FULL (" + plan.unsigned() + " cannot take rows back)"
+	return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; a DELETE or UPDATE of its rows makes the next refresh FULL (" + p.unsigned() + " cannot take rows back)"
 }
 
 func (e *Refresher) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {

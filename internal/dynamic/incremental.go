@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,8 +144,18 @@ func (p *incPlan) stateOrderBy() string {
 }
 
 // viewSelect is the dynamic table as a view of its state: each group's
-// partial aggregates merged.
+// partial aggregates merged (or the rows kept), with the outer queries of
+// the dynamic tables it reads through applied over them.
 func (p *incPlan) viewSelect(state string) string {
+	v := p.baseView(state)
+	for _, o := range p.outers {
+		v = strings.ReplaceAll(o, viewToken, "("+v+")")
+	}
+	return v
+}
+
+// baseView is the view of the state itself.
+func (p *incPlan) baseView(state string) string {
 	if p.appendRows {
 		cols := make([]string, len(p.cols))
 		for i, c := range p.cols {
@@ -621,8 +632,24 @@ func (p *incPlan) unsigned() string {
 // recorded what it was built from).
 const recreatedSource = "a table it reads was created again since its state was built: the state is rebuilt"
 
+// viaNote names the dynamic tables a plan reads through, for reasons.
+func (p *incPlan) viaNote() string {
+	if len(p.via) == 0 {
+		return ""
+	}
+	names := make([]string, len(p.via))
+	for i, s := range p.via {
+		names[len(p.via)-1-i] = core.Display(s.schema, s.table)
+	}
+	return "over dynamic table " + strings.Join(names, " over ") + ", kept from " + p.sourceNames() + " (the queries between applied when it is read): "
+}
+
 // deltaReason is the history's reason for an incremental refresh.
 func (p *incPlan) deltaReason() string {
+	return p.viaNote() + p.ownDeltaReason()
+}
+
+func (p *incPlan) ownDeltaReason() string {
 	if p.appendRows {
 		return "the rows committed to " + p.sourceNames() + " since the last refresh were added"
 	}
@@ -645,6 +672,13 @@ func (p *incPlan) stateOf() string {
 	for _, s := range p.read() {
 		fmt.Fprintf(&b, "%s@%d;", core.Display(s.schema, s.table), s.created.UnixNano())
 	}
+	// Read through dynamic tables: another query of one is another
+	// state (and another view).
+	for _, s := range p.via {
+		h := fnv.New64a()
+		h.Write([]byte(s.query))
+		fmt.Fprintf(&b, "via %s@%d/%x;", core.Display(s.schema, s.table), s.created.UnixNano(), h.Sum64())
+	}
 	return b.String()
 }
 
@@ -663,6 +697,9 @@ func (p *incPlan) versionChecks() []string {
 	var out []string
 	for _, s := range p.read() {
 		out = append(out, catalog.VersionCheck(catalog.KindTable, s.schema, s.table, s.version))
+	}
+	for _, s := range p.via {
+		out = append(out, catalog.VersionCheck(catalog.KindDynamicTable, s.schema, s.table, s.version))
 	}
 	return out
 }

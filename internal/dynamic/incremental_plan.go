@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
 // incAgg is one aggregate of an incremental summary.
@@ -43,6 +45,15 @@ type incPlan struct {
 	// groups instead of making the refresh FULL.
 	retract bool
 
+	// Queries over other dynamic tables: a query reading one dynamic
+	// table whose own query has a plan is planned as that query (its
+	// state kept from the tables it reads), and the outer query is
+	// applied in the view, at read time: outers are the translated
+	// outer queries, innermost first, each with viewToken where the
+	// inner view goes; via are the dynamic tables read through.
+	outers []string
+	via    []incSource
+
 	// Append plans (rows of the query appended as their source rows come).
 	appendRows bool
 	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
@@ -56,6 +67,7 @@ type incSource struct {
 	version       uint64
 	created       time.Time // the table's creation: a table made again is another
 	cols          []string  // its columns, as its change table has them too
+	query         string    // a dynamic table read through (via): its query
 	// retained is the oldest version its change log still has the
 	// removed rows of (changes.ChangesRetainedSince; 0: all): a state
 	// older than that cannot learn what was removed since.
@@ -90,9 +102,82 @@ func (p *incPlan) renderRows(sql string, rows func(src incSource) string) string
 	return sql
 }
 
+// viewToken stands, in an outer query over a dynamic table (incPlan.outers),
+// for the view of the inner query's state; parenthesized like the
+// subquery it stands for.
+const viewToken = "(\x00lv\x00)"
+
+// maxViaDepth bounds how many dynamic tables a plan reads through.
+const maxViaDepth = 8
+
 // planIncremental analyses a dynamic table's query; reason says why it
 // cannot be refreshed incrementally when the plan is nil.
 func (e *Refresher) planIncremental(ctx context.Context, q *sqlast.Query) (*incPlan, string) {
+	return e.planDepth(ctx, q, 0)
+}
+
+// planOverDynamic plans a query whose FROM is one dynamic table (ok false
+// when it is not such a query): as the dynamic table's own query, when that
+// has a plan, with this query applied over its view. The state then follows
+// the tables the chain reads, so each layer of a refresh chain refreshes
+// INCREMENTAL, and reading the table computes the outer queries over the
+// innermost state (a summary's groups, or the rows kept).
+func (e *Refresher) planOverDynamic(ctx context.Context, q *sqlast.Query, depth int) (_ *incPlan, why string, ok bool) {
+	sel, isSel := q.Body.(*sqlast.Select)
+	if !isSel || len(q.With) > 0 || len(sel.From) != 1 {
+		return nil, "", false
+	}
+	t, isName := sel.From[0].(*sqlast.TableName)
+	if !isName {
+		return nil, "", false
+	}
+	schema, name, err := e.Qualify(t.Name)
+	if err != nil {
+		return nil, "", false
+	}
+	var up catalog.DynamicTableSpec
+	e.Cat.Forget(catalog.KindDynamicTable, schema, name)
+	v, found, err := e.Cat.GetCached(ctx, catalog.KindDynamicTable, schema, name, &up)
+	if err != nil || !found {
+		return nil, "", false
+	}
+	display := core.Display(schema, name)
+	if depth >= maxViaDepth {
+		return nil, fmt.Sprintf("it reads dynamic tables more than %d deep", maxViaDepth), true
+	}
+	uq, err := sqlparse.ParseQuery(up.Query)
+	if err != nil {
+		return nil, "dynamic table " + display + ": " + err.Error(), true
+	}
+	inner, why := e.WithSchema(schema).planDepth(ctx, uq, depth+1)
+	if inner == nil {
+		return nil, "it reads dynamic table " + display + ", which is refreshed FULL: " + why, true
+	}
+	sess := e.Session(ctx)
+	defer sess.Close()
+	tableRef := sess.Tr.Table
+	sess.Tr.Table = func(n sqlast.ObjectName) (string, error) {
+		if s, t, err := e.Qualify(n); err == nil && s == schema && t == name {
+			return viewToken, nil
+		}
+		return tableRef(n)
+	}
+	outer, err := sess.Translate(q)
+	if err != nil {
+		return nil, err.Error(), true
+	}
+	p := *inner
+	p.outers = append(slices.Clone(inner.outers), outer)
+	p.via = append(slices.Clone(inner.via), incSource{schema: schema, table: name, version: v, created: up.CreatedAt, query: up.Query})
+	return &p, "", true
+}
+
+// planDepth is planIncremental for a query read through depth dynamic
+// tables.
+func (e *Refresher) planDepth(ctx context.Context, q *sqlast.Query, depth int) (*incPlan, string) {
+	if p, why, ok := e.planOverDynamic(ctx, q, depth); ok {
+		return p, why
+	}
 	if len(q.With) > 0 || q.OrderBy != nil || q.Limit != nil {
 		return nil, "the query has WITH, ORDER BY or LIMIT, which are not refreshed incrementally"
 	}
