@@ -30,8 +30,11 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 		"r_sum":  `SELECT k, COUNT(*) AS n, COUNT(x) AS cx, SUM(x) AS sx, AVG(x) AS ax FROM rfacts WHERE g >= 0 GROUP BY k`,
 		"r_byg":  `SELECT g, k, SUM(x) AS sx, COUNT(*) AS n FROM rfacts GROUP BY g, k`,
 		"r_join": `SELECT m.label, COUNT(*) AS n, SUM(f.x) AS sx FROM rfacts f LEFT JOIN rdim m ON f.g = m.g GROUP BY m.label`,
+		// MIN, MAX and COUNT(DISTINCT) cannot take rows back: the groups
+		// removed rows were in are recomputed.
+		"r_all": `SELECT k, COUNT(*) AS n, MIN(x) AS mn, MAX(d) AS mx, COUNT(DISTINCT g) AS dg FROM rfacts WHERE g >= 0 GROUP BY k`,
 	}
-	cols := map[string]string{"r_sum": "k, n, cx, sx, ax", "r_byg": "g, k, sx, n", "r_join": "label, n, sx"}
+	cols := map[string]string{"r_sum": "k, n, cx, sx, ax", "r_byg": "g, k, sx, n", "r_join": "label, n, sx", "r_all": "k, n, mn, mx, dg"}
 	s.run(randomFacts(rng, "rfacts", 60))
 	for name, q := range tables {
 		s.run(`CREATE DYNAMIC TABLE ` + name + ` REFRESH INTERVAL 1 HOUR AS ` + q)
@@ -106,8 +109,8 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 		t.Fatalf("%d of %d refreshes were INCREMENTAL, want at least 90 %%", modes["INCREMENTAL"], total)
 	}
 
-	// DESC says which path deletes take; a summary with MIN says why a
-	// DELETE makes it FULL, in DESC and in the history.
+	// DESC says which path deletes take, and the history which one a
+	// refresh took.
 	d := map[string]string{}
 	for _, r := range table(s.run(`DESC DYNAMIC TABLE r_sum`)) {
 		d[r[0]] = r[1]
@@ -115,19 +118,21 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	if d["refresh_mode"] != "INCREMENTAL" || !strings.Contains(d["refresh_mode_reason"], "taken back") {
 		t.Fatalf("DESC DYNAMIC TABLE r_sum: %v", d)
 	}
-	s.run(`CREATE DYNAMIC TABLE r_min REFRESH INTERVAL 1 HOUR AS SELECT k, MIN(x) AS mn, COUNT(*) AS n FROM rfacts GROUP BY k`)
-	s.dropAtEnd("DYNAMIC TABLE", "r_min")
-	for _, r := range table(s.run(`DESC DYNAMIC TABLE r_min`)) {
+	for _, r := range table(s.run(`DESC DYNAMIC TABLE r_all`)) {
 		d[r[0]] = r[1]
 	}
-	if !strings.Contains(d["refresh_mode_reason"], "MIN cannot take rows back") {
-		t.Fatalf("DESC DYNAMIC TABLE r_min: %v", d)
+	if !strings.Contains(d["refresh_mode_reason"], "the groups they were in are recomputed (MIN, MAX, COUNT(DISTINCT) cannot take rows back)") {
+		t.Fatalf("DESC DYNAMIC TABLE r_all: %v", d)
 	}
 	s.run(`DELETE FROM rfacts WHERE g = 1`)
 	time.Sleep(2100 * time.Millisecond)
-	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE r_min`).Message, "FULL")
-	h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'r_min' LIMIT 1`)
-	if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], "MIN cannot take rows back") {
-		t.Fatalf("history of r_min:\n%s", rowsText(h))
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE r_all`).Message, "INCREMENTAL")
+	h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'r_all' LIMIT 1`)
+	if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], "were in were recomputed") {
+		t.Fatalf("history of r_all:\n%s", rowsText(h))
+	}
+	got := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM r_all ORDER BY ` + cols["r_all"]))
+	if want := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM (` + tables["r_all"] + `) ORDER BY ` + cols["r_all"])); got != want {
+		t.Fatalf("r_all after a DELETE:\n%s\nwant\n%s", indent(got), indent(want))
 	}
 }

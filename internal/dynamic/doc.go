@@ -32,10 +32,15 @@
 // as one part tagged hi, so the aggregates and the version appear
 // together, to readers too: the INSERT is the commit, and it fails unless
 // the state is still at the version the window was read from. MIN, MAX
-// and COUNT(DISTINCT) cannot take rows back: a summary with one of them is
-// rebuilt from every row present at hi (FULL, incrementalFull) after a
-// DELETE or UPDATE, as it is after a first refresh, a change of a
-// dimension table, or a change log trimmed past the state.
+// and COUNT(DISTINCT) cannot take rows back: after a DELETE or UPDATE a
+// summary with one of them rebuilds the groups the removed rows were in
+// (regroup): a copy of the state without them, plus the window's rows of
+// the other groups, plus those groups from every row present at hi,
+// swapped in with one RENAME. Its cost is the state, the delta and a read
+// of the source filtered by the touched groups' keys, not an aggregation
+// of the whole source. A first refresh, a change of a dimension table, or
+// a change log trimmed past the state rebuild the whole state (FULL,
+// incrementalFull).
 //
 // Queries whose rows each come from one row of a changing table
 // (projections and filters of it, its INNER or LEFT joins with dimension

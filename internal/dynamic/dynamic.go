@@ -182,7 +182,8 @@ func (e *Refresher) refreshCached(ctx context.Context, name, trigger string) (_ 
 	}
 	hi := changes.ChangeReadHorizon()
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
-	if err := e.incrementalDelta(ctx, schema, name, p, hi, checks); err != nil {
+	regrouped, err := e.incrementalDelta(ctx, schema, name, p, hi, checks)
+	if err != nil {
 		e.Cat.Forget(catalog.KindDynamicTable, schema, name)
 		for _, src := range p.read() {
 			e.Cat.Forget(catalog.KindTable, src.schema, src.table)
@@ -190,7 +191,7 @@ func (e *Refresher) refreshCached(ctx context.Context, name, trigger string) (_ 
 		return jobs.RefreshResult{}, false, nil
 	}
 	res := jobs.RefreshResult{State: jobs.RefreshSucceeded, Mode: jobs.RefreshIncremental}
-	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(),
+	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(regrouped),
 		idle: noNewRows, sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
 }
 
@@ -344,7 +345,7 @@ func (p *incPlan) modeReason() string {
 	case p.retract:
 		return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
 	}
-	return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; a DELETE or UPDATE of its rows makes the next refresh FULL (" + p.unsigned() + " cannot take rows back)"
+	return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; after a DELETE or UPDATE of its rows, the groups they were in are recomputed (" + p.unsigned() + " cannot take rows back)"
 }
 
 func (e *Refresher) fullRefresh(ctx context.Context, schema, name string, spec catalog.DynamicTableSpec) (rows, deleted int64, err error) {

@@ -306,18 +306,21 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 		w := &changeWindow{from: goldenUpto, commits: make([][]changes.CommitRef, len(plan.read()))}
 		w.commits[0] = []changes.CommitRef{{Version: goldenUpto + 1, ID: 11, Kind: changes.CommitInsert},
 			{Version: goldenUpto + 2, ID: 12, Kind: changes.CommitUpdate}, {Version: goldenHi + 1, ID: 13, Kind: changes.CommitDelete}}
-		delta, err := plan.summaryDelta(state, w, goldenHi, nil)
+		st, err := plan.summaryDelta(state, stateTable(goldenSchema, goldenName)+"__new_"+goldenLoadID, w, goldenHi, nil)
 		var fn *fullNeeded
+		what := fmt.Sprintf("INCREMENTAL refresh up to %d after an INSERT (commit 11), an UPDATE (12) and, after %d, a DELETE (13) (summaryDelta)", goldenHi, goldenHi)
 		switch {
 		case errors.As(err, &fn):
 			line("INCREMENTAL refresh after an INSERT, an UPDATE and a later DELETE: FULL: %s", fn.reason)
 		case err != nil:
 			t.Fatalf("%s: %v", c.name, err)
+		case st.insert != "":
+			sql(what, st.insert)
 		default:
-			sql(fmt.Sprintf("INCREMENTAL refresh up to %d after an INSERT (commit 11), an UPDATE (12) and, after %d, a DELETE (13) (summaryDelta)", goldenHi, goldenHi), delta)
+			sql(what+": the groups the UPDATE touched recomputed (regroup, then the state renamed)", st.regroup...)
 		}
 	}
-	line("its reason: %s", plan.deltaReason())
+	line("its reason: %s", plan.deltaReason(false))
 	sql("rows it wrote (touched)", plan.touched(state, goldenHi))
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, goldenSchema, goldenName, goldenSpecVersion)}, plan.versionChecks()...)
 	sql(fmt.Sprintf("a refresh by the cached plan (refreshCached, dynamic table's spec at version %d) adds to its conditions", goldenSpecVersion), checks...)

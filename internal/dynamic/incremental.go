@@ -293,38 +293,55 @@ func (p *incPlan) touched(state string, hi uint64) string {
 // together, to the dynamic table's readers too (a view of the state). It
 // reads its starting version in the same statement, so running it twice
 // adds nothing the second time. checks must hold for it to run.
-func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) error {
+func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) (regrouped bool, err error) {
 	if !p.appendRows {
 		state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 		for try := 0; ; try++ {
 			w, err := e.readWindow(ctx, p, state, checks)
 			if err != nil {
-				return err
+				return false, err
 			}
-			q, err := p.summaryDelta(state, w, hi, nil)
-			if err != nil || q == "" {
-				return err
+			fresh := stateTable(schema, name) + "__new_" + core.NewLoadID()
+			st, err := p.summaryDelta(state, fresh, w, hi, nil)
+			if err != nil || st == nil {
+				return false, err
 			}
-			// A failed check of the INSERT: a DELETE or UPDATE of the
-			// window's rows under way (removalsUnderWay) registers
-			// within moments; the state moved (another refresh) shows
-			// in the next read of the window.
-			err = e.St.Exec(chstore.OneBlock(ctx), q)
+			// A failed check: a DELETE or UPDATE of the window's rows
+			// under way (removalsUnderWay) registers within moments;
+			// the state moved (another refresh) shows in the next read
+			// of the window.
+			if st.insert != "" {
+				err = e.St.Exec(chstore.OneBlock(ctx), st.insert)
+			} else {
+				err = e.regroup(ctx, schema, name, st)
+			}
 			if err == nil || !chstore.IsCode(err, chstore.CodeThrowIf) || try == removalWaits {
-				return err
+				return err == nil && st.fresh != "", err
 			}
 			select {
 			case <-ctx.Done():
-				return ctx.Err()
+				return false, ctx.Err()
 			case <-time.After(removalWait):
 			}
 		}
 	}
 	q, err := p.deltaSQL(schema, name, hi, checks)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return e.St.Exec(chstore.OneBlock(ctx), q)
+	return false, e.St.Exec(chstore.OneBlock(ctx), q)
+}
+
+// regroup builds a summary's state afresh from its state, with the groups
+// that removed rows touched recomputed, and swaps it in.
+func (e *Refresher) regroup(ctx context.Context, schema, name string, st *summaryStmts) error {
+	for _, q := range st.regroup {
+		if err := e.St.Exec(ctx, q); err != nil {
+			_ = e.St.Exec(context.WithoutCancel(ctx), "DROP TABLE IF EXISTS "+chsql.Table(schemas.ChangesDB, st.fresh))
+			return err
+		}
+	}
+	return e.swapNames(ctx, schemas.ChangesDB, stateTable(schema, name), st.fresh)
 }
 
 // How long a summary's refresh waits for a DELETE or UPDATE of its
@@ -532,15 +549,15 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 	case forceFull:
 		reason = "a full refresh was asked for"
 	default:
-		err := error(nil)
+		err, regrouped := error(nil), false
 		if p.appendRows && len(p.cols) == 0 {
 			err = e.appendColumns(ctx, p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
 		}
 		if err == nil {
-			err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
+			regrouped, err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
 		}
 		if err == nil {
-			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, jobs.RefreshIncremental, p.deltaReason(), nil
+			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, jobs.RefreshIncremental, p.deltaReason(regrouped), nil
 		}
 		var fn *fullNeeded
 		switch {
@@ -603,11 +620,14 @@ func (e *Refresher) fullReason(ctx context.Context, p *incPlan, state string, hi
 		if !changed(s, changes.CommitDelete, changes.CommitUpdate) {
 			continue
 		}
-		why := "rows of " + core.Display(s.schema, s.table) + " were deleted or updated since the last refresh, "
 		if p.appendRows {
-			return why + "and a dynamic table of rows does not take rows back yet: it is recomputed"
+			return "rows of " + core.Display(s.schema, s.table) + " were deleted or updated since the last refresh, and a dynamic table of rows does not take rows back yet: it is recomputed"
 		}
-		return why + "and " + p.unsigned() + " cannot take rows back (COUNT, SUM and AVG can): the dynamic table is recomputed"
+	}
+	if !p.appendRows {
+		// A summary's refresh fails its checks when the state moved or
+		// a removal stayed under way (removalsUnderWay) past its waits.
+		return "a DELETE or UPDATE of rows of " + p.sourceNames() + " was still under way (its rows copied to the change log, its commit not registered) after 10 s of waiting: the dynamic table is recomputed"
 	}
 	return generic
 }
@@ -644,8 +664,12 @@ func (p *incPlan) viaNote() string {
 	return "over dynamic table " + strings.Join(names, " over ") + ", kept from " + p.sourceNames() + " (the queries between applied when it is read): "
 }
 
-// deltaReason is the history's reason for an incremental refresh.
-func (p *incPlan) deltaReason() string {
+// deltaReason is the history's reason for an incremental refresh;
+// regrouped: groups that removed rows touched were recomputed.
+func (p *incPlan) deltaReason(regrouped bool) string {
+	if regrouped {
+		return p.viaNote() + p.ownDeltaReason() + "; the groups that rows deleted or updated since were in were recomputed (" + p.unsigned() + " cannot take rows back)"
+	}
 	return p.viaNote() + p.ownDeltaReason()
 }
 

@@ -82,26 +82,38 @@ func cmpUint(a, b uint64) int {
 	return 0
 }
 
-// summaryDelta is the INSERT that brings a summary's state from the
-// window's version to hi, or "" when nothing was committed since; a
-// *fullNeeded when only a FULL refresh can: a table joined to the changing
-// one changed, a change log was trimmed past the state, or rows were
-// removed and an aggregate cannot take them back.
-func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks []string) (string, error) {
+// summaryStmts are the statements of a summary's incremental refresh:
+// one INSERT into the state, or, when rows were removed that an aggregate
+// cannot take back (MIN, MAX, COUNT(DISTINCT)), the statements building
+// fresh, a copy of the state with the groups those rows touched
+// recomputed, to be swapped in.
+type summaryStmts struct {
+	insert  string
+	regroup []string
+	fresh   string // the table regroup builds, in schemas.ChangesDB
+}
+
+// summaryDelta is what brings a summary's state from the window's version
+// to hi (nil when nothing was committed since); a *fullNeeded when only a
+// FULL refresh can: a table joined to the changing one changed, or a
+// change log was trimmed past the state. fresh names the table a regroup
+// would build.
+func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, checks []string) (*summaryStmts, error) {
 	read := p.read()
 	for _, s := range read {
 		if s.retained > w.from {
-			return "", &fullNeeded{"the change log of " + core.Display(s.schema, s.table) + " was trimmed (data_retention_days) past the last refresh, so what it removed since is not known: the dynamic table is recomputed"}
+			return nil, &fullNeeded{"the change log of " + core.Display(s.schema, s.table) + " was trimmed (data_retention_days) past the last refresh, so what it removed since is not known: the dynamic table is recomputed"}
 		}
 	}
 	for i := len(p.sources); i < len(read); i++ {
 		if len(w.commits[i]) > 0 && w.commits[i][0].Version <= hi {
 			d := read[i]
-			return "", &fullNeeded{"table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"}
+			return nil, &fullNeeded{"table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"}
 		}
 	}
 	rows := make([]string, len(p.sources))
 	var inFlight []string // checks that no removal of the window's rows is under way
+	var regroup []uint64  // removals the aggregates cannot take back
 	for i, s := range p.sources {
 		var in, gone, later, all []uint64
 		for _, c := range w.commits[i] {
@@ -120,17 +132,18 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 				in = append(in, c.ID)
 			}
 		}
+		if len(in) > 0 && len(in) <= maxListedCommits && len(gone)+len(later) <= maxListedCommits {
+			inFlight = append(inFlight, removalsUnderWay(s, in, slices.Concat(gone, later)))
+		}
 		if len(gone) > 0 && !p.retract {
-			return "", &fullNeeded{"rows of " + core.Display(s.schema, s.table) + " were deleted or updated since the last refresh, and " + p.unsigned() +
-				" cannot take rows back (COUNT, SUM and AVG can): the dynamic table is recomputed"}
+			// An aggregate plan has one changing table: its groups that
+			// removed rows touched are recomputed instead.
+			regroup, gone = gone, nil
 		}
 		rows[i] = p.windowRows(s, w.from, hi, in, gone, later, all)
-		if len(in) > 0 && len(in) <= maxListedCommits && len(gone)+len(later) <= maxListedCommits {
-			inFlight = append(inFlight, removalsUnderWay(s, in, append(gone, later...)))
-		}
 	}
-	if !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
-		return "", nil
+	if regroup == nil && !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
+		return nil, nil
 	}
 	for i, s := range p.sources {
 		if rows[i] == "" {
@@ -139,10 +152,49 @@ func (p *incPlan) summaryDelta(state string, w *changeWindow, hi uint64, checks 
 	}
 	// The state must still be at the window's version: a refresh that
 	// ran meanwhile has taken these rows already.
-	checks = append(append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)}, inFlight...), checks...)
-	return "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(func(src incSource) string {
-		return rows[slices.IndexFunc(p.sources, src.same)]
-	}, hi, checks), nil
+	atFrom := fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)
+	checks = append(append([]string{atFrom}, inFlight...), checks...)
+	windowRows := func(src incSource) string { return rows[slices.IndexFunc(p.sources, src.same)] }
+	if regroup == nil {
+		return &summaryStmts{insert: "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(windowRows, hi, checks)}, nil
+	}
+	// The groups the removed rows were in (some may not have passed the
+	// WHERE: recomputing them changes nothing).
+	src := p.sources[0]
+	touched := "(SELECT DISTINCT " + strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")") + " FROM " + p.renderRows(p.from, func(incSource) string {
+		return "(SELECT " + strings.Join(p.usedColumns(src), ", ") + ", " + signColumn("-1") + " FROM " + changesTableOf(src) +
+			" PREWHERE " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + changes.IDList(regroup) + "))"
+	}) + ")"
+	stateKeys := make([]string, len(p.keys))
+	for i := range p.keys {
+		stateKeys[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", i))
+	}
+	table := chsql.Table(schemas.ChangesDB, fresh)
+	st := &summaryStmts{fresh: fresh, regroup: []string{
+		// The untouched groups as they were...
+		"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS SELECT * FROM " + state +
+			" WHERE " + keyTuple(stateKeys) + " NOT IN " + touched + " AND " + atFrom,
+	}}
+	if rows[0] != "" {
+		// ...with what the window adds to them...
+		st.regroup = append(st.regroup, "INSERT INTO "+table+" ("+p.stateColumns()+") "+p.stateSelect(windowRows, hi, append([]string{keyTuple(p.keys) + " NOT IN " + touched}, inFlight...)))
+	}
+	// ...and the touched groups from every row present at hi.
+	st.regroup = append(st.regroup, "INSERT INTO "+table+" ("+p.stateColumns()+") "+p.stateSelect(func(src incSource) string {
+		return p.signedRows(src, hi)
+	}, hi, append([]string{keyTuple(p.keys) + " IN " + touched}, checks[1:]...)))
+	return st, nil
+}
+
+// keyTuple is a tuple of group keys that IN compares NULLs in as equal
+// (isNull, assumeNotNull: IN never matches a NULL, and 18.16 has no
+// transform_null_in).
+func keyTuple(keys []string) string {
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		parts = append(parts, "isNull("+k+")", "assumeNotNull("+k+")")
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // windowRows is signedRows for a refresh from version from, with the
