@@ -43,7 +43,6 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 	changes := benchInt(b, "LAKEPIPE_BENCH_DT_CHANGES", 10_000)
 	p := newPipeBench(b)
 	p.worker()
-	eng := p.eng.WithSchema(p.schema)
 	med := func(d []time.Duration) time.Duration {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 		return d[len(d)/2]
@@ -68,22 +67,12 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 			p.run(fmt.Sprintf(`INSERT INTO %s SELECT id + %d, category, amount, dt FROM %s WHERE id < %d`, src, n+round*changes, src, changes))
 			time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
 			waitMerges(p)                       // the steady state, as in bench:stream
-			t0 := time.Now()
-			res, err := eng.RefreshDynamicTable(p.ctx, summary, "BENCH")
-			if err != nil || res.State != "SUCCEED" || res.Mode != "INCREMENTAL" {
-				b.Fatalf("incremental refresh: %+v %v", res, err)
-			}
-			incs = append(incs, time.Since(t0))
+			incs = append(incs, timedRefresh(b, p, summary, false))
 			want := fmt.Sprint(n + (round+1)*changes)
 			if got := p.run(`SELECT SUM(cnt) FROM ` + summary).Rows[0][0]; fmt.Sprint(got) != want {
 				b.Fatalf("%s counts %v rows after the incremental refresh, want %s", summary, got, want)
 			}
-			t0 = time.Now()
-			res, err = eng.RefreshDynamicTableFull(p.ctx, summary, "BENCH")
-			if err != nil || res.State != "SUCCEED" || res.Mode != "FULL" {
-				b.Fatalf("full refresh: %+v %v", res, err)
-			}
-			fulls = append(fulls, time.Since(t0))
+			fulls = append(fulls, timedRefresh(b, p, summary, true))
 		}
 		inc[si], full[si] = med(incs), med(fulls)
 		if si == 0 {
@@ -124,7 +113,6 @@ func benchRetract(b *testing.B, p *pipeBench, src string, changes int, med func(
 	query := `SELECT category, COUNT(*) AS cnt, SUM(amount) AS total, AVG(amount) AS avg_amount FROM ` + src + ` GROUP BY category`
 	p.run(`CREATE DYNAMIC TABLE ` + summary + ` REFRESH INTERVAL 1 HOUR AS ` + query)
 	defer p.run(`DROP DYNAMIC TABLE ` + summary)
-	eng := p.eng.WithSchema(p.schema)
 	var incs, fulls []time.Duration
 	for round := 0; round < 3; round++ {
 		lo := 1_000_000 + round*3*changes
@@ -132,22 +120,28 @@ func benchRetract(b *testing.B, p *pipeBench, src string, changes int, med func(
 		p.run(fmt.Sprintf(`UPDATE %s SET amount = amount + 1 WHERE id >= %d AND id < %d`, src, lo+changes, lo+2*changes))
 		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
 		waitMerges(p)
-		t0 := time.Now()
-		res, err := eng.RefreshDynamicTable(p.ctx, summary, "BENCH")
-		if err != nil || res.State != "SUCCEED" || res.Mode != "INCREMENTAL" {
-			b.Fatalf("incremental refresh after deletes and updates: %+v %v", res, err)
-		}
-		incs = append(incs, time.Since(t0))
+		incs = append(incs, timedRefresh(b, p, summary, false))
 		got := rowsText(p.run(`SELECT category, cnt, total, avg_amount FROM ` + summary + ` ORDER BY category`))
 		if want := rowsText(p.run(query + ` ORDER BY category`)); got != want {
 			b.Fatalf("%s after deletes and updates:\n%s\nwant\n%s", summary, got, want)
 		}
-		t0 = time.Now()
-		res, err = eng.RefreshDynamicTableFull(p.ctx, summary, "BENCH")
-		if err != nil || res.State != "SUCCEED" || res.Mode != "FULL" {
-			b.Fatalf("full refresh: %+v %v", res, err)
-		}
-		fulls = append(fulls, time.Since(t0))
+		fulls = append(fulls, timedRefresh(b, p, summary, true))
 	}
 	return med(incs), med(fulls)
+}
+
+// timedRefresh times one refresh of a dynamic table, INCREMENTAL (which it
+// must be) or FULL.
+func timedRefresh(b *testing.B, p *pipeBench, name string, full bool) time.Duration {
+	eng := p.eng.WithSchema(p.schema)
+	refresh, mode := eng.RefreshDynamicTable, "INCREMENTAL"
+	if full {
+		refresh, mode = eng.RefreshDynamicTableFull, "FULL"
+	}
+	t0 := time.Now()
+	res, err := refresh(p.ctx, name, "BENCH")
+	if err != nil || res.State != "SUCCEED" || string(res.Mode) != mode {
+		b.Fatalf("%s refresh of %s: %+v %v", mode, name, res, err)
+	}
+	return time.Since(t0)
 }

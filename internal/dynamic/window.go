@@ -1,6 +1,7 @@
 package dynamic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,19 +68,9 @@ func (e *Refresher) readWindow(ctx context.Context, p *incPlan, state string, ch
 		}
 	}
 	for i := range w.commits {
-		slices.SortFunc(w.commits[i], func(a, b changes.CommitRef) int { return cmpUint(a.Version, b.Version) })
+		slices.SortFunc(w.commits[i], func(a, b changes.CommitRef) int { return cmp.Compare(a.Version, b.Version) })
 	}
 	return w, nil
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // summaryStmts are the statements of a summary's incremental refresh:
