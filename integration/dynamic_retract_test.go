@@ -12,8 +12,10 @@ import (
 
 // TestDynamicTableRetractProperty: random inserts, deletes and updates (of
 // values, of group keys, to NULL, rows added and removed between two
-// refreshes) on a tracked table under summaries whose aggregates can take
-// rows back (COUNT, SUM, AVG; one over a join with a dimension table):
+// refreshes) on a tracked table, and changes of a dimension table, under
+// summaries whose aggregates take rows back (COUNT, SUM, AVG; one over a
+// join with the dimension table) and one whose aggregates cannot (MIN,
+// MAX, COUNT(DISTINCT): the groups touched are recomputed):
 // after every round each dynamic table equals its query run afresh, groups
 // whose rows are all gone disappear, and at least 90 % of the refreshes
 // after the first are INCREMENTAL.
@@ -53,6 +55,11 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 			s.run(`INSERT INTO rfacts VALUES ('k1', 50, 7.00, '2026-06-01'), ('k9', 50, 8.00, '2026-06-02')`)
 			s.run(`DELETE FROM rfacts WHERE g = 50`)
 		},
+		// Changes of the dimension table: the groups its changed rows
+		// join (before and after) are recomputed.
+		func() { s.run(fmt.Sprintf(`UPDATE rdim SET label = 'L%d' WHERE g = %d`, rng.Intn(3), rng.Intn(6))) },
+		func() { s.run(fmt.Sprintf(`INSERT INTO rdim VALUES (%d, 'n%d')`, 4+rng.Intn(6), rng.Intn(3))) },
+		func() { s.run(fmt.Sprintf(`DELETE FROM rdim WHERE g = %d`, rng.Intn(10))) },
 		func() {
 			// Added and updated between two refreshes; a later round
 			// takes the updated rows back.
@@ -128,7 +135,7 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	time.Sleep(2100 * time.Millisecond)
 	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE r_all`).Message, "INCREMENTAL")
 	h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'r_all' LIMIT 1`)
-	if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], "were in were recomputed") {
+	if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], "were recomputed") {
 		t.Fatalf("history of r_all:\n%s", rowsText(h))
 	}
 	got := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM r_all ORDER BY ` + cols["r_all"]))

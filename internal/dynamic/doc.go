@@ -38,9 +38,10 @@
 // the other groups, plus those groups from every row present at hi,
 // swapped in with one RENAME. Its cost is the state, the delta and a read
 // of the source filtered by the touched groups' keys, not an aggregation
-// of the whole source. A first refresh, a change of a dimension table, or
-// a change log trimmed past the state rebuild the whole state (FULL,
-// incrementalFull).
+// of the whole source. A change of a dimension table regroups too: the
+// groups its changed rows, as they were (its change table) and as they are,
+// join (dimTouched, from fromDims). A first refresh or a change log
+// trimmed past the state rebuild the whole state (FULL, incrementalFull).
 //
 // Queries whose rows each come from one row of a changing table
 // (projections and filters of it, its INNER or LEFT joins with dimension

@@ -668,7 +668,7 @@ func (p *incPlan) viaNote() string {
 // regrouped: groups that removed rows touched were recomputed.
 func (p *incPlan) deltaReason(regrouped bool) string {
 	if regrouped {
-		return p.viaNote() + p.ownDeltaReason() + "; the groups that rows deleted or updated since were in were recomputed (" + p.unsigned() + " cannot take rows back)"
+		return p.viaNote() + p.ownDeltaReason() + "; the groups that rows deleted or updated since were in (when an aggregate cannot take rows back), or that changed rows of a joined table join, were recomputed"
 	}
 	return p.viaNote() + p.ownDeltaReason()
 }

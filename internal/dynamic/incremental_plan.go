@@ -35,6 +35,8 @@ type incPlan struct {
 
 	// Aggregate plans (GROUP BY).
 	from  string   // translated FROM, rowsToken(0) where the changing table's signed rows are read
+	// fromDims is from with dimToken(j) where dims[j] is read.
+	fromDims string
 	where string   // translated, "" for none
 	keys  []string // translated group keys
 	aggs  []incAgg
@@ -78,6 +80,9 @@ type incSource struct {
 // picks the rows of sources[i] a refresh reads; a NUL cannot appear in
 // translated SQL otherwise (quoting escapes it).
 func deltaToken(i int) string { return "\x00lp" + strconv.Itoa(i) + "\x00" }
+
+// dimToken stands, in an aggregate plan's fromDims, for dims[j]'s rows.
+func dimToken(j int) string { return "(\x00ld" + strconv.Itoa(j) + "\x00)" }
 
 // rowsToken stands, in an aggregate plan's translated FROM, for the rows
 // of sources[i] a refresh reads, with their sign (see signedRows).
@@ -304,6 +309,23 @@ func (e *Refresher) planAggregate(ctx context.Context, sel *sqlast.Select) (*inc
 	var err error
 	if p.from, err = sess.Tr.From(sel.From); err != nil {
 		return nil, err.Error()
+	}
+	if len(p.dims) > 0 {
+		// The FROM again with each dimension table at dimToken: a
+		// change of one recomputes the groups its changed rows join.
+		tableRef := sess.Tr.Table
+		sess.Tr.Table = func(n sqlast.ObjectName) (string, error) {
+			if schema, table, err := e.Qualify(n); err == nil {
+				if j := slices.IndexFunc(p.dims, incSource{schema: schema, table: table}.same); j >= 0 {
+					return dimToken(j), nil
+				}
+			}
+			return tableRef(n)
+		}
+		if p.fromDims, err = sess.Tr.From(sel.From); err != nil {
+			return nil, err.Error()
+		}
+		sess.Tr.Table = tableRef
 	}
 	if sel.Where != nil {
 		if containsQuery(sel.Where) {

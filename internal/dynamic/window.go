@@ -96,11 +96,30 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 			return nil, &fullNeeded{"the change log of " + core.Display(s.schema, s.table) + " was trimmed (data_retention_days) past the last refresh, so what it removed since is not known: the dynamic table is recomputed"}
 		}
 	}
+	// Dimension tables that changed: the groups their changed rows (as
+	// they were, and as they are) join are recomputed.
+	var dimTouched []string
 	for i := len(p.sources); i < len(read); i++ {
-		if len(w.commits[i]) > 0 && w.commits[i][0].Version <= hi {
-			d := read[i]
+		var added, removed []uint64
+		for _, c := range w.commits[i] {
+			if c.Version > hi {
+				break
+			}
+			if c.Kind != changes.CommitDelete {
+				added = append(added, c.ID)
+			}
+			if c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate {
+				removed = append(removed, c.ID)
+			}
+		}
+		if len(added)+len(removed) == 0 {
+			continue
+		}
+		d := read[i]
+		if p.fromDims == "" || len(added) > maxListedCommits || len(removed) > maxListedCommits {
 			return nil, &fullNeeded{"table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"}
 		}
+		dimTouched = append(dimTouched, p.dimTouched(i-len(p.sources), added, removed, hi))
 	}
 	rows := make([]string, len(p.sources))
 	var inFlight []string // checks that no removal of the window's rows is under way
@@ -133,7 +152,7 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 		}
 		rows[i] = p.windowRows(s, w.from, hi, in, gone, later, all)
 	}
-	if regroup == nil && !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
+	if regroup == nil && dimTouched == nil && !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
 		return nil, nil
 	}
 	for i, s := range p.sources {
@@ -146,16 +165,22 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	atFrom := fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)
 	checks = append(append([]string{atFrom}, inFlight...), checks...)
 	windowRows := func(src incSource) string { return rows[slices.IndexFunc(p.sources, src.same)] }
-	if regroup == nil {
+	if regroup == nil && dimTouched == nil {
 		return &summaryStmts{insert: "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(windowRows, hi, checks)}, nil
 	}
-	// The groups the removed rows were in (some may not have passed the
-	// WHERE: recomputing them changes nothing).
+	// The groups to recompute: those the removed rows were in (some may
+	// not have passed the WHERE: recomputing them changes nothing), and
+	// those changed dimension rows join.
 	src := p.sources[0]
-	touched := "(SELECT DISTINCT " + strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")") + " FROM " + p.renderRows(p.from, func(incSource) string {
-		return "(SELECT " + strings.Join(p.usedColumns(src), ", ") + ", " + signColumn("-1") + " FROM " + changesTableOf(src) +
-			" PREWHERE " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + changes.IDList(regroup) + "))"
-	}) + ")"
+	keyCols := strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")")
+	sets := dimTouched
+	if regroup != nil {
+		sets = append(sets, "SELECT DISTINCT "+keyCols+" FROM "+p.renderRows(p.from, func(incSource) string {
+			return "(SELECT " + strings.Join(p.usedColumns(src), ", ") + ", " + signColumn("-1") + " FROM " + changesTableOf(src) +
+				" PREWHERE " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + changes.IDList(regroup) + "))"
+		}))
+	}
+	touched := "(" + strings.Join(sets, " UNION ALL ") + ")"
 	stateKeys := make([]string, len(p.keys))
 	for i := range p.keys {
 		stateKeys[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", i))
@@ -175,6 +200,37 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 		return p.signedRows(src, hi)
 	}, hi, append([]string{keyTuple(p.keys) + " IN " + touched}, checks[1:]...)))
 	return st, nil
+}
+
+// dimTouched renders the group keys (as keyTuple's columns) that the rows
+// of dims[j] changed by commits added (rows as they are now) and removed
+// (rows as they were, in its change table) join: the FROM with the
+// changing table's rows present at hi and the dimension table's changed
+// rows instead of it. In a LEFT JOIN the rows they do not join give the
+// group of no match, which is recomputed too.
+func (p *incPlan) dimTouched(j int, added, removed []uint64, hi uint64) string {
+	d := p.dims[j]
+	quoted := make([]string, len(d.cols))
+	for i, c := range d.cols {
+		quoted[i] = chsql.QuoteIdent(c)
+	}
+	cols := strings.Join(quoted, ", ")
+	commit := chsql.QuoteIdent(core.CommitColumn)
+	var parts []string
+	if len(added) > 0 {
+		parts = append(parts, "SELECT "+cols+" FROM "+chsql.Table(d.schema, d.table)+" PREWHERE "+commit+" IN ("+changes.IDList(added)+")")
+	}
+	if len(removed) > 0 {
+		parts = append(parts, "SELECT "+cols+" FROM "+changesTableOf(d)+" PREWHERE "+commit+" IN ("+changes.IDList(removed)+")")
+	}
+	from := strings.ReplaceAll(p.fromDims, dimToken(j), "("+strings.Join(parts, " UNION ALL ")+")")
+	for k := range p.dims {
+		if k != j {
+			from = strings.ReplaceAll(from, dimToken(k), chsql.Table(p.dims[k].schema, p.dims[k].table))
+		}
+	}
+	keyCols := strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")")
+	return "SELECT DISTINCT " + keyCols + " FROM " + p.renderRows(from, func(src incSource) string { return p.signedRows(src, hi) })
 }
 
 // keyTuple is a tuple of group keys that IN compares NULLs in as equal
