@@ -34,14 +34,14 @@ type incPlan struct {
 	in      string      // " IN " or, in cluster mode, " GLOBAL IN "
 
 	// Aggregate plans (GROUP BY).
-	from  string   // translated FROM, rowsToken(0) where the changing table's signed rows are read
+	from string // translated FROM, rowsToken(0) where the changing table's signed rows are read
 	// fromDims is from with dimToken(j) where dims[j] is read.
 	fromDims string
-	where string   // translated, "" for none
-	keys  []string // translated group keys
-	aggs  []incAgg
-	order []int    // per select item: key index, or -(agg index)-1
-	names []string // per select item: its column in the dynamic table
+	where    string   // translated, "" for none
+	keys     []string // translated group keys
+	aggs     []incAgg
+	order    []int    // per select item: key index, or -(agg index)-1
+	names    []string // per select item: its column in the dynamic table
 	// retract: every aggregate can take rows back (COUNT, SUM, AVG), so
 	// rows deleted or updated in the source are subtracted from their
 	// groups instead of making the refresh FULL.
