@@ -152,7 +152,8 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 		}
 		rows[i] = p.windowRows(s, w.from, hi, in, gone, later, all)
 	}
-	if regroup == nil && dimTouched == nil && !slices.ContainsFunc(rows, func(r string) bool { return r != "" }) {
+	hasRows := slices.ContainsFunc(rows, func(r string) bool { return r != "" })
+	if regroup == nil && dimTouched == nil && !hasRows {
 		return nil, nil
 	}
 	for i, s := range p.sources {
@@ -187,11 +188,16 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	}
 	table := chsql.Table(schemas.ChangesDB, fresh)
 	st := &summaryStmts{fresh: fresh, regroup: []string{
-		// The untouched groups as they were...
-		"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS SELECT * FROM " + state +
+		// The untouched groups as they were, tagged hi: the state's
+		// version must reach hi even when no touched group has rows
+		// left, or the next refresh would regroup the same commits
+		// again. (The history then counts every group as written: the
+		// state was copied.)
+		"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS SELECT " +
+			strings.TrimSuffix(p.stateColumns(), ", _lp_upto") + fmt.Sprintf(", materialize(arrayReduce('maxState', [toUInt64(%d)])) AS _lp_upto FROM ", hi) + state +
 			" WHERE " + keyTuple(stateKeys) + " NOT IN " + touched + " AND " + atFrom,
 	}}
-	if rows[0] != "" {
+	if hasRows {
 		// ...with what the window adds to them...
 		st.regroup = append(st.regroup, "INSERT INTO "+table+" ("+p.stateColumns()+") "+p.stateSelect(windowRows, hi, append([]string{keyTuple(p.keys) + " NOT IN " + touched}, inFlight...)))
 	}
