@@ -134,13 +134,15 @@ func (p *incPlan) stateSelect(rows func(incSource) string, upto uint64, checks [
 // ClickHouse's background merges fold each group's partial aggregates
 // into one row. isNull/assumeNotNull admit NULL keys (18.16 refuses
 // Nullable sorting columns) and keep them apart from the type's default.
-func (p *incPlan) stateOrderBy() string {
-	parts := make([]string, 0, 2*len(p.keys))
+func (p *incPlan) stateOrderBy() string { return keyTuple(p.stateKeys()) }
+
+// stateKeys are the state's group key columns, quoted.
+func (p *incPlan) stateKeys() []string {
+	keys := make([]string, len(p.keys))
 	for i := range p.keys {
-		k := chsql.QuoteIdent(fmt.Sprintf("k%d", i))
-		parts = append(parts, "isNull("+k+")", "assumeNotNull("+k+")")
+		keys[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", i))
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return keys
 }
 
 // viewSelect is the dynamic table as a view of its state: each group's
@@ -171,10 +173,7 @@ func (p *incPlan) baseView(state string) string {
 			cols[i] = p.merged(-o-1) + " AS " + chsql.QuoteIdent(p.names[i])
 		}
 	}
-	groups := make([]string, len(p.keys))
-	for i := range p.keys {
-		groups[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", i))
-	}
+	groups := p.stateKeys()
 	// A group whose rows were all taken back is gone.
 	return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " GROUP BY " + strings.Join(groups, ", ") + " HAVING sumMerge(_lp_rows) > 0"
 }
@@ -183,8 +182,7 @@ func (p *incPlan) baseView(state string) string {
 // source's commits registered at or below version hi (baseline included).
 func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
 	return func(src incSource) string {
-		return chsql.QuoteIdent(core.CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version <= %d)",
-			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), hi)
+		return chsql.QuoteIdent(core.CommitColumn) + p.in + commitSet(src, fmt.Sprintf("version <= %d", hi))
 	}
 }
 
@@ -229,7 +227,12 @@ func (p *incPlan) usedColumns(src incSource) []string {
 // commitSet is a subquery of the ids of a table's commits whose versions
 // cond picks, of one of kinds (any kind when none).
 func commitSet(src incSource, cond string, kinds ...string) string {
-	q := "(SELECT commit_id FROM lakepipe.table_commits WHERE db = " + chsql.QuoteString(src.schema) + " AND table = " + chsql.QuoteString(src.table) + " AND " + cond
+	return "(SELECT commit_id FROM lakepipe.table_commits WHERE " + commitWhere(src, cond, kinds...) + ")"
+}
+
+// commitWhere is the condition on lakepipe.table_commits of commitSet.
+func commitWhere(src incSource, cond string, kinds ...string) string {
+	q := "db = " + chsql.QuoteString(src.schema) + " AND table = " + chsql.QuoteString(src.table) + " AND " + cond
 	if len(kinds) > 0 {
 		quoted := make([]string, len(kinds))
 		for i, k := range kinds {
@@ -237,7 +240,7 @@ func commitSet(src incSource, cond string, kinds ...string) string {
 		}
 		q += " AND kind IN (" + strings.Join(quoted, ", ") + ")"
 	}
-	return q + ")"
+	return q
 }
 
 // stateVersion is SQL reading the version a state brings its dynamic table
@@ -602,8 +605,7 @@ func (e *Refresher) fullReason(ctx context.Context, p *incPlan, state string, hi
 	}
 	from, _ := strconv.ParseUint(v[0], 10, 64)
 	changed := func(s incSource, kinds ...string) bool {
-		n, err := e.St.Strings(ctx, "SELECT toString(count()) FROM "+strings.TrimSuffix(strings.TrimPrefix(
-			commitSet(s, fmt.Sprintf("version > %d AND version <= %d", from, hi), kinds...), "(SELECT commit_id FROM "), ")"))
+		n, err := e.St.Strings(ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE "+commitWhere(s, fmt.Sprintf("version > %d AND version <= %d", from, hi), kinds...))
 		return err == nil && len(n) == 1 && n[0] != "0"
 	}
 	for _, s := range p.read() {

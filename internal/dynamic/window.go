@@ -173,7 +173,7 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	// not have passed the WHERE: recomputing them changes nothing), and
 	// those changed dimension rows join.
 	src := p.sources[0]
-	keyCols := strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")")
+	keyCols := keyList(p.keys)
 	sets := dimTouched
 	if regroup != nil {
 		sets = append(sets, "SELECT DISTINCT "+keyCols+" FROM "+p.renderRows(p.from, func(incSource) string {
@@ -182,10 +182,6 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 		}))
 	}
 	touched := "(" + strings.Join(sets, " UNION ALL ") + ")"
-	stateKeys := make([]string, len(p.keys))
-	for i := range p.keys {
-		stateKeys[i] = chsql.QuoteIdent(fmt.Sprintf("k%d", i))
-	}
 	table := chsql.Table(schemas.ChangesDB, fresh)
 	st := &summaryStmts{fresh: fresh, regroup: []string{
 		// The untouched groups as they were, tagged hi: the state's
@@ -195,7 +191,7 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 		// state was copied.)
 		"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS SELECT " +
 			strings.TrimSuffix(p.stateColumns(), ", _lp_upto") + fmt.Sprintf(", materialize(arrayReduce('maxState', [toUInt64(%d)])) AS _lp_upto FROM ", hi) + state +
-			" WHERE " + keyTuple(stateKeys) + " NOT IN " + touched + " AND " + atFrom,
+			" WHERE " + keyTuple(p.stateKeys()) + " NOT IN " + touched + " AND " + atFrom,
 	}}
 	if hasRows {
 		// ...with what the window adds to them...
@@ -235,19 +231,22 @@ func (p *incPlan) dimTouched(j int, added, removed []uint64, hi uint64) string {
 			from = strings.ReplaceAll(from, dimToken(k), chsql.Table(p.dims[k].schema, p.dims[k].table))
 		}
 	}
-	keyCols := strings.TrimSuffix(strings.TrimPrefix(keyTuple(p.keys), "("), ")")
+	keyCols := keyList(p.keys)
 	return "SELECT DISTINCT " + keyCols + " FROM " + p.renderRows(from, func(src incSource) string { return p.signedRows(src, hi) })
 }
 
 // keyTuple is a tuple of group keys that IN compares NULLs in as equal
 // (isNull, assumeNotNull: IN never matches a NULL, and 18.16 has no
 // transform_null_in).
-func keyTuple(keys []string) string {
+func keyTuple(keys []string) string { return "(" + keyList(keys) + ")" }
+
+// keyList is keyTuple's elements, as a subquery's select list.
+func keyList(keys []string) string {
 	parts := make([]string, 0, 2*len(keys))
 	for _, k := range keys {
 		parts = append(parts, "isNull("+k+")", "assumeNotNull("+k+")")
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return strings.Join(parts, ", ")
 }
 
 // windowRows is signedRows for a refresh from version from, with the
