@@ -78,14 +78,29 @@ func TestMaintenanceSchedule(t *testing.T) {
 	})
 	startInProcessWorkerWith(t, cfg, func(c *worker.Config) { c.MaintenanceSchedule = true })
 
-	out, err := exec.CommandContext(s.Ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "schedule", "list", "--address", temporalAddr).CombinedOutput()
-	if err != nil {
-		t.Fatalf("temporal schedule list: %v\n%s", err, out)
-	}
-	for _, want := range []string{jobs.MaintenanceScheduleID(""), id} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("temporal schedule list does not list %s:\n%s", want, out)
+	// The list comes from Temporal's visibility store, which the server
+	// updates a moment after the schedule is created (CI once listed the
+	// schedules of earlier tests but not this one's, 0.5 s after creation).
+	var out []byte
+	listed := func() bool {
+		var err error
+		out, err = exec.CommandContext(s.Ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "schedule", "list", "--address", temporalAddr).CombinedOutput()
+		if err != nil {
+			t.Fatalf("temporal schedule list: %v\n%s", err, out)
 		}
+		for _, want := range []string{jobs.MaintenanceScheduleID(""), id} {
+			if !strings.Contains(string(out), want) {
+				return false
+			}
+		}
+		return true
+	}
+	start := time.Now()
+	for !listed() {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("temporal schedule list does not list %s and %s after 30 s:\n%s", jobs.MaintenanceScheduleID(""), id, out)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	var desc client.ScheduleDescription
 	var runID string
