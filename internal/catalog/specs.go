@@ -56,7 +56,14 @@ type TableSpec struct {
 	// SchemaVersion grows with every column change; streaming-write
 	// sessions compare it to detect a schema mismatch.
 	SchemaVersion int `json:"schema_version"`
+	// PrimaryKey names the key columns of a keyed table (CREATE TABLE …
+	// PRIMARY KEY): one row per key, the latest write winning, stored as a
+	// ReplacingMergeTree ordered by the key and read with FINAL.
+	PrimaryKey []string `json:"primary_key,omitempty"`
 }
+
+// Keyed reports whether the table keeps one row per primary key.
+func (t TableSpec) Keyed() bool { return len(t.PrimaryKey) > 0 }
 
 // DroppedTableSpec is a dropped table kept for UNDROP; Name in the catalog
 // is the trash table's name.

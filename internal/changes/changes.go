@@ -34,7 +34,7 @@ const changeFence = 2 * time.Second
 
 // Columns of a change table besides the table's own.
 const (
-	changeTypeColumn = "_lp_change_type"
+	ChangeTypeColumn = "_lp_change_type"
 	OrigCommitColumn = "_lp_orig_commit"
 )
 
@@ -71,7 +71,7 @@ func (e *Log) EnableTracking(ctx context.Context, schema, name string, spec cata
 	for _, c := range spec.Columns {
 		cols = append(cols, core.ColumnDDL(c))
 	}
-	cols = append(cols, chsql.QuoteIdent(changeTypeColumn)+" String", chsql.QuoteIdent(core.CommitColumn)+" UInt64",
+	cols = append(cols, chsql.QuoteIdent(ChangeTypeColumn)+" String", chsql.QuoteIdent(core.CommitColumn)+" UInt64",
 		chsql.QuoteIdent(OrigCommitColumn)+" UInt64")
 	ddl := "CREATE TABLE IF NOT EXISTS " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) +
 		" (" + strings.Join(cols, ", ") + ") ENGINE = MergeTree ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
@@ -103,11 +103,27 @@ func (e *Log) RegisterCommit(ctx context.Context, schema, name string, commit ui
 	if len(n) == 1 && n[0] != "0" {
 		return nil
 	}
-	if rows < 0 {
-		rows = 0
+	return e.RegisterCommits(ctx, schema, name, []Commit{{ID: commit, Kind: kind, Rows: rows}})
+}
+
+// Commit is one write of a statement that commits several at once.
+type Commit struct {
+	ID   uint64
+	Kind string
+	Rows int64
+}
+
+// RegisterCommits records the commits of one statement in one insert, so
+// that a reader sees all of them or none (a MERGE INTO's new keys are an
+// INSERT commit, its updated and deleted keys an UPDATE commit). The ids
+// are fresh: nothing is checked.
+func (e *Log) RegisterCommits(ctx context.Context, schema, name string, commits []Commit) error {
+	now := time.Now().UTC()
+	rows := make([][]any, len(commits))
+	for i, c := range commits {
+		rows[i] = []any{schema, name, NextCommitVersion(), c.ID, c.Kind, uint64(max(c.Rows, 0)), now}
 	}
-	err = e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"},
-		[][]any{{schema, name, NextCommitVersion(), commit, kind, uint64(rows), time.Now().UTC()}})
+	err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows)
 	if err != nil {
 		return fmt.Errorf("table %s: record a commit in its change log: %w", core.Display(schema, name), err)
 	}
@@ -262,7 +278,7 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 		cols[i] = chsql.QuoteIdent(c.Name)
 	}
 	colList := strings.Join(cols, ", ")
-	table := chsql.Table(schema, name)
+	table := Rows(schema, name, spec)
 	commitCol := chsql.QuoteIdent(core.CommitColumn)
 	appendOnly := how.AppendOnly
 	// withMeta appends the metadata columns, when the statement reads them.
@@ -328,18 +344,22 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	// read of a 10 M-row table; ClickHouse does not move conditions on
 	// key columns to PREWHERE by itself).
 	part := func(kind, commitCol, from, where string) string {
+		filter := " PREWHERE "
+		if strings.HasSuffix(from, " FINAL") {
+			filter = " WHERE " // see Rows
+		}
 		if !how.Meta {
-			return "SELECT " + colList + " FROM " + from + " PREWHERE " + where
+			return "SELECT " + colList + " FROM " + from + filter + where
 		}
 		if log.listed {
 			return "SELECT " + colList + ", " + kind + " AS __change_type, transform(" + commitCol + ", [" + IDList(all) + "], [" + IDList(versions) + "], toUInt64(0)) AS __commit_version, " +
-				"toDateTime(transform(" + commitCol + ", [" + IDList(all) + "], [" + IDList(stamps) + "], toUInt64(0))) AS __commit_timestamp FROM " + from + " PREWHERE " + where
+				"toDateTime(transform(" + commitCol + ", [" + IDList(all) + "], [" + IDList(stamps) + "], toUInt64(0))) AS __commit_timestamp FROM " + from + filter + where
 		}
 		// Past maxListedCommits the versions come from a join with the
 		// change log: transform over arrays that long is slow (15 s for
 		// 600,000 commits on ClickHouse 18.16).
 		return "SELECT " + colList + ", _lp_kind AS __change_type, __commit_version, __commit_timestamp FROM (SELECT " + colList + ", " + kind + " AS _lp_kind, " +
-			commitCol + " AS _lp_c FROM " + from + " PREWHERE " + where + ") ANY LEFT JOIN (SELECT commit_id AS _lp_c, version AS __commit_version, committed_at AS __commit_timestamp " +
+			commitCol + " AS _lp_c FROM " + from + filter + where + ") ANY LEFT JOIN (SELECT commit_id AS _lp_c, version AS __commit_version, committed_at AS __commit_timestamp " +
 			"FROM lakepipe.table_commits WHERE " + log.where(inRange) + ") USING _lp_c"
 	}
 	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
@@ -378,7 +398,7 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			if added := append(append([]uint64(nil), ins...), upd...); len(added) > 0 {
 				where += " AND " + origCol + " NOT IN " + log.set(added, inRange, CommitInsert, CommitUpdate)
 			}
-			parts = append(parts, part(chsql.QuoteIdent(changeTypeColumn), commitCol, changes, where))
+			parts = append(parts, part(chsql.QuoteIdent(ChangeTypeColumn), commitCol, changes, where))
 		}
 	}
 	if len(parts) == 0 {
@@ -450,6 +470,18 @@ func (e *Log) SavedCommits(ctx context.Context, schema, name string, commit uint
 	return "(" + cond + ") AND " + chsql.QuoteIdent(core.CommitColumn) + " IN (" + strings.Join(ids, ", ") + ")", nil
 }
 
+// Rows is the FROM item of a table's present rows: a keyed table
+// (ReplacingMergeTree) is read with FINAL, which hides the rows a later
+// write of their key replaced. Conditions on it must be WHERE, never
+// PREWHERE: 18.16 applies PREWHERE before FINAL, so a replaced row whose
+// replacement the PREWHERE filters out shows again.
+func Rows(schema, name string, spec catalog.TableSpec) string {
+	if spec.Keyed() {
+		return chsql.Table(schema, name) + " FINAL"
+	}
+	return chsql.Table(schema, name)
+}
+
 // SaveRemoved copies the rows a DELETE or UPDATE is about to remove into the
 // change table, tagged with the statement's commit id.
 func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {
@@ -459,9 +491,9 @@ func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog
 	}
 	colList := strings.Join(cols, ", ")
 	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " (" + colList + ", " +
-		chsql.QuoteIdent(changeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(OrigCommitColumn) + ") SELECT " +
+		chsql.QuoteIdent(ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(OrigCommitColumn) + ") SELECT " +
 		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(core.CommitColumn) +
-		" FROM " + chsql.Table(schema, name) + " WHERE " + cond
+		" FROM " + Rows(schema, name, spec) + " WHERE " + cond
 	if err := e.St.Exec(ctx, q); err != nil {
 		return fmt.Errorf("table %s: keep the removed rows in its change log: %w", core.Display(schema, name), err)
 	}

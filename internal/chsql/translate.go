@@ -23,6 +23,10 @@ type Translator struct {
 	// Columns lists the user-visible columns of a table, when known, so
 	// that * leaves out lakepipe's bookkeeping columns (_lp_…).
 	Columns func(name sqlast.ObjectName) ([]string, bool)
+	// Keyed reports whether a table keeps one row per key (a
+	// ReplacingMergeTree): it is read with FINAL, so that a query never
+	// sees a key's replaced rows that merges have not removed yet.
+	Keyed func(name sqlast.ObjectName) bool
 }
 
 // Unsupported is returned for constructs that parse but that lakepipe cannot
@@ -333,6 +337,13 @@ func alias(b *strings.Builder, a string) {
 }
 
 func (t *Translator) tableRef(b *strings.Builder, r sqlast.TableRef) error {
+	return t.tableRefSide(b, r, false)
+}
+
+// tableRefSide writes a FROM item; joined is true for the right side of a
+// join, where 18.16 ignores FINAL after a table (it reads the joined table
+// as is), so a keyed table there is a subquery.
+func (t *Translator) tableRefSide(b *strings.Builder, r sqlast.TableRef, joined bool) error {
 	switch r := r.(type) {
 	case *sqlast.TableName:
 		if t.Table == nil {
@@ -342,8 +353,15 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlast.TableRef) error {
 		if err != nil {
 			return err
 		}
+		final := t.Keyed != nil && !strings.HasPrefix(s, "(") && t.Keyed(r.Name)
+		if final && joined {
+			s = "(SELECT * FROM " + s + " FINAL)"
+		}
 		b.WriteString(s)
-		if r.Alias == "" && strings.HasPrefix(s, "(") {
+		if final && !joined {
+			alias(b, r.Alias)
+			b.WriteString(" FINAL")
+		} else if r.Alias == "" && strings.HasPrefix(s, "(") {
 			// A name that resolves to a subquery (a table stream) keeps
 			// its name, so that s.col still works.
 			alias(b, r.Name.Parts[len(r.Name.Parts)-1])
@@ -370,7 +388,7 @@ func (t *Translator) tableRef(b *strings.Builder, r sqlast.TableRef) error {
 		default:
 			b.WriteString(" ALL " + r.Kind + " JOIN ")
 		}
-		if err := t.tableRef(b, r.Right); err != nil {
+		if err := t.tableRefSide(b, r.Right, true); err != nil {
 			return err
 		}
 		if r.On != nil {

@@ -202,3 +202,31 @@ func TestPlainRegexp(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateKeyed: a keyed table is read with FINAL; on the right of a
+// join, where 18.16 ignores FINAL, through a subquery that keeps its name.
+func TestTranslateKeyed(t *testing.T) {
+	tr := testTranslator()
+	tr.Keyed = func(n sqlast.ObjectName) bool { return n.Name() == "users" }
+	tests := []struct{ in, want string }{
+		{"SELECT count() FROM users", "SELECT count() FROM `public`.`users` FINAL"},
+		{"SELECT u.id FROM users u WHERE u.id = 1", "SELECT `u`.`id` FROM `public`.`users` AS `u` FINAL WHERE (`u`.`id` = 1)"},
+		{"SELECT o.id, users.name FROM orders o JOIN users ON users.id = o.uid",
+			"SELECT `o`.`id`, `users`.`name` FROM `public`.`orders` AS `o` ALL INNER JOIN (SELECT * FROM `public`.`users` FINAL) AS `users` ON (`users`.`id` = `o`.`uid`)"},
+		{"SELECT u.name FROM users u LEFT JOIN users v USING (id)",
+			"SELECT `u`.`name` FROM `public`.`users` AS `u` FINAL ALL LEFT JOIN (SELECT * FROM `public`.`users` FINAL) AS `v` USING (`id`)"},
+	}
+	for _, tc := range tests {
+		st, err := sqlparse.Parse(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		got, err := tr.Query(st.(*sqlast.QueryStmt).Query)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}

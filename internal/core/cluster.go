@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -60,33 +61,44 @@ func (e *Core) DDL(ctx context.Context, head, tail string) error {
 }
 
 // shardEngine is the engine clause of a shard table.
-func (e *Core) shardEngine(db, table string) string {
+func (e *Core) shardEngine(db, table string, keyed bool) string {
+	engine := "MergeTree"
+	if keyed {
+		engine = "ReplacingMergeTree"
+	}
 	if !e.St.Replicated() {
-		return "MergeTree"
+		return engine
 	}
 	// A path of its own for each table created: a dropped table's
 	// replicas may still be in the trash under its old name.
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	path := "/clickhouse/tables/{shard}/lakepipe/" + db + "/" + table + "_" + hex.EncodeToString(b[:])
-	return "ReplicatedMergeTree(" + chsql.QuoteString(path) + ", '{replica}')"
+	return "Replicated" + engine + "(" + chsql.QuoteString(path) + ", '{replica}')"
 }
 
 // createStoredTable creates table db.name with the given column list and
-// MergeTree clauses (PARTITION BY, ORDER BY), sharded in cluster mode.
-func (e *Core) CreateStoredTable(ctx context.Context, db, name, columns, clauses string) error {
+// MergeTree clauses (PARTITION BY, ORDER BY), sharded in cluster mode. A
+// keyed table (key names its primary key columns, quoted) is a
+// ReplacingMergeTree, sharded by its key so that every write of a key meets
+// the others on one shard.
+func (e *Core) CreateStoredTable(ctx context.Context, db, name, columns, clauses string, key []string) error {
 	if err := e.DDL(ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(db), ""); err != nil {
 		return fmt.Errorf("create schema %s: %w", db, err)
 	}
 	if !e.clustered() {
-		return e.St.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = MergeTree"+clauses)
+		return e.St.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name)+" ("+columns+") ENGINE = "+e.shardEngine(db, name, key != nil)+clauses)
 	}
 	shard := name + ShardSuffix
-	if err := e.DDL(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard), " ("+columns+") ENGINE = "+e.shardEngine(db, shard)+clauses); err != nil {
+	if err := e.DDL(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, shard), " ("+columns+") ENGINE = "+e.shardEngine(db, shard, key != nil)+clauses); err != nil {
 		return err
 	}
+	sharding := "rand()"
+	if key != nil {
+		sharding = "cityHash64(" + strings.Join(key, ", ") + ")"
+	}
 	return e.DDL(ctx, "CREATE TABLE IF NOT EXISTS "+chsql.Table(db, name), " AS "+chsql.Table(db, shard)+
-		" ENGINE = Distributed("+chsql.QuoteString(e.St.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", rand())")
+		" ENGINE = Distributed("+chsql.QuoteString(e.St.Cluster())+", "+chsql.QuoteString(db)+", "+chsql.QuoteString(shard)+", "+sharding+")")
 }
 
 // alterColumns runs ALTER TABLE … ADD/DROP COLUMN on a stored table (its

@@ -125,6 +125,8 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlast.Statement) (*core.Result,
 		return e.delete(ctx, s)
 	case *sqlast.Update:
 		return e.update(ctx, s)
+	case *sqlast.MergeInto:
+		return e.merge(ctx, s)
 	case *sqlast.QueryStmt:
 		return e.Query(ctx, s.Query)
 	case *sqlast.CopyIntoTable:

@@ -39,13 +39,25 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 	if len(s.Columns) == 0 {
 		return nil, fmt.Errorf("table %s: at least one column is needed", core.Display(schema, name))
 	}
-	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, Properties: core.Props(s.Props), CreatedAt: time.Now().UTC()}
+	// Properties are set as ALTER TABLE … SET PROPERTIES sets them, once the
+	// table exists (change_tracking creates its change log); their names
+	// are checked first.
+	for k := range core.Props(s.Props) {
+		if !tableProperties[k] {
+			return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", core.Display(schema, name), k)
+		}
+	}
+	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, CreatedAt: time.Now().UTC()}
 	if s.Comment != nil {
 		spec.Comment = *s.Comment
 	}
+	// Partition and key columns cannot be Nullable in ClickHouse.
 	partition := map[string]bool{}
 	for _, p := range s.PartitionBy {
 		partition[p] = true
+	}
+	for _, k := range s.PrimaryKey {
+		partition[k] = true
 	}
 	seen := map[string]bool{}
 	for _, c := range s.Columns {
@@ -53,7 +65,6 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 			return nil, fmt.Errorf("table %s: column %s is declared twice", core.Display(schema, name), c.Name)
 		}
 		seen[strings.ToLower(c.Name)] = true
-		// Partition keys cannot be Nullable in ClickHouse.
 		ch, err := schemas.ClickHouseType(c.Type, c.NotNull || partition[c.Name])
 		if err != nil {
 			return nil, fmt.Errorf("table %s column %s: %w", core.Display(schema, name), c.Name, err)
@@ -69,13 +80,53 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 			return nil, fmt.Errorf("table %s: PARTITIONED BY names %s, which is not a column", core.Display(schema, name), p)
 		}
 	}
+	if spec.PrimaryKey, err = primaryKey(core.Display(schema, name), s); err != nil {
+		return nil, err
+	}
 	if err := e.createClickHouseTable(ctx, schema, name, spec); err != nil {
 		return nil, err
 	}
 	if err := e.Cat.Put(ctx, catalog.KindTable, schema, name, spec, ""); err != nil {
 		return nil, err
 	}
+	if len(s.Props) > 0 {
+		if _, err := e.alterTable(ctx, &sqlast.AlterTable{Name: s.Name, Action: "SET_PROPERTIES", Props: s.Props}); err != nil {
+			return nil, fmt.Errorf("table %s created, but its properties were not set: %w", core.Display(schema, name), err)
+		}
+	}
 	return core.Message("table %s created", core.Display(schema, name)), nil
+}
+
+// primaryKey checks the PRIMARY KEY of CREATE TABLE: columns of the table,
+// each once, and the partition columns among them (a key's rows must meet
+// in one partition for ReplacingMergeTree to keep one of them).
+func primaryKey(table string, s *sqlast.CreateTable) ([]string, error) {
+	if s.PrimaryKey == nil {
+		return nil, nil
+	}
+	columns := map[string]string{}
+	for _, c := range s.Columns {
+		columns[strings.ToLower(c.Name)] = c.Name
+	}
+	inKey := map[string]bool{}
+	var key []string
+	for _, k := range s.PrimaryKey {
+		c, ok := columns[strings.ToLower(k)]
+		if !ok {
+			return nil, fmt.Errorf("table %s: PRIMARY KEY names %s, which is not a column", table, k)
+		}
+		if inKey[strings.ToLower(k)] {
+			return nil, fmt.Errorf("table %s: PRIMARY KEY names %s twice", table, k)
+		}
+		inKey[strings.ToLower(k)] = true
+		key = append(key, c)
+	}
+	for _, p := range s.PartitionBy {
+		if !inKey[strings.ToLower(p)] {
+			return nil, fmt.Errorf("table %s: the partition column %s must be part of the PRIMARY KEY (one row per key is kept within a partition)", table, p)
+		}
+	}
+	return key, nil
 }
 
 func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
@@ -96,8 +147,18 @@ func (e *Engine) createClickHouseTable(ctx context.Context, schema, name string,
 	}
 	// Ordered by commit id: the rows of one load (or one write of a
 	// change-tracked table) sit together, so a table stream reads only them.
-	clauses += " ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
-	if err := e.CreateStoredTable(ctx, schema, name, strings.Join(cols, ", "), clauses); err != nil {
+	// A keyed table is ordered by its key, which ReplacingMergeTree
+	// deduplicates by (a stream of it reads its commits with a scan).
+	var key []string
+	for _, k := range spec.PrimaryKey {
+		key = append(key, chsql.QuoteIdent(k))
+	}
+	if key != nil {
+		clauses += " ORDER BY (" + strings.Join(key, ", ") + ")"
+	} else {
+		clauses += " ORDER BY " + chsql.QuoteIdent(core.CommitColumn)
+	}
+	if err := e.CreateStoredTable(ctx, schema, name, strings.Join(cols, ", "), clauses, key); err != nil {
 		return fmt.Errorf("create table %s: %w", core.Display(schema, name), err)
 	}
 	return nil
@@ -323,7 +384,7 @@ func (e *Engine) descTable(ctx context.Context, s *sqlast.DescTable) (*core.Resu
 	if !s.Extended {
 		return res, nil
 	}
-	n, err := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	n, err := e.St.Strings(ctx, "SELECT count() FROM "+changes.Rows(schema, name, spec))
 	if err != nil {
 		return nil, err
 	}
@@ -332,6 +393,9 @@ func (e *Engine) descTable(ctx context.Context, s *sqlast.DescTable) (*core.Resu
 		[]any{"created_time", spec.CreatedAt, ""}, []any{"rows", n[0], ""})
 	if len(spec.PartitionBy) > 0 {
 		res.Rows = append(res.Rows, []any{"partitioned_by", strings.Join(spec.PartitionBy, ", "), ""})
+	}
+	if spec.Keyed() {
+		res.Rows = append(res.Rows, []any{"primary_key", strings.Join(spec.PrimaryKey, ", "), "one row per key, the latest write wins"})
 	}
 	keys := make([]string, 0, len(spec.Properties))
 	for k := range spec.Properties {
@@ -393,6 +457,16 @@ func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, er
 			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", core.Display(schema, name), err)
 		}
 	}
+	if spec.Keyed() && changes.Tracked(spec) {
+		n, err := e.keyedInsert(ctx, sess, schema, name, spec, cols, body)
+		if err != nil {
+			return nil, fmt.Errorf("INSERT INTO %s: %w", core.Display(schema, name), err)
+		}
+		if err := sess.ConsumeStreams(); err != nil {
+			return nil, fmt.Errorf("INSERT INTO %s: rows inserted, but %w", core.Display(schema, name), err)
+		}
+		return core.Message("%d rows inserted into %s (%d of them replaced the row of their key)", n.inserted+n.updated, core.Display(schema, name), n.updated), nil
+	}
 	// Every INSERT tags its rows with a commit id of its own: a
 	// change-tracked table's change log finds them by it.
 	commit := core.RandomCommit()
@@ -430,12 +504,15 @@ func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, er
 		return nil, err
 	}
 	cond := "1"
+	sess := e.Session(ctx)
+	defer sess.Close()
 	if s.Where != nil {
-		sess := e.Session(ctx)
-		defer sess.Close()
 		if cond, err = sess.Tr.Expr(s.Where); err != nil {
 			return nil, err
 		}
+	}
+	if spec.Keyed() {
+		return e.keyedDelete(ctx, sess, schema, name, spec, cond)
 	}
 	if !changes.Tracked(spec) {
 		if err := e.DryRun(ctx, schema, name, cond, nil); err != nil {
@@ -497,6 +574,9 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 		if cond, err = sess.Tr.Expr(s.Where); err != nil {
 			return nil, err
 		}
+	}
+	if spec.Keyed() {
+		return e.keyedUpdate(ctx, sess, schema, name, spec, setOf, cond)
 	}
 	if !changes.Tracked(spec) {
 		vals := make([]string, 0, len(setOf))

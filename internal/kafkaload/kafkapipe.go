@@ -195,7 +195,7 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	cols, err := core.TargetColumns(core.Display(schema, table), tspec, cp.Columns)
+	cols, err := core.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
 		return nil, err
 	}

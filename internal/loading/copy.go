@@ -24,7 +24,7 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	if err != nil {
 		return nil, err
 	}
-	cols, err := core.TargetColumns(core.Display(schema, name), spec, s.Columns)
+	cols, err := core.LoadColumns(core.Display(schema, name), spec, s.Columns)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
 	}
-	cols, err := core.TargetColumns(core.Display(schema, table), tspec, cp.Columns)
+	cols, err := core.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}

@@ -215,6 +215,10 @@ func (e *Runner) Session(ctx context.Context) *Session {
 			return e.TableRef(ctx, n)
 		},
 		Source: s.source,
+		Keyed: func(n sqlast.ObjectName) bool {
+			_, _, spec, err := e.Table(ctx, n)
+			return err == nil && spec.Keyed()
+		},
 		Columns: func(n sqlast.ObjectName) ([]string, bool) {
 			var extra []string
 			var spec catalog.TableSpec
@@ -327,4 +331,28 @@ func (s *Session) volumeSource(src *sqlast.VolumeSource) (string, error) {
 		_ = res
 	}
 	return chsql.Table(schemas.TempDB, name), nil
+}
+
+// Materialize runs a translated query once into a temporary Memory table of
+// the statement and returns the table and its column names, in order: a
+// statement that reads its input more than once (MERGE INTO, a write of a
+// keyed table that tracks changes) reads the same rows each time.
+func (s *Session) Materialize(body string) (string, []string, error) {
+	if err := s.e.St.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
+		return "", nil, err
+	}
+	name := tempName()
+	if err := s.e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ENGINE = Memory AS SELECT * FROM ("+body+")"); err != nil {
+		return "", nil, core.QueryError(err)
+	}
+	s.temp = append(s.temp, name)
+	r, err := s.e.St.Query(s.ctx, "DESCRIBE TABLE "+chsql.Table(schemas.TempDB, name))
+	if err != nil {
+		return "", nil, err
+	}
+	cols := make([]string, len(r.Rows))
+	for i, row := range r.Rows {
+		cols[i], _ = row[0].(string)
+	}
+	return chsql.Table(schemas.TempDB, name), cols, nil
 }

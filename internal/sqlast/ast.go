@@ -171,6 +171,9 @@ type CreateTable struct {
 	Comment     *string
 	Props       []Property // PROPERTIES (…) / TBLPROPERTIES (…)
 	AsQuery     *Query     // CREATE TABLE t AS SELECT …
+	// PrimaryKey names the key columns of PRIMARY KEY (a, b) in the column
+	// list, or of a column declared PRIMARY KEY; nil for a table without.
+	PrimaryKey []string
 }
 
 type DropTable struct {
@@ -232,6 +235,28 @@ type Update struct {
 	Table ObjectName
 	Set   []Assignment
 	Where Expr
+}
+
+// MergeInto is MERGE INTO target [AS a] USING source ON cond followed by
+// WHEN [NOT] MATCHED [AND cond] THEN … clauses, applied first match first.
+type MergeInto struct {
+	StmtBase
+	Table   ObjectName
+	Alias   string
+	Source  TableRef // *TableName or *SubqueryRef, with its alias
+	On      Expr
+	Clauses []MergeClause
+}
+
+// MergeClause is one WHEN clause of MERGE INTO. Action is UPDATE (Set),
+// DELETE, or INSERT (Columns, optional, and Values).
+type MergeClause struct {
+	Matched bool
+	Cond    Expr // AND …; nil when absent
+	Action  string
+	Set     []Assignment
+	Columns []string
+	Values  []Expr
 }
 
 // QueryStmt is a SELECT (or WITH … SELECT, or a UNION of them).

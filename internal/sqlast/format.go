@@ -281,6 +281,9 @@ func Format(s Statement) string {
 		out := "CREATE TABLE " + ifNotExists(s.IfNotExists) + formatName(s.Name)
 		if s.Columns != nil {
 			out += " " + formatColumnDefs(s.Columns)
+			if s.PrimaryKey != nil {
+				out = strings.TrimSuffix(out, ")") + ", PRIMARY KEY (" + formatIdents(s.PrimaryKey) + "))"
+			}
 		}
 		if s.PartitionBy != nil {
 			out += " PARTITIONED BY (" + formatIdents(s.PartitionBy) + ")"
@@ -342,15 +345,13 @@ func Format(s Statement) string {
 		}
 		return out
 	case *Update:
-		sets := make([]string, len(s.Set))
-		for i, a := range s.Set {
-			sets[i] = formatIdent(a.Column) + " = " + FormatExpr(a.Value)
-		}
-		out := "UPDATE " + formatName(s.Table) + " SET " + strings.Join(sets, ", ")
+		out := "UPDATE " + formatName(s.Table) + " SET " + formatAssignments(s.Set)
 		if s.Where != nil {
 			out += " WHERE " + FormatExpr(s.Where)
 		}
 		return out
+	case *MergeInto:
+		return formatMerge(s)
 	case *QueryStmt:
 		return FormatQuery(s.Query)
 	case *CopyIntoTable:
@@ -884,4 +885,44 @@ func formatFuncCall(f *FuncCall) string {
 		b.WriteString(" OVER (" + strings.Join(parts, " ") + ")")
 	}
 	return b.String()
+}
+
+func formatAssignments(set []Assignment) string {
+	out := make([]string, len(set))
+	for i, a := range set {
+		out[i] = formatIdent(a.Column) + " = " + FormatExpr(a.Value)
+	}
+	return strings.Join(out, ", ")
+}
+
+func formatMerge(s *MergeInto) string {
+	out := "MERGE INTO " + formatName(s.Table)
+	if s.Alias != "" {
+		out += " AS " + formatIdent(s.Alias)
+	}
+	out += " USING " + formatTableRef(s.Source) + " ON " + FormatExpr(s.On)
+	for _, c := range s.Clauses {
+		out += " WHEN "
+		if !c.Matched {
+			out += "NOT "
+		}
+		out += "MATCHED"
+		if c.Cond != nil {
+			out += " AND " + FormatExpr(c.Cond)
+		}
+		out += " THEN "
+		switch c.Action {
+		case "UPDATE":
+			out += "UPDATE SET " + formatAssignments(c.Set)
+		case "DELETE":
+			out += "DELETE"
+		default:
+			out += "INSERT"
+			if c.Columns != nil {
+				out += " (" + formatIdents(c.Columns) + ")"
+			}
+			out += " VALUES (" + FormatExprs(c.Values) + ")"
+		}
+	}
+	return out
 }

@@ -53,6 +53,16 @@ func Inspect(node any, f func(node any) bool) {
 			v(a.Value)
 		}
 		v(n.Where)
+	case *MergeInto:
+		v(n.Source)
+		v(n.On)
+		for _, c := range n.Clauses {
+			v(c.Cond)
+			for _, a := range c.Set {
+				v(a.Value)
+			}
+			exprs(c.Values)
+		}
 	case *QueryStmt:
 		v(n.Query)
 	case *CopyIntoTable:

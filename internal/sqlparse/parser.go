@@ -567,6 +567,8 @@ func (p *parser) parseStatement() sqlast.Statement {
 		return p.parseDelete()
 	case "UPDATE":
 		return p.parseUpdate()
+	case "MERGE":
+		return p.parseMerge()
 	case "COPY":
 		return p.parseCopy()
 	case "REFRESH":

@@ -173,7 +173,7 @@ func (p *parser) parseCreateTable() sqlast.Statement {
 	s.IfNotExists = p.parseIfNotExists()
 	s.Name = p.parseObjectName("a table name")
 	if p.atOp("(") && !p.atQueryStart(1) {
-		s.Columns = p.parseColumnDefs(false)
+		s.Columns, s.PrimaryKey = p.parseTableElements()
 	}
 	seen := clauses{}
 	for {
@@ -204,6 +204,43 @@ func (p *parser) parseCreateTable() sqlast.Statement {
 	}
 }
 
+// parseTableElements parses the column list of CREATE TABLE: column
+// definitions, any of them followed by PRIMARY KEY, and a PRIMARY KEY (a, …)
+// element; the key is declared once, either way.
+func (p *parser) parseTableElements() ([]sqlast.ColumnDef, []string) {
+	p.expectOp("(")
+	var cols []sqlast.ColumnDef
+	var key []string
+	declared := false
+	once := func(t token) {
+		if declared {
+			p.fail(t, "PRIMARY KEY is declared twice")
+		}
+		declared = true
+	}
+	for {
+		if t := p.tok(); isKw(t, "PRIMARY") && isKw(p.peek(1), "KEY") && isOp(p.peek(2), "(") {
+			once(t)
+			p.i += 2
+			key = p.parseIdentList("a key column name")
+		} else {
+			var isKey bool
+			keyTok := p.tok()
+			c := p.parseColumnDefKey(false, &isKey)
+			if isKey {
+				once(keyTok)
+				key = []string{c.Name}
+			}
+			cols = append(cols, c)
+		}
+		if !p.acceptOp(",") {
+			break
+		}
+	}
+	p.expectOp(")")
+	return cols, key
+}
+
 // parseColumnDefs parses ( col TYPE [NOT NULL] [DEFAULT e] [COMMENT '…'], … ).
 func (p *parser) parseColumnDefs(typeOptional bool) []sqlast.ColumnDef {
 	p.expectOp("(")
@@ -219,6 +256,12 @@ func (p *parser) parseColumnDefs(typeOptional bool) []sqlast.ColumnDef {
 }
 
 func (p *parser) parseColumnDef(typeOptional bool) sqlast.ColumnDef {
+	return p.parseColumnDefKey(typeOptional, nil)
+}
+
+// parseColumnDefKey parses a column definition that may say PRIMARY KEY
+// among its options when key is not nil (CREATE TABLE's columns).
+func (p *parser) parseColumnDefKey(typeOptional bool, key *bool) sqlast.ColumnDef {
 	c := sqlast.ColumnDef{Pos: p.tok().pos}
 	seen := clauses{}
 	c.Name = p.parseIdent("a column name")
@@ -242,6 +285,13 @@ func (p *parser) parseColumnDef(typeOptional bool) sqlast.ColumnDef {
 			p.once(seen, t, "COMMENT")
 			p.i++
 			c.Comment = p.parseComment()
+		case key != nil && isKw(t, "PRIMARY") && isKw(p.peek(1), "KEY"):
+			p.once(seen, t, "PRIMARY KEY")
+			if *key {
+				p.fail(t, "PRIMARY KEY is declared twice")
+			}
+			p.i += 2
+			*key = true
 		default:
 			return c
 		}

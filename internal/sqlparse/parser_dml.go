@@ -64,15 +64,7 @@ func (p *parser) parseUpdate() sqlast.Statement {
 	p.advance() // UPDATE
 	s := &sqlast.Update{Table: p.parseObjectName("a table name")}
 	p.expectKw("SET", "expected SET column = value")
-	for {
-		a := sqlast.Assignment{Column: p.parseIdent("a column name")}
-		p.expectOp("=")
-		a.Value = p.parseExpr()
-		s.Set = append(s.Set, a)
-		if !p.acceptOp(",") {
-			break
-		}
-	}
+	s.Set = p.parseAssignments()
 	if p.acceptKw("WHERE") {
 		s.Where = p.parseExpr()
 	}
@@ -270,4 +262,72 @@ func (p *parser) parseFileFormat(s *sqlast.CopyIntoVolume) {
 		p.acceptOp(",")
 	}
 	p.i++ // )
+}
+
+// parseMerge parses MERGE INTO t [AS a] USING source ON cond followed by
+// WHEN MATCHED [AND cond] THEN UPDATE SET …|DELETE and WHEN NOT MATCHED
+// [AND cond] THEN INSERT [(cols)] VALUES (…) clauses.
+func (p *parser) parseMerge() sqlast.Statement {
+	p.advance() // MERGE
+	p.expectKw("INTO", "expected INTO after MERGE")
+	s := &sqlast.MergeInto{Table: p.parseObjectName("a table name")}
+	s.Alias = p.parseAlias(sqlast.TableAliasStop)
+	p.expectKw("USING", "expected USING <table> or USING (SELECT …)")
+	t := p.tok()
+	switch src := p.parseTablePrimary().(type) {
+	case *sqlast.TableName, *sqlast.SubqueryRef:
+		s.Source = src
+	default:
+		p.fail(t, "expected a table, a table stream or (SELECT …) after USING")
+	}
+	p.expectKw("ON", "expected ON <condition>")
+	s.On = p.parseExpr()
+	for p.acceptKw("WHEN") {
+		c := sqlast.MergeClause{Matched: !p.acceptKw("NOT")}
+		p.expectKw("MATCHED", "expected MATCHED or NOT MATCHED after WHEN")
+		if p.acceptKw("AND") {
+			c.Cond = p.parseExpr()
+		}
+		p.expectKw("THEN", "expected THEN")
+		a := p.tok()
+		switch {
+		case c.Matched && p.acceptKw("UPDATE"):
+			p.expectKw("SET", "expected SET column = value")
+			c.Action, c.Set = "UPDATE", p.parseAssignments()
+		case c.Matched && p.acceptKw("DELETE"):
+			c.Action = "DELETE"
+		case !c.Matched && p.acceptKw("INSERT"):
+			c.Action = "INSERT"
+			if p.atOp("(") {
+				c.Columns = p.parseIdentList("a column name")
+			}
+			p.expectKw("VALUES", "expected VALUES (…)")
+			p.expectOp("(")
+			c.Values = p.parseExprList()
+			p.expectOp(")")
+		case c.Matched:
+			p.fail(a, "expected UPDATE SET … or DELETE after WHEN MATCHED THEN")
+		default:
+			p.fail(a, "expected INSERT [(columns)] VALUES (…) after WHEN NOT MATCHED THEN")
+		}
+		s.Clauses = append(s.Clauses, c)
+	}
+	if len(s.Clauses) == 0 {
+		p.fail(p.tok(), "expected WHEN MATCHED THEN … or WHEN NOT MATCHED THEN …")
+	}
+	return s
+}
+
+// parseAssignments parses col = expr, … (UPDATE SET, MERGE's UPDATE SET).
+func (p *parser) parseAssignments() []sqlast.Assignment {
+	var set []sqlast.Assignment
+	for {
+		a := sqlast.Assignment{Column: p.parseIdent("a column name")}
+		p.expectOp("=")
+		a.Value = p.parseExpr()
+		set = append(set, a)
+		if !p.acceptOp(",") {
+			return set
+		}
+	}
 }

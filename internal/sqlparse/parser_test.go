@@ -204,6 +204,12 @@ var grammarCases = []struct{ src, want string }{
 	{"DELETE FROM t WHERE id IN (1, 2)", "DELETE FROM t WHERE id IN (1, 2)"},
 	{"DELETE FROM t", "DELETE FROM t"},
 	{"UPDATE t SET a = a + 1, b = 'x' WHERE id = 3", "UPDATE t SET a = a + 1, b = 'x' WHERE id = 3"},
+	{"MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)",
+		"MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)"},
+	{"merge into db.t as tgt using (select id, max(v) as v from s group by id) src on tgt.id = src.id and tgt.k = src.k when matched and src.v is null then delete when matched then update set v = src.v, n = tgt.n + 1 when not matched and src.v > 0 then insert (id, v) values (src.id, src.v)",
+		"MERGE INTO db.t AS tgt USING (SELECT id, max(v) AS v FROM s GROUP BY id) AS src ON tgt.id = src.id AND tgt.k = src.k WHEN MATCHED AND src.v IS NULL THEN DELETE WHEN MATCHED THEN UPDATE SET v = src.v, n = tgt.n + 1 WHEN NOT MATCHED AND src.v > 0 THEN INSERT (id, v) VALUES (src.id, src.v)"},
+	{"CREATE TABLE t (id BIGINT PRIMARY KEY COMMENT 'the key', v STRING)", "CREATE TABLE t (id BIGINT COMMENT 'the key', v STRING, PRIMARY KEY (id))"},
+	{"CREATE TABLE t (a INT NOT NULL, b STRING, v DOUBLE, PRIMARY KEY (a, b)) PARTITIONED BY (a)", "CREATE TABLE t (a INT NOT NULL, b STRING, v DOUBLE, PRIMARY KEY (a, b)) PARTITIONED BY (a)"},
 	// COPY
 	{"COPY INTO t (a, b) FROM VOLUME v USING JSON FILES('x.json') PURGE = FALSE ON_ERROR = 'continue'",
 		"COPY INTO t (a, b) FROM VOLUME v USING JSON FILES ('x.json') ON_ERROR = 'continue'"},
@@ -439,6 +445,11 @@ func TestTrees(t *testing.T) {
 func TestErrors(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"SELECT * FROM", "line 1, column 14: syntax error at end of input: expected a table name"},
+		{"MERGE INTO t USING s ON t.id = s.id", "line 1, column 36: syntax error at end of input: expected WHEN MATCHED THEN … or WHEN NOT MATCHED THEN …"},
+		{"MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN UPDATE SET v = 1", "line 1, column 59: syntax error near 'UPDATE': expected INSERT [(columns)] VALUES (…) after WHEN NOT MATCHED THEN"},
+		{"MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN INSERT VALUES (1)", "line 1, column 55: syntax error near 'INSERT': expected UPDATE SET … or DELETE after WHEN MATCHED THEN"},
+		{"MERGE INTO t USING VOLUME v USING CSV ON 1 WHEN MATCHED THEN DELETE", "line 1, column 20: syntax error near 'VOLUME': expected a table, a table stream or (SELECT …) after USING"},
+		{"CREATE TABLE t (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))", "line 1, column 43: syntax error near 'PRIMARY': PRIMARY KEY is declared twice"},
 		{"SELECT a,\n  b\nFROM WHERE x", "line 3, column 6: syntax error near 'WHERE': expected a table name"},
 		{"\n\nSELECT a FROM t, FROM", "line 3, column 18: syntax error near 'FROM': expected a table name"},
 		{"SELECT 'abc", "line 1, column 8: syntax error near ''…'': unterminated string literal"},

@@ -385,6 +385,9 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
+	if err := core.Loadable(table, spec); err != nil {
+		return 0, err
+	}
 	if err := checkSessionSchema(s, spec); err != nil {
 		return 0, err
 	}

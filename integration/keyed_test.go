@@ -1,0 +1,146 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/chsql"
+)
+
+// TestKeyedTableStatements: a table with a PRIMARY KEY keeps one row per
+// key, the latest write winning, whatever merges ClickHouse has done;
+// UPDATE, DELETE and MERGE INTO change keys, and a stream on the table
+// shows a MERGE's updates, deletes and new keys.
+func TestKeyedTableStatements(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE users (id BIGINT PRIMARY KEY, name STRING, score INT) PROPERTIES ('change_tracking' = 'true')`)
+	desc := map[string]string{}
+	for _, r := range table(s.run(`DESC TABLE users EXTENDED`)) {
+		desc[r[0]] = r[1]
+	}
+	if desc["primary_key"] != "id" {
+		t.Errorf("DESC TABLE EXTENDED: primary_key %q, want id", desc["primary_key"])
+	}
+	// Background merges would hide the duplicates FINAL is there for (until
+	// the joins: mutations are merges too).
+	must(t, s.Store.Exec(s.Ctx, "SYSTEM STOP MERGES "+chsql.Table(s.Schema, "users")))
+	s.run(`INSERT INTO users VALUES (1, 'ann', 10), (2, 'bob', 20), (1, 'ann2', 11)`)
+	s.run(`INSERT INTO users VALUES (2, 'bob2', 21), (3, 'cy', 30)`)
+	s.run(`INSERT INTO users VALUES (4, 'di', 40)`)
+	wantRows(t, "rows after inserts with repeated keys", s.run(`SELECT id, name, score FROM users ORDER BY id`), "1|ann2|11", "2|bob2|21", "3|cy|30", "4|di|40")
+	if n := s.pipeCount("users"); n != 4 {
+		t.Errorf("count() = %d, want 4 (one per key)", n)
+	}
+	if raw := rawCount(t, s, "users"); raw != 6 {
+		t.Errorf("the table holds %d rows, want 6 (merges stopped): the test no longer shows FINAL at work", raw)
+	}
+	if desc := table(s.run(`DESC TABLE users EXTENDED`)); !strings.Contains(fmt.Sprint(desc), "rows 4") {
+		t.Errorf("DESC TABLE EXTENDED counts the rows of every version: %v", desc)
+	}
+	// Mutations run as merges: DELETE and MERGE INTO need them back.
+	must(t, s.Store.Exec(s.Ctx, "SYSTEM START MERGES "+chsql.Table(s.Schema, "users")))
+	// A keyed table on the right of a join is deduplicated too.
+	s.run(`CREATE TABLE orders (user_id BIGINT NOT NULL, amount INT)`)
+	s.run(`INSERT INTO orders VALUES (1, 5), (2, 7), (2, 8)`)
+	wantRows(t, "join with a keyed table", s.run(`SELECT o.user_id, u.name, o.amount FROM orders o JOIN users u ON u.id = o.user_id ORDER BY o.amount`),
+		"1|ann2|5", "2|bob2|7", "2|bob2|8")
+
+	s.run(`CREATE TABLE STREAM users_changes ON TABLE users`)
+	s.run(`UPDATE users SET score = score + 100 WHERE id = 4`)
+	s.mustFail(`UPDATE users SET id = 9 WHERE id = 4`, "id is a PRIMARY KEY column")
+	s.run(`CREATE TABLE staging (id BIGINT, name STRING, score INT, op STRING)`)
+	s.run(`INSERT INTO staging VALUES (1, 'ann3', 1, 'upsert'), (3, NULL, NULL, 'delete'), (5, 'eve', 50, 'upsert'), (6, 'fay', 60, 'delete')`)
+	res := s.run(`MERGE INTO users t USING staging s ON t.id = s.id
+WHEN MATCHED AND s.op = 'delete' THEN DELETE
+WHEN MATCHED THEN UPDATE SET name = s.name, score = t.score + s.score
+WHEN NOT MATCHED AND s.op <> 'delete' THEN INSERT (id, name, score) VALUES (s.id, s.name, s.score)`)
+	checkMessage(t, fmt.Sprint(res.Message), "1 rows inserted", "1 updated", "1 deleted")
+	wantRows(t, "rows after MERGE INTO", s.run(`SELECT id, name, score FROM users ORDER BY id`), "1|ann3|12", "2|bob2|21", "4|di|140", "5|eve|50")
+	s.waitStream(`SELECT id, name, score, __change_type FROM users_changes`,
+		"1|ann2|11|UPDATE_BEFORE", "1|ann3|12|UPDATE_AFTER", "3|cy|30|DELETE",
+		"4|di|40|UPDATE_BEFORE", "4|di|140|UPDATE_AFTER", "5|eve|50|INSERT")
+	// The stream is consumed by a statement that reads it; a DELETE then
+	// shows alone.
+	s.run(`CREATE TABLE audit (id BIGINT, change STRING)`)
+	s.run(`INSERT INTO audit SELECT id, __change_type FROM users_changes`)
+	s.run(`DELETE FROM users WHERE name = 'bob2'`)
+	s.waitStream(`SELECT id, name, __change_type FROM users_changes`, "2|bob2|DELETE")
+	wantRows(t, "rows after DELETE", s.run(`SELECT id FROM users ORDER BY id`), "1", "4", "5")
+
+	s.mustFail(`MERGE INTO orders o USING staging s ON o.user_id = s.id WHEN MATCHED THEN DELETE`, "has no PRIMARY KEY")
+	s.mustFail(`MERGE INTO users t USING staging s ON t.id > s.id WHEN MATCHED THEN DELETE`, "ON must be equalities")
+	s.mustFail(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 1`, "PRIMARY KEY column")
+	s.mustFail(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET name = score`, "qualify it")
+	s.mustFail(`CREATE TABLE bad (a INT, b INT, PRIMARY KEY (c))`, "PRIMARY KEY names c")
+	s.mustFail(`CREATE TABLE bad (a INT, b INT, PRIMARY KEY (a)) PARTITIONED BY (b)`, "partition column b must be part of the PRIMARY KEY")
+	// Loads into a keyed table that tracks changes are refused (the change
+	// log would miss what they replace).
+	s.mustFail(`COPY INTO users FROM VOLUME nowhere USING CSV`, "keeps one row per key (PRIMARY KEY) and tracks changes: loads into such a table are not supported yet")
+}
+
+// TestKeyedTableKafkaTwice: a Kafka pipe whose topic delivers every record
+// twice, into a keyed table: the table shows each key once at every
+// moment sampled while the pipe loads, and every key in the end.
+func TestKeyedTableKafkaTwice(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.run(`CREATE TABLE events (id BIGINT PRIMARY KEY, level STRING, message STRING)`)
+	must(t, s.Store.Exec(s.Ctx, "SYSTEM STOP MERGES "+chsql.Table(s.Schema, "events")))
+	topic := "twice_" + s.ID
+	prod := kafkaTopic(t, topic, 3)
+	s.run(fmt.Sprintf(`CREATE PIPE twice BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO events FROM (
+SELECT CAST(PARSE_JSON(VALUE::STRING)['id'] AS BIGINT) AS id,
+       PARSE_JSON(VALUE::STRING)['level']::STRING AS level,
+       PARSE_JSON(VALUE::STRING)['message']::STRING AS message
+FROM TABLE(READ_KAFKA('%s', '%s', '', '%s', '', '', '', '', 'raw', 'raw', 0, map())))`, kafkaAddr, topic, "twice_"+s.ID))
+	s.dropAtEnd("PIPE", "twice")
+
+	const rounds, perRound = 10, 100
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for r := 0; r < rounds; r++ {
+			var vals []string
+			for i := 0; i < perRound; i++ {
+				id := r*perRound + i
+				v := fmt.Sprintf(`{"id": %d, "level": "INFO", "message": "event %d"}`, id, id)
+				vals = append(vals, v, v) // every record twice, the copies in other partitions
+			}
+			produce(t, prod, vals...)
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	samples, lastCount := 0, int64(0)
+	pipeWait(t, 2*time.Minute, "every key loaded", func() bool {
+		r := table(s.run(`SELECT count(), count(DISTINCT id) FROM events`))
+		if r[0][0] != r[0][1] {
+			t.Fatalf("count() = %s but %s distinct keys: a key shows twice", r[0][0], r[0][1])
+		}
+		samples++
+		lastCount, _ = strconv.ParseInt(r[0][0], 10, 64)
+		return lastCount == rounds*perRound
+	})
+	wg.Wait()
+	t.Logf("%d samples, each with one row per key", samples)
+	// The pipe did load every copy (merges are stopped): FINAL hid them.
+	if raw := rawCount(t, s, "events"); raw != 2*rounds*perRound {
+		t.Errorf("the table holds %d rows, want %d (every record twice)", raw, 2*rounds*perRound)
+	}
+}
+
+// rawCount counts a table's stored rows, every version of a key.
+func rawCount(t *testing.T, s *Stack, tbl string) int64 {
+	t.Helper()
+	n, err := s.Store.Strings(s.Ctx, "SELECT count() FROM "+chsql.Table(s.Schema, tbl))
+	must(t, err)
+	v, err := strconv.ParseInt(n[0], 10, 64)
+	must(t, err)
+	return v
+}

@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/schemas"
+)
+
+// Keyed tables (CREATE TABLE … PRIMARY KEY) keep one row per key, the
+// latest write winning: a ReplacingMergeTree ordered by the key, without a
+// version column, so that of a key's rows the one of the part written last
+// wins (a part attached from a staging table counts as written when it is
+// attached, and within one insert the last row wins). Reads use FINAL
+// (changes.Rows), so a key's replaced rows never show, merged or not.
+//
+// Loads need nothing special: a retried load deletes its commit's rows and
+// writes them again, the same rows. Statements that change rows (UPDATE,
+// DELETE, MERGE INTO, INSERT into a table that tracks changes) compute
+// what they write into a temporary table first (keyedRows) and apply it
+// with applyKeyed: the new versions of keys are inserted, never mutated in
+// place, and a tracked table's change log keeps the rows they replace.
+
+// Kinds of the rows of a keyed write (the __lp_kind column).
+const (
+	keyNew     = 1 // a key the table does not have
+	keyUpdated = 2 // a new version of a key the table has
+	keyDeleted = 3 // a key to delete
+)
+
+const kindColumn = "__lp_kind"
+
+func keyList(spec catalog.TableSpec) string {
+	cols := make([]string, len(spec.PrimaryKey))
+	for i, k := range spec.PrimaryKey {
+		cols[i] = chsql.QuoteIdent(k)
+	}
+	return "(" + strings.Join(cols, ", ") + ")"
+}
+
+func isKeyColumn(spec catalog.TableSpec, col string) bool {
+	for _, k := range spec.PrimaryKey {
+		if strings.EqualFold(k, col) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedDelete deletes every row (every version) of the keys whose present
+// row matches cond. The keys are read into a temporary table first: a
+// mutation evaluates its IN subquery again for each part, and a subquery
+// of the table itself would see an older version of a key come back once
+// the part of the newer one is done.
+func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (*core.Result, error) {
+	keys := keyList(spec)
+	if !changes.Tracked(spec) {
+		matching := keys + " IN (SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond) + ")"
+		if !e.Sharded(schema) {
+			tmp, _, err := sess.Materialize("SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond))
+			if err != nil {
+				return nil, fmt.Errorf("DELETE %s: %w", core.Display(schema, name), err)
+			}
+			matching = keys + " IN (SELECT " + keys + " FROM " + tmp + ")"
+		}
+		return e.Mutate(ctx, schema, name, "DELETE WHERE "+matching)
+	}
+	commit := core.RandomCommit()
+	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, onlyTrue(cond)); err != nil {
+		return nil, err
+	}
+	rows, err := e.CommitRows(ctx, schemas.ChangesDB, changes.ChangesTable(schema, name), commit)
+	if err != nil {
+		return nil, err
+	}
+	res := core.Message("DELETE on %s done", core.Display(schema, name))
+	if rows > 0 {
+		// The keys kept in the change log, and only they: a key a load
+		// writes meanwhile stays.
+		matching := keys + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
+			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
+		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+matching); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitDelete, rows); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// keyedCounts are the rows a keyed write inserted, replaced and deleted.
+type keyedCounts struct{ inserted, updated, deleted int64 }
+
+func (c keyedCounts) String() string {
+	return fmt.Sprintf("%d rows inserted, %d updated, %d deleted", c.inserted, c.updated, c.deleted)
+}
+
+// applyKeyed writes rows, a temporary table with the columns cols of the
+// keyed table schema.name (its key among them) and __lp_kind, into it. On a
+// table that tracks changes the rows its keys replace or delete go to the
+// change log first, under an UPDATE commit; new keys are an INSERT commit;
+// both are registered in one insert at the end.
+func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (keyedCounts, error) {
+	var n keyedCounts
+	r, err := e.St.Query(ctx, fmt.Sprintf("SELECT toInt64(countIf(%[1]s = %[2]d)), toInt64(countIf(%[1]s = %[3]d)), toInt64(countIf(%[1]s = %[4]d)) FROM %[5]s",
+		kindColumn, keyNew, keyUpdated, keyDeleted, rows))
+	if err != nil {
+		return n, fmt.Errorf("%s: %w", core.Display(schema, name), core.QueryError(err))
+	}
+	if len(r.Rows) == 1 && len(r.Rows[0]) == 3 {
+		n.inserted, _ = r.Rows[0][0].(int64)
+		n.updated, _ = r.Rows[0][1].(int64)
+		n.deleted, _ = r.Rows[0][2].(int64)
+	}
+	if n.deleted > 0 && e.Sharded(schema) {
+		// The mutation runs on every shard, which cannot read this
+		// server's temporary table.
+		return n, fmt.Errorf("%s: deleting keys with MERGE INTO on a sharded cluster: %w (use DELETE FROM … WHERE)", core.Display(schema, name), core.ErrNotSupportedYet)
+	}
+	keys := keyList(spec)
+	table := chsql.Table(schema, name)
+	tracked := changes.Tracked(spec)
+	insertCommit := core.RandomCommit()
+	updateCommit := insertCommit
+	if tracked {
+		updateCommit = core.RandomCommit()
+	}
+	kindIn := func(kinds ...int) string {
+		s := make([]string, len(kinds))
+		for i, k := range kinds {
+			s[i] = strconv.Itoa(k)
+		}
+		return "(SELECT " + keys + " FROM " + rows + " WHERE " + kindColumn + " IN (" + strings.Join(s, ", ") + "))"
+	}
+	if tracked && n.updated+n.deleted > 0 {
+		all := make([]string, len(spec.Columns))
+		for i, c := range spec.Columns {
+			all[i] = chsql.QuoteIdent(c.Name)
+		}
+		colList := strings.Join(all, ", ")
+		// GLOBAL: on a cluster the shards read this server's temporary table.
+		q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) + " (" + colList + ", " +
+			chsql.QuoteIdent(changes.ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(changes.OrigCommitColumn) + ") SELECT " +
+			colList + ", if(" + keys + " GLOBAL IN " + kindIn(keyDeleted) + ", 'DELETE', 'UPDATE_BEFORE'), toUInt64(" + strconv.FormatUint(updateCommit, 10) + "), " +
+			chsql.QuoteIdent(core.CommitColumn) + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + keys + " GLOBAL IN " + kindIn(keyUpdated, keyDeleted)
+		if err := e.St.Exec(ctx, q); err != nil {
+			return n, fmt.Errorf("table %s: keep the replaced rows in its change log: %w", core.Display(schema, name), err)
+		}
+	}
+	if n.inserted+n.updated > 0 {
+		q := "INSERT INTO " + table + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +
+			fmt.Sprintf(", if(%s = %d, toUInt64(%d), toUInt64(%d)) FROM %s WHERE %s IN (%d, %d)", kindColumn, keyNew, insertCommit, updateCommit, rows, kindColumn, keyNew, keyUpdated)
+		if err := e.St.Exec(ctx, q); err != nil {
+			return n, fmt.Errorf("write %s: %w", core.Display(schema, name), core.QueryError(err))
+		}
+	}
+	if n.deleted > 0 {
+		if _, err := e.Mutate(ctx, schema, name, "DELETE WHERE "+keys+" IN "+kindIn(keyDeleted)); err != nil {
+			return n, err
+		}
+	}
+	if !tracked {
+		return n, nil
+	}
+	var commits []changes.Commit
+	switch {
+	case n.updated > 0:
+		commits = append(commits, changes.Commit{ID: updateCommit, Kind: changes.CommitUpdate, Rows: n.updated + n.deleted})
+	case n.deleted > 0:
+		commits = append(commits, changes.Commit{ID: updateCommit, Kind: changes.CommitDelete, Rows: n.deleted})
+	}
+	if n.inserted > 0 {
+		commits = append(commits, changes.Commit{ID: insertCommit, Kind: changes.CommitInsert, Rows: n.inserted})
+	}
+	if len(commits) == 0 {
+		return n, nil
+	}
+	return n, e.RegisterCommits(ctx, schema, name, commits)
+}
+
+// keyedUpdate runs UPDATE on a keyed table: the matching rows' new versions
+// are inserted (a key column cannot be set).
+func (e *Engine) keyedUpdate(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, setOf map[string]string, cond string) (*core.Result, error) {
+	exprs := make([]string, len(spec.Columns))
+	for i, c := range spec.Columns {
+		v, ok := setOf[c.Name]
+		if !ok {
+			v = chsql.QuoteIdent(c.Name)
+		} else if isKeyColumn(spec, c.Name) {
+			return nil, fmt.Errorf("UPDATE %s: %s is a PRIMARY KEY column and cannot be changed (DELETE the row and INSERT it under its new key)", core.Display(schema, name), c.Name)
+		}
+		exprs[i] = v + " AS " + chsql.QuoteIdent(c.Name)
+	}
+	rows, _, err := sess.Materialize(fmt.Sprintf("SELECT %s, toUInt8(%d) AS %s FROM %s WHERE %s", strings.Join(exprs, ", "), keyUpdated, kindColumn, changes.Rows(schema, name, spec), onlyTrue(cond)))
+	if err != nil {
+		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)
+	}
+	n, err := e.applyKeyed(ctx, schema, name, spec, rows, spec.Columns)
+	if err != nil {
+		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)
+	}
+	return core.Message("UPDATE on %s done: %d rows updated", core.Display(schema, name), n.updated), nil
+}
+
+// keyedInsert runs INSERT into a keyed table that tracks changes: a row
+// whose key the table has replaces that key's row, which the change log
+// keeps (UPDATE_BEFORE), and shows as UPDATE_AFTER. body's columns are
+// cols, by position.
+func (e *Engine) keyedInsert(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cols []catalog.ColumnSpec, body string) (keyedCounts, error) {
+	in, names, err := sess.Materialize(body)
+	if err != nil {
+		return keyedCounts{}, err
+	}
+	if len(names) != len(cols) {
+		return keyedCounts{}, fmt.Errorf("%d values for %d columns", len(names), len(cols))
+	}
+	named := make([]string, len(cols))
+	for i, c := range cols {
+		named[i] = "CAST(" + chsql.QuoteIdent(names[i]) + " AS " + c.CHType + ") AS " + chsql.QuoteIdent(c.Name)
+	}
+	for _, k := range spec.PrimaryKey {
+		found := false
+		for _, c := range cols {
+			found = found || c.Name == k
+		}
+		if !found {
+			return keyedCounts{}, fmt.Errorf("the PRIMARY KEY column %s must be given", k)
+		}
+	}
+	keys := keyList(spec)
+	// Only the keys of the new rows are looked up: the table is ordered by
+	// its key, so the lookup reads their granules, not the table.
+	rows, _, err := sess.Materialize(fmt.Sprintf("SELECT *, toUInt8(if(%[1]s GLOBAL IN (SELECT %[1]s FROM %[2]s WHERE %[1]s GLOBAL IN (SELECT %[1]s FROM (SELECT %[3]s FROM %[4]s))), %[5]d, %[6]d)) AS %[7]s FROM (SELECT %[3]s FROM %[4]s)",
+		keys, changes.Rows(schema, name, spec), strings.Join(named, ", "), in, keyUpdated, keyNew, kindColumn))
+	if err != nil {
+		return keyedCounts{}, err
+	}
+	return e.applyKeyed(ctx, schema, name, spec, rows, cols)
+}
