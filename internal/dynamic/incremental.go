@@ -194,13 +194,14 @@ func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
 func (p *incPlan) signedRows(src incSource, hi uint64) string {
 	cols := strings.Join(p.usedColumns(src), ", ")
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
-	part := func(from, where string) string {
-		return "SELECT " + cols + ", " + signColumn("1") + " FROM " + from + " PREWHERE " + where
+	part := func(from, filter, where string) string {
+		return "SELECT " + cols + ", " + signColumn("1") + " FROM " + from + filter + where
 	}
 	upTo := commitSet(src, fmt.Sprintf("version <= %d", hi))
 	removedLater := commitSet(src, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)
-	return "(" + part(chsql.Table(src.schema, src.table), commit+p.in+upTo) + " UNION ALL " +
-		part(changesTableOf(src), commit+" IN "+removedLater+" AND "+orig+" IN "+upTo) + ")"
+	table, filter := src.rows()
+	return "(" + part(table, filter, commit+p.in+upTo) + " UNION ALL " +
+		part(changesTableOf(src), " PREWHERE ", commit+" IN "+removedLater+" AND "+orig+" IN "+upTo) + ")"
 }
 
 // usedColumns lists, quoted, the columns of src that the summary's

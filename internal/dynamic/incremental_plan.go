@@ -74,6 +74,17 @@ type incSource struct {
 	// removed rows of (changes.ChangesRetainedSince; 0: all): a state
 	// older than that cannot learn what was removed since.
 	retained uint64
+	keyed    bool // one row per key (PRIMARY KEY): read with FINAL
+}
+
+// rows is the FROM item of src's present rows and the keyword that its
+// commit conditions take: a keyed table is read with FINAL, and WHERE,
+// since 18.16 applies PREWHERE before FINAL (changes.Rows).
+func (s incSource) rows() (from, filter string) {
+	if s.keyed {
+		return chsql.Table(s.schema, s.table) + " FINAL", " WHERE "
+	}
+	return chsql.Table(s.schema, s.table), " PREWHERE "
 }
 
 // deltaToken stands, in a plan's translated SQL, for the condition that
@@ -243,12 +254,7 @@ func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlast.Table
 		if !changes.Tracked(spec) {
 			return "source " + core.Display(schema, table) + " does not track changes (ALTER TABLE " + table + " SET PROPERTIES ('change_tracking' = 'true'))"
 		}
-		if spec.Keyed() {
-			// Incremental reads take a commit's rows with PREWHERE, which
-			// 18.16 applies before FINAL (see changes.Rows): not built yet.
-			return "source " + core.Display(schema, table) + " keeps one row per key (PRIMARY KEY): its refreshes are FULL"
-		}
-		read[i] = incSource{schema: schema, table: table, version: v, created: spec.CreatedAt}
+		read[i] = incSource{schema: schema, table: table, version: v, created: spec.CreatedAt, keyed: spec.Keyed()}
 		read[i].retained, _ = strconv.ParseUint(spec.Properties[changes.ChangesRetainedSince], 10, 64)
 		for _, c := range spec.Columns {
 			read[i].cols = append(read[i].cols, c.Name)
@@ -278,7 +284,8 @@ func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 				if !p.appendRows {
 					return rowsToken(i), nil
 				}
-				return "(SELECT * FROM " + chsql.Table(schema, table) + " PREWHERE " + deltaToken(i) + ")", nil
+				from, filter := p.sources[i].rows()
+				return "(SELECT * FROM " + from + filter + deltaToken(i) + ")", nil
 			}
 		}
 		return tableRef(n)

@@ -220,7 +220,8 @@ func (p *incPlan) dimTouched(j int, added, removed []uint64, hi uint64) string {
 	commit := chsql.QuoteIdent(core.CommitColumn)
 	var parts []string
 	if len(added) > 0 {
-		parts = append(parts, "SELECT "+cols+" FROM "+chsql.Table(d.schema, d.table)+" PREWHERE "+commit+" IN ("+changes.IDList(added)+")")
+		from, filter := d.rows()
+		parts = append(parts, "SELECT "+cols+" FROM "+from+filter+commit+" IN ("+changes.IDList(added)+")")
 	}
 	if len(removed) > 0 {
 		parts = append(parts, "SELECT "+cols+" FROM "+changesTableOf(d)+" PREWHERE "+commit+" IN ("+changes.IDList(removed)+")")
@@ -257,7 +258,11 @@ func (p *incPlan) windowRows(src incSource, from, hi uint64, in, gone, later, al
 	cols := strings.Join(p.usedColumns(src), ", ")
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(changes.OrigCommitColumn)
 	removedTable := changesTableOf(src)
+	table, filter := src.rows()
 	part := func(sign, from, where string) string {
+		if from == table {
+			return "SELECT " + cols + ", " + signColumn(sign) + " FROM " + from + filter + where
+		}
 		return "SELECT " + cols + ", " + signColumn(sign) + " FROM " + from + " PREWHERE " + where
 	}
 	// Past maxListedCommits a set is read from the change log instead
@@ -276,7 +281,7 @@ func (p *incPlan) windowRows(src incSource, from, hi uint64, in, gone, later, al
 		if len(in) > maxListedCommits {
 			op = p.in // the change log is on this server only
 		}
-		parts = append(parts, part("1", chsql.Table(src.schema, src.table), commit+op+ins))
+		parts = append(parts, part("1", table, commit+op+ins))
 		if len(later) > 0 {
 			parts = append(parts, part("1", removedTable, commit+" IN "+set(later, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)+" AND "+orig+" IN "+ins))
 		}
