@@ -93,28 +93,9 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 			<-done
 			continue
 		}
-		for name, q := range tables {
-			res := s.run(`REFRESH DYNAMIC TABLE ` + name)
-			mode := "FULL"
-			if strings.Contains(res.Message, "INCREMENTAL") {
-				mode = "INCREMENTAL"
-			}
-			modes[mode]++
-			if mode == "FULL" {
-				h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '` + name + `' LIMIT 1`)
-				t.Logf("round %d, %s: FULL: %s", round, name, rowsText(h))
-			}
-			got := rowsText(s.run(`SELECT ` + cols[name] + ` FROM ` + name + ` ORDER BY ` + cols[name]))
-			want := rowsText(s.run(`SELECT ` + cols[name] + ` FROM (` + q + `) ORDER BY ` + cols[name]))
-			if got != want {
-				t.Fatalf("round %d, %s (%s): the dynamic table\n%s\nwant (the query afresh)\n%s", round, name, mode, indent(got), indent(want))
-			}
-		}
+		refreshAndCheck(t, s, round, tables, cols, modes)
 	}
-	t.Logf("refreshes: %v", modes)
-	if total := modes["INCREMENTAL"] + modes["FULL"]; modes["INCREMENTAL"]*10 < total*9 {
-		t.Fatalf("%d of %d refreshes were INCREMENTAL, want at least 90 %%", modes["INCREMENTAL"], total)
-	}
+	mostlyIncremental(t, modes)
 
 	// DESC says which path deletes take, and the history which one a
 	// refresh took.
@@ -153,5 +134,39 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	got := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM r_all ORDER BY ` + cols["r_all"]))
 	if want := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM (` + tables["r_all"] + `) ORDER BY ` + cols["r_all"])); got != want {
 		t.Fatalf("r_all after a DELETE:\n%s\nwant\n%s", indent(got), indent(want))
+	}
+}
+
+// refreshAndCheck refreshes each dynamic table of a property test's round,
+// counts the modes the refreshes took, and fails unless each table equals
+// its query run afresh.
+func refreshAndCheck(t *testing.T, s *Stack, round int, tables, cols map[string]string, modes map[string]int) {
+	t.Helper()
+	for name, q := range tables {
+		res := s.run(`REFRESH DYNAMIC TABLE ` + name)
+		mode := "FULL"
+		if strings.Contains(res.Message, "INCREMENTAL") {
+			mode = "INCREMENTAL"
+		}
+		modes[mode]++
+		if mode == "FULL" {
+			h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '` + name + `' LIMIT 1`)
+			t.Logf("round %d, %s: FULL: %s", round, name, rowsText(h))
+		}
+		got := rowsText(s.run(`SELECT ` + cols[name] + ` FROM ` + name + ` ORDER BY ` + cols[name]))
+		want := rowsText(s.run(`SELECT ` + cols[name] + ` FROM (` + q + `) ORDER BY ` + cols[name]))
+		if got != want {
+			t.Fatalf("round %d, %s (%s): the dynamic table\n%s\nwant (the query afresh)\n%s", round, name, mode, indent(got), indent(want))
+		}
+	}
+}
+
+// mostlyIncremental fails unless at least 90 % of the refreshes counted
+// were INCREMENTAL.
+func mostlyIncremental(t *testing.T, modes map[string]int) {
+	t.Helper()
+	t.Logf("refreshes: %v", modes)
+	if total := modes["INCREMENTAL"] + modes["FULL"]; modes["INCREMENTAL"]*10 < total*9 {
+		t.Fatalf("%d of %d refreshes were INCREMENTAL, want at least 90 %%", modes["INCREMENTAL"], total)
 	}
 }

@@ -153,7 +153,17 @@ func (e *Log) TrackLoad(ctx context.Context, schema, name string, commit uint64,
 	if err != nil || !ok || !Tracked(spec) || rows == 0 {
 		return err
 	}
-	return e.RegisterCommit(ctx, schema, name, commit, CommitInsert, rows)
+	kind := CommitInsert
+	if KeepsReplaced(spec) {
+		replacing, err := e.replacingCommits(ctx, schema, name, []uint64{commit})
+		if err != nil {
+			return err
+		}
+		if replacing[commit] {
+			kind = CommitUpdate
+		}
+	}
+	return e.RegisterCommit(ctx, schema, name, commit, kind, rows)
 }
 
 // LoadCommit is one load's commit: its id and the rows it added (< 0:
@@ -193,6 +203,12 @@ func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadC
 	for _, h := range have {
 		known[h] = true
 	}
+	var replacing map[uint64]bool
+	if KeepsReplaced(spec) {
+		if replacing, err = e.replacingCommits(ctx, schema, name, ids); err != nil {
+			return err
+		}
+	}
 	var rows [][]any
 	now := time.Now().UTC()
 	for _, l := range todo {
@@ -200,7 +216,11 @@ func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadC
 			continue
 		}
 		known[strconv.FormatUint(l.ID, 10)] = true // a batch may name a commit twice
-		rows = append(rows, []any{schema, name, NextCommitVersion(), l.ID, CommitInsert, uint64(max(l.Rows, 0)), now})
+		kind := CommitInsert
+		if replacing[l.ID] {
+			kind = CommitUpdate
+		}
+		rows = append(rows, []any{schema, name, NextCommitVersion(), l.ID, kind, uint64(max(l.Rows, 0)), now})
 	}
 	if len(rows) == 0 {
 		return nil
@@ -390,7 +410,18 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 	}
 	if !appendOnly {
 		if len(upd) > 0 {
-			parts = append(parts, part("materialize('UPDATE_AFTER')", commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
+			kind := "materialize('UPDATE_AFTER')"
+			if spec.Keyed() {
+				// A load that replaced some keys is an UPDATE commit; its
+				// rows of keys it did not replace are inserts.
+				keys := make([]string, len(spec.PrimaryKey))
+				for i, k := range spec.PrimaryKey {
+					keys[i] = chsql.QuoteIdent(k)
+				}
+				kl := "(" + strings.Join(keys, ", ") + ")"
+				kind = "if(" + kl + " IN (SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
+			}
+			parts = append(parts, part(kind, commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
 		}
 		if gone := append(append([]uint64(nil), del...), upd...); len(gone) > 0 {
 			// A row both added and removed since lo is no change at all.

@@ -289,26 +289,6 @@ func ColumnDDL(c catalog.ColumnSpec) string {
 	return s
 }
 
-// LoadColumns is TargetColumns for a load (a pipe, COPY, a Kafka batch, a
-// streaming write), which first checks that loads can write the table.
-// A keyed table that tracks changes cannot be loaded yet: a load's new row
-// replaces its key's row at once, and the change log would not keep the
-// replaced row (SQL statements do).
-func LoadColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
-	if err := Loadable(table, spec); err != nil {
-		return nil, err
-	}
-	return TargetColumns(table, spec, names)
-}
-
-// Loadable reports why loads cannot write a table (nil when they can).
-func Loadable(table string, spec catalog.TableSpec) error {
-	if spec.Keyed() && spec.Properties["change_tracking"] == "true" {
-		return Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: loads into such a table are %w (its overwrites would not reach the change log); load a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, ErrNotSupportedYet))
-	}
-	return nil
-}
-
 // targetColumns picks the columns an INSERT or COPY names (all when none).
 func TargetColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
 	if len(names) == 0 {

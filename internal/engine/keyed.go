@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,29 +105,16 @@ func (c keyedCounts) String() string {
 }
 
 // applyKeyed writes rows, a temporary table with the columns cols of the
-// keyed table schema.name (its key among them) and __lp_kind, into it. On a
-// table that tracks changes the rows its keys replace or delete go to the
-// change log first, under an UPDATE commit; new keys are an INSERT commit;
-// both are registered in one insert at the end.
+// keyed table schema.name (its key among them) and __lp_kind, into it.
+//
+// On a table that tracks changes the present rows of every key written go
+// to the change log first, under an UPDATE commit (DELETE for deleted
+// keys, UPDATE_BEFORE for the others): a row said to be new (an INSERT, a
+// MERGE's NOT MATCHED on an ON that is not the key) may replace one all
+// the same. Rows of keys that replaced nothing are an INSERT commit, the
+// others the UPDATE commit; both are registered in one insert at the end.
 func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (keyedCounts, error) {
-	var n keyedCounts
-	r, err := e.St.Query(ctx, fmt.Sprintf("SELECT toInt64(countIf(%[1]s = %[2]d)), toInt64(countIf(%[1]s = %[3]d)), toInt64(countIf(%[1]s = %[4]d)) FROM %[5]s",
-		kindColumn, keyNew, keyUpdated, keyDeleted, rows))
-	if err != nil {
-		return n, fmt.Errorf("%s: %w", core.Display(schema, name), core.QueryError(err))
-	}
-	if len(r.Rows) == 1 && len(r.Rows[0]) == 3 {
-		n.inserted, _ = r.Rows[0][0].(int64)
-		n.updated, _ = r.Rows[0][1].(int64)
-		n.deleted, _ = r.Rows[0][2].(int64)
-	}
-	if n.deleted > 0 && e.Sharded(schema) {
-		// The mutation runs on every shard, which cannot read this
-		// server's temporary table.
-		return n, fmt.Errorf("%s: deleting keys with MERGE INTO on a sharded cluster: %w (use DELETE FROM … WHERE)", core.Display(schema, name), core.ErrNotSupportedYet)
-	}
 	keys := keyList(spec)
-	table := chsql.Table(schema, name)
 	tracked := changes.Tracked(spec)
 	insertCommit := core.RandomCommit()
 	updateCommit := insertCommit
@@ -140,7 +128,18 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 		return "(SELECT " + keys + " FROM " + rows + " WHERE " + kindColumn + " IN (" + strings.Join(s, ", ") + "))"
 	}
-	if tracked && n.updated+n.deleted > 0 {
+	n, err := e.keyedCounts(ctx, schema, name, rows, "0")
+	if err != nil {
+		return n, err
+	}
+	if n.deleted > 0 && e.Sharded(schema) {
+		// The mutation runs on every shard, which cannot read this
+		// server's temporary table.
+		return n, fmt.Errorf("%s: deleting keys with MERGE INTO on a sharded cluster: %w (use DELETE FROM … WHERE)", core.Display(schema, name), core.ErrNotSupportedYet)
+	}
+	saved := "(SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
+		" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(updateCommit, 10) + ")"
+	if tracked && n != (keyedCounts{}) {
 		all := make([]string, len(spec.Columns))
 		for i, c := range spec.Columns {
 			all[i] = chsql.QuoteIdent(c.Name)
@@ -150,14 +149,21 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) + " (" + colList + ", " +
 			chsql.QuoteIdent(changes.ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(changes.OrigCommitColumn) + ") SELECT " +
 			colList + ", if(" + keys + " GLOBAL IN " + kindIn(keyDeleted) + ", 'DELETE', 'UPDATE_BEFORE'), toUInt64(" + strconv.FormatUint(updateCommit, 10) + "), " +
-			chsql.QuoteIdent(core.CommitColumn) + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + keys + " GLOBAL IN " + kindIn(keyUpdated, keyDeleted)
+			chsql.QuoteIdent(core.CommitColumn) + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + keys + " GLOBAL IN " + kindIn(keyNew, keyUpdated, keyDeleted)
 		if err := e.St.Exec(ctx, q); err != nil {
 			return n, fmt.Errorf("table %s: keep the replaced rows in its change log: %w", core.Display(schema, name), err)
 		}
+		if n, err = e.keyedCounts(ctx, schema, name, rows, keys+" IN "+saved); err != nil {
+			return n, err
+		}
 	}
 	if n.inserted+n.updated > 0 {
-		q := "INSERT INTO " + table + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +
-			fmt.Sprintf(", if(%s = %d, toUInt64(%d), toUInt64(%d)) FROM %s WHERE %s IN (%d, %d)", kindColumn, keyNew, insertCommit, updateCommit, rows, kindColumn, keyNew, keyUpdated)
+		commit := "toUInt64(" + strconv.FormatUint(updateCommit, 10) + ")"
+		if tracked {
+			commit = fmt.Sprintf("if(%s = %d AND %s NOT IN %s, toUInt64(%d), toUInt64(%d))", kindColumn, keyNew, keys, saved, insertCommit, updateCommit)
+		}
+		q := "INSERT INTO " + chsql.Table(schema, name) + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +
+			", " + commit + fmt.Sprintf(" FROM %s WHERE %s IN (%d, %d)", rows, kindColumn, keyNew, keyUpdated)
 		if err := e.St.Exec(ctx, q); err != nil {
 			return n, fmt.Errorf("write %s: %w", core.Display(schema, name), core.QueryError(err))
 		}
@@ -186,6 +192,23 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 	return n, e.RegisterCommits(ctx, schema, name, commits)
 }
 
+// keyedCounts counts the rows of a keyed write by kind; a new key's row
+// for which replaced holds counts as an update.
+func (e *Engine) keyedCounts(ctx context.Context, schema, name, rows, replaced string) (keyedCounts, error) {
+	var n keyedCounts
+	r, err := e.St.Query(ctx, fmt.Sprintf("SELECT toInt64(countIf(%[1]s = %[2]d AND NOT (%[6]s))), toInt64(countIf(%[1]s = %[3]d OR %[1]s = %[2]d AND (%[6]s))), toInt64(countIf(%[1]s = %[4]d)) FROM %[5]s",
+		kindColumn, keyNew, keyUpdated, keyDeleted, rows, replaced))
+	if err != nil {
+		return n, fmt.Errorf("%s: %w", core.Display(schema, name), core.QueryError(err))
+	}
+	if len(r.Rows) == 1 && len(r.Rows[0]) == 3 {
+		n.inserted, _ = r.Rows[0][0].(int64)
+		n.updated, _ = r.Rows[0][1].(int64)
+		n.deleted, _ = r.Rows[0][2].(int64)
+	}
+	return n, nil
+}
+
 // keyedUpdate runs UPDATE on a keyed table: the matching rows' new versions
 // are inserted (a key column cannot be set).
 func (e *Engine) keyedUpdate(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, setOf map[string]string, cond string) (*core.Result, error) {
@@ -212,8 +235,8 @@ func (e *Engine) keyedUpdate(ctx context.Context, sess *query.Session, schema, n
 
 // keyedInsert runs INSERT into a keyed table that tracks changes: a row
 // whose key the table has replaces that key's row, which the change log
-// keeps (UPDATE_BEFORE), and shows as UPDATE_AFTER. body's columns are
-// cols, by position.
+// keeps (UPDATE_BEFORE), and shows as UPDATE_AFTER (applyKeyed finds
+// which). body's columns are cols, by position.
 func (e *Engine) keyedInsert(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cols []catalog.ColumnSpec, body string) (keyedCounts, error) {
 	in, names, err := sess.Materialize(body)
 	if err != nil {
@@ -227,19 +250,11 @@ func (e *Engine) keyedInsert(ctx context.Context, sess *query.Session, schema, n
 		named[i] = "CAST(" + chsql.QuoteIdent(names[i]) + " AS " + c.CHType + ") AS " + chsql.QuoteIdent(c.Name)
 	}
 	for _, k := range spec.PrimaryKey {
-		found := false
-		for _, c := range cols {
-			found = found || c.Name == k
-		}
-		if !found {
+		if !slices.ContainsFunc(cols, func(c catalog.ColumnSpec) bool { return c.Name == k }) {
 			return keyedCounts{}, fmt.Errorf("the PRIMARY KEY column %s must be given", k)
 		}
 	}
-	keys := keyList(spec)
-	// Only the keys of the new rows are looked up: the table is ordered by
-	// its key, so the lookup reads their granules, not the table.
-	rows, _, err := sess.Materialize(fmt.Sprintf("SELECT *, toUInt8(if(%[1]s GLOBAL IN (SELECT %[1]s FROM %[2]s WHERE %[1]s GLOBAL IN (SELECT %[1]s FROM (SELECT %[3]s FROM %[4]s))), %[5]d, %[6]d)) AS %[7]s FROM (SELECT %[3]s FROM %[4]s)",
-		keys, changes.Rows(schema, name, spec), strings.Join(named, ", "), in, keyUpdated, keyNew, kindColumn))
+	rows, _, err := sess.Materialize(fmt.Sprintf("SELECT %s, toUInt8(%d) AS %s FROM %s", strings.Join(named, ", "), keyNew, kindColumn, in))
 	if err != nil {
 		return keyedCounts{}, err
 	}

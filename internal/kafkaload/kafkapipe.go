@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
@@ -167,8 +168,10 @@ type KafkaPipeRun struct {
 	rk     readKafka
 	prog   *recordeval.Program
 	target core.LoadTarget
-	source []int  // target column ← program column
-	typed  []bool // program columns handed over as values, not text
+	// keepReplaced: see loading.PipeRun.
+	keepReplaced bool
+	source       []int  // target column ← program column
+	typed        []bool // program columns handed over as values, not text
 	// Warn reports trouble that does not fail a batch (nil: ignored).
 	Warn func(msg string)
 	// dlt is the dead-letter table (DEAD_LETTER_TABLE), nil without one;
@@ -195,11 +198,11 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", name, err)
 	}
-	cols, err := core.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
+	cols, err := e.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
 		return nil, err
 	}
-	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols)}
+	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols), keepReplaced: changes.KeepsReplaced(tspec)}
 	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
 		src[i] = rowio.Column{Name: c}
@@ -524,7 +527,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	// show only if it is kept (package staging); a smaller one is one
 	// block, unless its values pass the Inserter's 16 MiB per block.
 	var stg *staging.Stage
-	if pending > stageRecords {
+	// A table that keeps replaced rows takes every batch through staging
+	// (changes.PublishStaged).
+	if pending > stageRecords || r.keepReplaced {
 		if stg, err = staging.New(ctx, r.e.St, target); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
@@ -700,7 +705,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 	rows, err := ins.Close()
 	if err == nil {
-		err = stg.Publish(ctx, target)
+		err = r.e.PublishStaged(ctx, stg, target)
 	}
 	if err != nil {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/formats"
@@ -14,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
+	"github.com/lakepipe/lakepipe/internal/staging"
 )
 
 func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*core.Result, error) {
@@ -24,7 +26,7 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	if err != nil {
 		return nil, err
 	}
-	cols, err := core.LoadColumns(core.Display(schema, name), spec, s.Columns)
+	cols, err := e.LoadColumns(core.Display(schema, name), spec, s.Columns)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +67,7 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		_ = e.TrackLoad(context.Background(), schema, name, target.Commit, loaded)
 	}()
 	for _, f := range files {
-		fl, err := e.SafeLoadFile(ctx, vol, f, s.Volume, opts, target, onError)
+		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.KeepsReplaced(spec))
 		if err != nil {
 			fl.Status = jobs.FileFailed
 			if fl.FirstError == "" {
@@ -91,6 +93,24 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		res.Message = "no files to load"
 	}
 	return res, nil
+}
+
+// copyFile loads one file of a COPY. Into a table that keeps the rows its
+// loads replace, the file is staged, and published with them kept.
+func (e *Loader) copyFile(ctx context.Context, vol *objstore.Volume, f objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string, keepReplaced bool) (fileread.FileLoad, error) {
+	if !keepReplaced {
+		return e.SafeLoadFile(ctx, vol, f, src, opts, target, onError)
+	}
+	stg, err := staging.New(ctx, e.St, target)
+	if err != nil {
+		return fileread.FileLoad{Path: f.Path}, err
+	}
+	defer stg.Drop(ctx)
+	fl, err := e.SafeLoadFile(ctx, vol, f, src, opts, stg.Into(target), onError)
+	if err != nil || fl.Status == jobs.FileFailed {
+		return fl, err
+	}
+	return fl, e.PublishStaged(ctx, stg, target)
 }
 
 // export formats.

@@ -46,6 +46,10 @@ type PipeRun struct {
 	// tableCreated tells this table's load records from those of an
 	// earlier table of the same name.
 	tableCreated time.Time
+	// keepReplaced: the table keeps one row per key and tracks changes,
+	// so every load is staged and keeps the rows it replaces
+	// (changes.PublishStaged).
+	keepReplaced bool
 	// refs are the catalog objects the run was built from (see OpenPipe).
 	refs []catalog.Ref
 }
@@ -77,12 +81,13 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
 	}
-	cols, err := core.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
+	cols, err := e.LoadColumns(core.Display(schema, table), tspec, cp.Columns)
 	if err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = core.TableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
+	run.keepReplaced = changes.KeepsReplaced(tspec)
 	var vspec catalog.VolumeSpec
 	if run.vol, vspec, err = e.Volume(ctx, cp.Volume.Volume); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
@@ -582,7 +587,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 			}
 		}
 		fl.Rows = 0
-	} else if err := stg.Publish(ctx, target); err != nil {
+	} else if err := r.e.PublishStaged(ctx, stg, target); err != nil {
 		return res, err
 	}
 	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []fileread.FileLoad{fl}); err != nil {
@@ -687,6 +692,15 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 
+	// A batch is one INSERT; into a table that keeps replaced rows it goes
+	// through a staging table, whose keys say what it replaces.
+	var stg *staging.Stage
+	if r.keepReplaced && len(todo) > 0 {
+		if stg, err = staging.New(ctx, r.e.St, r.target); err != nil {
+			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		defer stg.Drop(ctx)
+	}
 	loads := make([]fileread.FileLoad, len(files))
 	staged := make([]chstore.Staged, len(files))
 	gone := make([]bool, len(files))
@@ -705,7 +719,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			defer wg.Done()
 			defer func() { <-sem }()
 			f := files[i]
-			target := r.target
+			target := stg.Into(r.target)
 			target.Commit = commits[k]
 			obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 			fl, err := r.e.SafeStageFile(ctx, r.vol, obj, r.copy.Volume, r.opts, target, r.onError, &staged[i])
@@ -766,6 +780,9 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		results[i].Status, results[i].Rows, results[i].Rejected, results[i].FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
 	}
 	if err := r.e.St.InsertStaged(ctx, write); err != nil {
+		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if err := r.e.PublishStaged(ctx, stg, r.target); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	if len(record) > 0 {

@@ -67,6 +67,9 @@ func New(ctx context.Context, st *chstore.Store, target core.LoadTarget) (*Stage
 
 func (s *Stage) table() string { return chsql.Table(schemas.TempDB, s.name) }
 
+// Table is the staging table, quoted.
+func (s *Stage) Table() string { return s.table() }
+
 // Into is target with the staging table as where the rows go.
 func (s *Stage) Into(target core.LoadTarget) core.LoadTarget {
 	if s == nil {

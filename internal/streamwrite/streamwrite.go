@@ -385,8 +385,8 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	if err := core.Loadable(table, spec); err != nil {
-		return 0, err
+	if changes.KeepsReplaced(spec) {
+		return 0, core.Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: streaming writes into such a table are %w (an attempt's own commit id would make its replaced rows ambiguous); write a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, core.ErrNotSupportedYet))
 	}
 	if err := checkSessionSchema(s, spec); err != nil {
 		return 0, err
