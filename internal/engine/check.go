@@ -54,6 +54,12 @@ func Check(schema string, stmt sqlast.Statement) error {
 				return fmt.Errorf("column %s: %w", c.Name, err)
 			}
 		}
+		if _, err := primaryKey(s.Name.Name(), s); err != nil {
+			return err
+		}
+		if err := checkTableProps(s.Name.Name(), core.Props(s.Props)); err != nil {
+			return err
+		}
 	case *sqlast.CopyIntoTable:
 		return checkCopy(s)
 	case *sqlast.CopyIntoVolume:

@@ -99,3 +99,24 @@ func TestCheckCreatePipeKind(t *testing.T) {
 		}
 	}
 }
+
+// CREATE TABLE's PRIMARY KEY and properties are checked without a server.
+func TestCheckCreateTableKey(t *testing.T) {
+	for _, tc := range []struct{ sql, want string }{
+		{"CREATE TABLE t (id BIGINT PRIMARY KEY, v STRING)", ""},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (A, b)) PARTITIONED BY (a)", ""},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (c))", "PRIMARY KEY names c, which is not a column"},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, a))", "PRIMARY KEY names a twice"},
+		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)) PARTITIONED BY (b)", "partition column b must be part of the PRIMARY KEY"},
+		{"CREATE TABLE t (a INT) PROPERTIES ('change_trackin' = 'true')", `unknown property "change_trackin"`},
+	} {
+		stmt, err := sqlparse.Parse(tc.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		err = Check("public", stmt)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.sql, err, tc.want)
+		}
+	}
+}

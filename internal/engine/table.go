@@ -42,10 +42,8 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 	// Properties are set as ALTER TABLE … SET PROPERTIES sets them, once the
 	// table exists (change_tracking creates its change log); their names
 	// are checked first.
-	for k := range core.Props(s.Props) {
-		if !tableProperties[k] {
-			return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", core.Display(schema, name), k)
-		}
+	if err := checkTableProps(core.Display(schema, name), core.Props(s.Props)); err != nil {
+		return nil, err
 	}
 	spec := catalog.TableSpec{PartitionBy: s.PartitionBy, CreatedAt: time.Now().UTC()}
 	if s.Comment != nil {
@@ -54,10 +52,10 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 	// Partition and key columns cannot be Nullable in ClickHouse.
 	partition := map[string]bool{}
 	for _, p := range s.PartitionBy {
-		partition[p] = true
+		partition[strings.ToLower(p)] = true
 	}
 	for _, k := range s.PrimaryKey {
-		partition[k] = true
+		partition[strings.ToLower(k)] = true
 	}
 	seen := map[string]bool{}
 	for _, c := range s.Columns {
@@ -65,7 +63,7 @@ func (e *Engine) createTable(ctx context.Context, s *sqlast.CreateTable) (*core.
 			return nil, fmt.Errorf("table %s: column %s is declared twice", core.Display(schema, name), c.Name)
 		}
 		seen[strings.ToLower(c.Name)] = true
-		ch, err := schemas.ClickHouseType(c.Type, c.NotNull || partition[c.Name])
+		ch, err := schemas.ClickHouseType(c.Type, c.NotNull || partition[strings.ToLower(c.Name)])
 		if err != nil {
 			return nil, fmt.Errorf("table %s column %s: %w", core.Display(schema, name), c.Name, err)
 		}
@@ -276,8 +274,8 @@ func (e *Engine) alterTable(ctx context.Context, s *sqlast.AlterTable) (*core.Re
 			spec.Properties = map[string]string{}
 		}
 		for k, v := range core.Props(s.Props) {
-			if !tableProperties[k] {
-				return nil, fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", core.Display(schema, name), k)
+			if err := checkTableProps(core.Display(schema, name), map[string]string{k: v}); err != nil {
+				return nil, err
 			}
 			if k == "change_tracking" {
 				b, err := core.ParseBool(k, v)
@@ -633,3 +631,13 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 // too, without the change log seeing it go; ifNull is a no-op on newer
 // releases, which keep such rows.
 func onlyTrue(cond string) string { return "ifNull((" + cond + "), 0)" }
+
+// checkTableProps refuses property names a table does not have.
+func checkTableProps(table string, props map[string]string) error {
+	for k := range props {
+		if !tableProperties[k] {
+			return fmt.Errorf("table %s: unknown property %q (known: change_tracking, data_retention_days, data_lifecycle, comment)", table, k)
+		}
+	}
+	return nil
+}
