@@ -28,7 +28,19 @@ import (
 // Afterwards count() = count(DISTINCT id) = count(DISTINCT partition,
 // offset) = N and the consumer group's lag is 0. `./task test:faults`
 // runs it with 1,000,000 records and 10 kills.
-func TestKafkaPipeFaults(t *testing.T) {
+func TestKafkaPipeFaults(t *testing.T) { runKafkaFaults(t, false) }
+
+// TestKafkaPipeFaultsKeyed is TestKafkaPipeFaults into a keyed table that
+// tracks changes (PRIMARY KEY id): half of the records write a key again,
+// most of them in a later batch than the first write, so loads replace
+// rows while the worker dies. Afterwards the table holds every key once,
+// and a summary over it, refreshed while the worker dies and once at the
+// end, is INCREMENTAL and equals its query: a replaced row kept twice in
+// the change log (a retried batch copying it again) would be taken back
+// twice.
+func TestKafkaPipeFaultsKeyed(t *testing.T) { runKafkaFaults(t, true) }
+
+func runKafkaFaults(t *testing.T, keyed bool) {
 	nRecords := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_RECORDS", 100_000)
 	nKills := faultEnvInt(t, "LAKEPIPE_KAFKA_FAULT_KILLS", 2)
 	rng := rand.New(rand.NewSource(testSeed(t, "LAKEPIPE_FAULT_SEED")))
@@ -55,14 +67,39 @@ func TestKafkaPipeFaults(t *testing.T) {
 
 	topic, group := "kfault_"+s.ID, "kfault_"+s.ID
 	prod := kafkaTopic(t, topic, 6)
-	s.run(`CREATE TABLE kfault (id BIGINT, payload STRING, p INT, o BIGINT)`)
+	const chunk = 2000
+	// key is the id record j (0-based) writes: in a keyed run the first
+	// half of each chunk of records writes new keys and the second half
+	// the keys of the previous chunk's first half again.
+	key := func(j int) int {
+		if !keyed {
+			return j + 1
+		}
+		c, r := j/chunk, j%chunk
+		if r < chunk/2 {
+			return c*chunk/2 + r + 1
+		}
+		return max(c-1, 0)*chunk/2 + r - chunk/2 + 1
+	}
+	nKeys := nRecords
+	if keyed {
+		nKeys = (nRecords + chunk - 1) / chunk * chunk / 2
+		s.run(`CREATE TABLE kfault (id BIGINT PRIMARY KEY, payload STRING, p INT, o BIGINT) PROPERTIES ('change_tracking' = 'true')`)
+		s.run(`CREATE DYNAMIC TABLE kfault_sum REFRESH INTERVAL 1 HOUR AS SELECT p, COUNT(*) AS n, SUM(o) AS so FROM kfault GROUP BY p`)
+	} else {
+		s.run(`CREATE TABLE kfault (id BIGINT, payload STRING, p INT, o BIGINT)`)
+	}
 	s.run(fmt.Sprintf(`CREATE PIPE kfault_pipe BATCH_INTERVAL_IN_SECONDS = '1' AS COPY INTO kfault FROM (
 		SELECT CAST(KEY AS STRING)::BIGINT AS id, VALUE::STRING AS payload, partition AS p, offset AS o
 		FROM TABLE(READ_KAFKA('%s', '%s', '', '%s', '', '', '', '', 'raw', 'raw', 0, map('max.poll.records', '20000'))))`,
 		kafkaAddr, topic, group))
 	tbl := chsql.Table(s.Schema, "kfault")
+	final := ""
+	if keyed {
+		final = " FINAL"
+	}
 	count := func() int64 {
-		n, err := s.Store.Strings(ctx, "SELECT count() FROM "+tbl)
+		n, err := s.Store.Strings(ctx, "SELECT count() FROM "+tbl+final)
 		if err != nil || len(n) != 1 {
 			t.Fatalf("count: %v", err)
 		}
@@ -77,7 +114,6 @@ func TestKafkaPipeFaults(t *testing.T) {
 	chunkEnd := func(k int) int { return k * nRecords / (nKills + 1) }
 	prodErr := make(chan error, 1)
 	go func() {
-		const chunk = 2000
 		for i := 0; i < nRecords; i += chunk {
 			for i >= chunkEnd(int(kills.Load())+1) && int(kills.Load()) < nKills {
 				select {
@@ -89,7 +125,7 @@ func TestKafkaPipeFaults(t *testing.T) {
 			}
 			recs := make([]*kgo.Record, 0, chunk)
 			for j := i; j < i+chunk && j < nRecords; j++ {
-				recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(j + 1)), Value: []byte(fmt.Sprintf("record %d", j+1))})
+				recs = append(recs, &kgo.Record{Key: []byte(strconv.Itoa(key(j))), Value: []byte(fmt.Sprintf("record %d", key(j)))})
 			}
 			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 				prodErr <- err
@@ -130,6 +166,10 @@ func TestKafkaPipeFaults(t *testing.T) {
 		} else {
 			time.Sleep(time.Duration(rng.Intn(400)) * time.Millisecond)
 		}
+		if keyed {
+			// A refresh beside the loads (it may fail with the worker).
+			_ = s.runErr(`REFRESH DYNAMIC TABLE kfault_sum`)
+		}
 		pid, up := w.kill()
 		kills.Add(1)
 		t.Logf("%6.1fs kill %d (%s): worker %d SIGKILLed after %v; %d rows in the table", time.Since(start).Seconds(), k, aim, pid, up.Round(time.Millisecond), count())
@@ -139,14 +179,16 @@ func TestKafkaPipeFaults(t *testing.T) {
 	if err := <-prodErr; err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	pipeWait(t, 8*time.Minute, fmt.Sprintf("all %d records loaded", nRecords), func() bool { return count() >= int64(nRecords) })
+	pipeWait(t, 8*time.Minute, fmt.Sprintf("all %d keys loaded", nKeys), func() bool { return count() >= int64(nKeys) })
 	// Give a doubled batch, if there were one, the time to show.
 	time.Sleep(3 * time.Second)
 	res := s.run(fmt.Sprintf("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id), MAX(id) FROM %s.kfault", s.Schema))
-	wantRows(t, "rows", res, fmt.Sprintf("%d|%d|1|%d", nRecords, nRecords, nRecords))
-	pairs, err := s.Store.Strings(ctx, "SELECT uniqExact(p, o) FROM "+tbl)
-	if err != nil || len(pairs) != 1 || pairs[0] != strconv.Itoa(nRecords) {
-		t.Fatalf("distinct (partition, offset) pairs: %v %v, want %d", pairs, err, nRecords)
+	wantRows(t, "rows", res, fmt.Sprintf("%d|%d|1|%d", nKeys, nKeys, nKeys))
+	if !keyed {
+		pairs, err := s.Store.Strings(ctx, "SELECT uniqExact(p, o) FROM "+tbl)
+		if err != nil || len(pairs) != 1 || pairs[0] != strconv.Itoa(nRecords) {
+			t.Fatalf("distinct (partition, offset) pairs: %v %v, want %d", pairs, err, nRecords)
+		}
 	}
 	// The group mirrors the pipe: lag 0 once everything is loaded.
 	pipeWait(t, 30*time.Second, "the group's lag is 0", func() bool {
@@ -157,6 +199,18 @@ func TestKafkaPipeFaults(t *testing.T) {
 		l := lags[group]
 		return l.Error() == nil && l.Lag.Total() == 0
 	})
+	if keyed {
+		// Every record's batch is in (lag 0): the summary, refreshed from
+		// its last state, equals its query.
+		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
+		checkMessage(t, s.run(`REFRESH DYNAMIC TABLE kfault_sum`).Message, "INCREMENTAL")
+		q := `SELECT p, COUNT(*) AS n, SUM(o) AS so FROM kfault GROUP BY p`
+		if got, want := rowsText(s.run(`SELECT p, n, so FROM kfault_sum ORDER BY p`)), rowsText(s.run(`SELECT p, n, so FROM (`+q+`) ORDER BY p`)); got != want {
+			t.Fatalf("kfault_sum after the kills:\n%s\nwant\n%s", indent(got), indent(want))
+		}
+		h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'kfault_sum'`)
+		t.Logf("kfault_sum refreshes:\n%s", rowsText(h))
+	}
 	// Clean-ups of dead attempts that had inserted rows (mutations).
 	muts, _ := s.Store.Strings(ctx, "SELECT count() FROM system.mutations WHERE database = "+chsql.QuoteString(s.Schema)+" AND table = 'kfault'")
 	t.Logf("%6.1fs done: %d records exactly once after %d kills; %v clean-ups of rows a killed batch had inserted", time.Since(start).Seconds(), nRecords, nKills, muts)

@@ -219,9 +219,15 @@ func TestStreamStale(t *testing.T) {
 	s := newStack(t)
 	s.run(`CREATE TABLE ev (id INT)`)
 	s.run(`CREATE TABLE STREAM ev_s ON TABLE ev`)
-	s.run(`INSERT INTO ev VALUES (1)`)
+	s.run(`INSERT INTO ev VALUES (1), (2)`)
+	// A trim that forgets no removal leaves the stream as it is.
+	if err := s.Eng.TrimChangeLog(s.Ctx, s.Schema, "ev", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s.waitStream(`SELECT id FROM ev_s`, "1", "2")
+	s.run(`DELETE FROM ev WHERE id = 2`)
 	// Trim the change log as maintenance does past data_retention_days:
-	// everything before now.
+	// everything before now, the DELETE's removed row with it.
 	if err := s.Eng.TrimChangeLog(s.Ctx, s.Schema, "ev", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -554,14 +554,17 @@ func (e *Log) TrimChangeLog(ctx context.Context, schema, name string, before tim
 			ids = append(ids, c.ID)
 		}
 	}
-	if len(ids) > 0 {
-		if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")"); err != nil {
-			return err
-		}
-		if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
-			chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(CommitDelete), chsql.QuoteString(CommitUpdate))); err != nil {
-			return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
-		}
+	if len(ids) == 0 {
+		// Nothing removed is forgotten: the log is still whole, and
+		// readers behind the cut need not start over.
+		return nil
+	}
+	if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")"); err != nil {
+		return err
+	}
+	if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
+		chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(CommitDelete), chsql.QuoteString(CommitUpdate))); err != nil {
+		return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
 	}
 	if prev, _ := strconv.ParseUint(spec.Properties[ChangesRetainedSince], 10, 64); prev >= cut {
 		return nil
