@@ -104,6 +104,12 @@ func TestGuardRefuses(t *testing.T) {
 		{"SELECT a FROM t WHERE `in`(a, lakepipe.objects)", "in(…)"},
 		{"SELECT `dictGet`('d', 'a', 1)", "dictGet(…)"},
 		{"SELECT a FROM t WHERE globalIn(a, x)", "globalin(…)"},
+		// MERGE INTO: its target, its source and every expression.
+		{"MERGE INTO lakepipe.objects t USING s ON t.id = s.id WHEN MATCHED THEN DELETE", "lakepipe"},
+		{"MERGE INTO t USING lakepipe.objects s ON t.id = s.id WHEN MATCHED THEN DELETE", "lakepipe"},
+		{"MERGE INTO t USING (SELECT * FROM remote('h', 'db', 't')) s ON t.id = s.id WHEN MATCHED THEN DELETE", "remote(…)"},
+		{"MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = dictGet('d', 'a', 1)", "dictget(…)"},
+		{"MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED AND file('/etc/passwd') = '' THEN INSERT VALUES (s.id)", "file(…)"},
 	}
 	for _, tt := range tests {
 		stmt, err := sqlparse.Parse(tt.sql)
