@@ -89,14 +89,7 @@ func TestCheckCreatePipeKind(t *testing.T) {
 		{"CREATE PIPE p INGEST_MODE = 'EVENT_NOTIFICATION' EVENT_QUEUE = 'mns://q' " + volume, "SQS queue URL"},
 		{"CREATE PIPE p EVENT_QUEUE = 'kafka://k:9092/ev' " + kafka, "EVENT_QUEUE applies to volume pipes"},
 	} {
-		stmt, err := sqlparse.Parse(tc.sql)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.sql, err)
-		}
-		err = Check("public", stmt)
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s: error %v, want %q", tc.sql, err, tc.want)
-		}
+		checkCase(t, tc.sql, tc.want)
 	}
 }
 
@@ -110,13 +103,20 @@ func TestCheckCreateTableKey(t *testing.T) {
 		{"CREATE TABLE t (a INT, b INT, PRIMARY KEY (a)) PARTITIONED BY (b)", "partition column b must be part of the PRIMARY KEY"},
 		{"CREATE TABLE t (a INT) PROPERTIES ('change_trackin' = 'true')", `unknown property "change_trackin"`},
 	} {
-		stmt, err := sqlparse.Parse(tc.sql)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.sql, err)
-		}
-		err = Check("public", stmt)
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s: error %v, want %q", tc.sql, err, tc.want)
-		}
+		checkCase(t, tc.sql, tc.want)
+	}
+}
+
+// checkCase runs Check on sql: it must pass when want is "", else fail
+// with an error that says want.
+func checkCase(t *testing.T, sql, want string) {
+	t.Helper()
+	stmt, err := sqlparse.Parse(sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	err = Check("public", stmt)
+	if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+		t.Errorf("%s: error %v, want %q", sql, err, want)
 	}
 }
