@@ -7,7 +7,9 @@
 // granules); the rows a DELETE or UPDATE removed are copied, before they go,
 // into lakepipe_changes.<schema>__<table> with the commit id of that write.
 // An UPDATE is an INSERT of the new rows under its commit id followed by the
-// removal of the old ones. So the changes between two versions are found
+// removal of the old ones. A keyed table's write replaces rows without a
+// mutation; the rows it replaces are copied the same way, before the write
+// shows (replaced.go for loads, the engine for SQL statements). So the changes between two versions are found
 // from the commits between them alone, whatever the size of the table.
 //
 // Commit versions are registration times in nanoseconds. A reader takes
