@@ -79,6 +79,14 @@ WHEN NOT MATCHED AND s.op <> 'delete' THEN INSERT (id, name, score) VALUES (s.id
 WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.name, s.score)`)
 	s.waitStream(`SELECT id, name, __change_type FROM users_changes`, "1|ann3|UPDATE_BEFORE", "1|zed|UPDATE_AFTER")
 
+	// A source row whose key is NULL matches nothing (not the key 0 its
+	// join value defaults to).
+	s.run(`INSERT INTO users VALUES (0, 'zero', 0)`)
+	s.run(`INSERT INTO staging VALUES (NULL, 'nobody', 1, 'upsert')`)
+	s.run(`MERGE INTO users t USING staging s ON t.id = s.id
+WHEN MATCHED AND s.name = 'nobody' THEN UPDATE SET name = s.name
+WHEN NOT MATCHED AND s.id IS NOT NULL AND s.name = 'nobody' THEN INSERT VALUES (s.id, s.name, s.score)`)
+	wantRows(t, "after a MERGE of a NULL key", s.run(`SELECT id, name FROM users WHERE id = 0`), "0|zero")
 	s.mustFail(`MERGE INTO orders o USING staging s ON o.user_id = s.id WHEN MATCHED THEN DELETE`, "has no PRIMARY KEY")
 	s.mustFail(`MERGE INTO users t USING staging s ON t.id > s.id WHEN MATCHED THEN DELETE`, "ON must be equalities")
 	s.mustFail(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 1`, "PRIMARY KEY column")

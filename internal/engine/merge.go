@@ -214,7 +214,9 @@ func (m *merger) rows(sess *query.Session, s *sqlast.MergeInto, src, target stri
 		keyNames[i] = chsql.QuoteIdent("__k_" + strconv.Itoa(i))
 		tSel[i] = tKeys[i] + " AS " + keyNames[i]
 		if t, ok := m.columnType(tKeys[i]); ok {
-			sSel[i] = "CAST(" + sKeys[i] + " AS " + t + ") AS " + keyNames[i]
+			// A NULL key matches nothing (it is joined as the type's
+			// default and flagged by __s_null).
+			sSel[i] = "CAST(assumeNotNull(" + sKeys[i] + ") AS " + t + ") AS " + keyNames[i]
 		} else {
 			sSel[i] = sKeys[i] + " AS " + keyNames[i]
 		}
@@ -227,7 +229,11 @@ func (m *merger) rows(sess *query.Session, s *sqlast.MergeInto, src, target stri
 	for i, c := range m.spec.Columns {
 		tgtRenamed = append(tgtRenamed, chsql.QuoteIdent(c.Name)+" AS "+m.targetCol(i))
 	}
-	left := "SELECT *, " + strings.Join(sSel, ", ") + " FROM (SELECT " + strings.Join(srcRenamed, ", ") + " FROM " + src + ")"
+	nulls := make([]string, len(sKeys))
+	for i, k := range sKeys {
+		nulls[i] = "isNull(" + k + ")"
+	}
+	left := "SELECT *, " + strings.Join(sSel, ", ") + ", toUInt8(" + strings.Join(nulls, " OR ") + ") AS __s_null FROM (SELECT " + strings.Join(srcRenamed, ", ") + " FROM " + src + ")"
 	lookup := ""
 	if plain {
 		// Only the target rows of the source's keys: ordered by its key,
@@ -252,9 +258,9 @@ func (m *merger) rows(sess *query.Session, s *sqlast.MergeInto, src, target stri
 	var acts, kinds []string
 	kindOf := map[string]int{"INSERT": keyNew, "UPDATE": keyUpdated, "DELETE": keyDeleted}
 	for i, c := range s.Clauses {
-		cond := "__t_m = 1"
+		cond := "(__t_m = 1 AND __s_null = 0)"
 		if !c.Matched {
-			cond = "__t_m = 0"
+			cond = "(__t_m = 0 OR __s_null = 1)"
 		}
 		if c.Cond != nil {
 			x, _, _, err := m.expr(sess, c.Cond)
