@@ -87,6 +87,17 @@ WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.name, s.score)`)
 WHEN MATCHED AND s.name = 'nobody' THEN UPDATE SET name = s.name
 WHEN NOT MATCHED AND s.id IS NOT NULL AND s.name = 'nobody' THEN INSERT VALUES (s.id, s.name, s.score)`)
 	wantRows(t, "after a MERGE of a NULL key", s.run(`SELECT id, name FROM users WHERE id = 0`), "0|zero")
+	// A key of two columns, tracked and not.
+	for _, props := range []string{"", ` PROPERTIES ('change_tracking' = 'true')`} {
+		s.run(`CREATE TABLE IF NOT EXISTS pairs (a INT, b STRING, v INT, PRIMARY KEY (a, b))` + props)
+		s.run(`INSERT INTO pairs VALUES (1, 'x', 1), (1, 'y', 2), (1, 'x', 3)`)
+		s.run(`UPDATE pairs SET v = v + 10 WHERE b = 'y'`)
+		s.run(`DELETE FROM pairs WHERE v = 3`)
+		s.run(`MERGE INTO pairs t USING (SELECT 1 AS a, 'y' AS b, 0 AS v UNION ALL SELECT 2 AS a, 'z' AS b, 5 AS v) s ON t.a = s.a AND t.b = s.b
+WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (s.a, s.b, s.v)`)
+		wantRows(t, "a two-column key"+props, s.run(`SELECT a, b, v FROM pairs ORDER BY a, b`), "2|z|5")
+		s.run(`DROP TABLE pairs`)
+	}
 	s.mustFail(`MERGE INTO orders o USING staging s ON o.user_id = s.id WHEN MATCHED THEN DELETE`, "has no PRIMARY KEY")
 	s.mustFail(`MERGE INTO users t USING staging s ON t.id > s.id WHEN MATCHED THEN DELETE`, "ON must be equalities")
 	s.mustFail(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 1`, "PRIMARY KEY column")

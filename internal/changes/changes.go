@@ -418,8 +418,8 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 				for i, k := range spec.PrimaryKey {
 					keys[i] = chsql.QuoteIdent(k)
 				}
-				kl := "(" + strings.Join(keys, ", ") + ")"
-				kind = "if(" + kl + " IN (SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
+				kl := strings.Join(keys, ", ")
+				kind = "if((" + kl + ") IN (SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
 			}
 			parts = append(parts, part(kind, commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
 		}

@@ -38,13 +38,18 @@ const (
 
 const kindColumn = "__lp_kind"
 
+// keyList is the key columns, quoted, as a select list; keyTuple the
+// same as the tuple an IN compares (a select list in parentheses would
+// be one tuple column).
 func keyList(spec catalog.TableSpec) string {
 	cols := make([]string, len(spec.PrimaryKey))
 	for i, k := range spec.PrimaryKey {
 		cols[i] = chsql.QuoteIdent(k)
 	}
-	return "(" + strings.Join(cols, ", ") + ")"
+	return strings.Join(cols, ", ")
 }
+
+func keyTuple(spec catalog.TableSpec) string { return "(" + keyList(spec) + ")" }
 
 func isKeyColumn(spec catalog.TableSpec, col string) bool {
 	for _, k := range spec.PrimaryKey {
@@ -61,15 +66,15 @@ func isKeyColumn(spec catalog.TableSpec, col string) bool {
 // of the table itself would see an older version of a key come back once
 // the part of the newer one is done.
 func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (*core.Result, error) {
-	keys := keyList(spec)
+	keys, tuple := keyList(spec), keyTuple(spec)
 	if !changes.Tracked(spec) {
-		matching := keys + " IN (SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond) + ")"
+		matching := tuple + " IN (SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond) + ")"
 		if !e.Sharded(schema) {
 			tmp, _, err := sess.Materialize("SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond))
 			if err != nil {
 				return nil, fmt.Errorf("DELETE %s: %w", core.Display(schema, name), err)
 			}
-			matching = keys + " IN (SELECT " + keys + " FROM " + tmp + ")"
+			matching = tuple + " IN (SELECT " + keys + " FROM " + tmp + ")"
 		}
 		return e.Mutate(ctx, schema, name, "DELETE WHERE "+matching)
 	}
@@ -85,7 +90,7 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 	if rows > 0 {
 		// The keys kept in the change log, and only they: a key a load
 		// writes meanwhile stays.
-		matching := keys + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
+		matching := tuple + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
 		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+matching); err != nil {
 			return nil, err
@@ -114,7 +119,7 @@ func (c keyedCounts) String() string {
 // the same. Rows of keys that replaced nothing are an INSERT commit, the
 // others the UPDATE commit; both are registered in one insert at the end.
 func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (keyedCounts, error) {
-	keys := keyList(spec)
+	keys, tuple := keyList(spec), keyTuple(spec)
 	tracked := changes.Tracked(spec)
 	insertCommit := core.RandomCommit()
 	updateCommit := insertCommit
@@ -148,19 +153,19 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		// GLOBAL: on a cluster the shards read this server's temporary table.
 		q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) + " (" + colList + ", " +
 			chsql.QuoteIdent(changes.ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(changes.OrigCommitColumn) + ") SELECT " +
-			colList + ", if(" + keys + " GLOBAL IN " + kindIn(keyDeleted) + ", 'DELETE', 'UPDATE_BEFORE'), toUInt64(" + strconv.FormatUint(updateCommit, 10) + "), " +
-			chsql.QuoteIdent(core.CommitColumn) + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + keys + " GLOBAL IN " + kindIn(keyNew, keyUpdated, keyDeleted)
+			colList + ", if(" + tuple + " GLOBAL IN " + kindIn(keyDeleted) + ", 'DELETE', 'UPDATE_BEFORE'), toUInt64(" + strconv.FormatUint(updateCommit, 10) + "), " +
+			chsql.QuoteIdent(core.CommitColumn) + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + tuple + " GLOBAL IN " + kindIn(keyNew, keyUpdated, keyDeleted)
 		if err := e.St.Exec(ctx, q); err != nil {
 			return n, fmt.Errorf("table %s: keep the replaced rows in its change log: %w", core.Display(schema, name), err)
 		}
-		if n, err = e.keyedCounts(ctx, schema, name, rows, keys+" IN "+saved); err != nil {
+		if n, err = e.keyedCounts(ctx, schema, name, rows, tuple+" IN "+saved); err != nil {
 			return n, err
 		}
 	}
 	if n.inserted+n.updated > 0 {
 		commit := "toUInt64(" + strconv.FormatUint(updateCommit, 10) + ")"
 		if tracked {
-			commit = fmt.Sprintf("if(%s = %d AND %s NOT IN %s, toUInt64(%d), toUInt64(%d))", kindColumn, keyNew, keys, saved, insertCommit, updateCommit)
+			commit = fmt.Sprintf("if(%s = %d AND %s NOT IN %s, toUInt64(%d), toUInt64(%d))", kindColumn, keyNew, tuple, saved, insertCommit, updateCommit)
 		}
 		q := "INSERT INTO " + chsql.Table(schema, name) + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +
 			", " + commit + fmt.Sprintf(" FROM %s WHERE %s IN (%d, %d)", rows, kindColumn, keyNew, keyUpdated)
@@ -169,7 +174,7 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 	}
 	if n.deleted > 0 {
-		if _, err := e.Mutate(ctx, schema, name, "DELETE WHERE "+keys+" IN "+kindIn(keyDeleted)); err != nil {
+		if _, err := e.Mutate(ctx, schema, name, "DELETE WHERE "+tuple+" IN "+kindIn(keyDeleted)); err != nil {
 			return n, err
 		}
 	}
