@@ -78,8 +78,8 @@ func keyedOnCluster(t *testing.T, s *Stack, nodes []*chstore.Store, sharded bool
 	s.run(`DELETE FROM users WHERE id > 990`)
 	s.run(`CREATE TABLE staging (id BIGINT, v STRING)`)
 	s.run(`INSERT INTO staging VALUES (5, 'merged'), (2000, 'new')`)
-	s.run(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)`)
-	wantRows(t, "after UPDATE, DELETE and MERGE INTO", s.run(`SELECT v, COUNT(*) FROM users GROUP BY v ORDER BY v`), "merged|1", "new|1", "upd|9", "v3|980")
+	merged := s.run(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.v)`)
+	wantRows(t, "after UPDATE, DELETE and MERGE INTO ("+merged.Message+")", s.run(`SELECT v, COUNT(*) FROM users GROUP BY v ORDER BY v`), "merged|1", "new|1", "upd|9", "v3|980")
 	if sharded {
 		s.mustFail(`MERGE INTO users t USING staging s ON t.id = s.id WHEN MATCHED THEN DELETE`, "on a sharded cluster")
 	}

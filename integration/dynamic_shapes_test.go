@@ -31,7 +31,7 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 	type shape struct {
 		name, query, cols string // cols: the table's columns, in order
 		full              bool
-		rows              bool // a table of rows (not a summary): a DELETE makes it FULL
+		rows              bool // a table of rows (not a summary): a DELETE takes its rows back by source commit
 	}
 	shapes := []shape{
 		{name: "sh_twice", query: `SELECT region, region AS r2, COUNT(*) AS n FROM sales GROUP BY region`, cols: "region, r2, n"},
@@ -97,32 +97,45 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 		refresh(fmt.Sprintf("round %d", round), nil)
 	}
 
+	// reason says that a refresh of each table named took rows back.
+	reason := func(when string, names []string, want string) {
+		t.Helper()
+		for _, name := range names {
+			h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '` + name + `' LIMIT 1`)
+			if r := table(h); len(r) != 1 || !strings.Contains(r[0][column(t, h, "mode_reason")], want) {
+				t.Fatalf("%s, %s: the history's reason, want one saying %q:\n%s", when, name, want, rowsText(h))
+			}
+		}
+	}
 	// A new row of the dimension table, no new sales: the table of rows
-	// joining it is rebuilt (its marker row must not take the version past
-	// the change), the summary joining it recomputes the groups the new
+	// joining it recomputes the rows of the sales commits whose rows join
+	// the new rows (its marker row must not take the version past the
+	// change without them), the summary joining it the groups the new
 	// rows join, the others have nothing new.
 	s.run(`INSERT INTO cust VALUES (5, 'za'), (6, 'ng')`)
-	joined := "cust, joined to"
-	refresh("after a change of the dimension alone", map[string]string{"sh_star_join": joined})
+	refresh("after a change of the dimension alone", nil)
+	reason("after a change of the dimension alone", []string{"sh_star_join"}, "taken back")
 	s.run(`INSERT INTO sales VALUES ('africa', 7.00, 6)`)
 	refresh("after the change of the dimension, new sales", nil)
 
 	// A DELETE, no new sales: the summaries (COUNT and SUM) take the rows
-	// back, and the group 'us' goes; the tables of rows are rebuilt.
+	// back, and the group 'us' goes; the tables of rows take back the
+	// rows of the commits the deleted rows were in.
 	s.run(`DELETE FROM sales WHERE region = 'us'`)
-	deleted := "were deleted or updated"
-	rows := map[string]string{}
+	var rows []string
 	for _, sh := range shapes {
 		if sh.rows {
-			rows[sh.name] = deleted
+			rows = append(rows, sh.name)
 		}
 	}
-	refresh("after a DELETE alone", rows)
+	refresh("after a DELETE alone", nil)
+	reason("after a DELETE alone", rows, "taken back")
 	s.run(`INSERT INTO sales VALUES ('us', 300.00, 1)`)
 	refresh("after the DELETE, new sales", nil)
 	// An UPDATE moves rows from one group to another.
 	s.run(`UPDATE sales SET region = 'eu', amount = amount + 1 WHERE region = 'africa'`)
-	refresh("after an UPDATE", rows)
+	refresh("after an UPDATE", nil)
+	reason("after an UPDATE", rows, "taken back")
 
 	d := map[string]string{}
 	for _, r := range table(s.run(`DESC DYNAMIC TABLE sh_with`)) {

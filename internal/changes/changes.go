@@ -38,6 +38,17 @@ const (
 	OrigCommitColumn = "_lp_orig_commit"
 )
 
+// KeyList is a keyed table's key columns, quoted, as a select list; in
+// parentheses, the tuple an IN compares (a select list in parentheses
+// would be one tuple column where selected).
+func KeyList(spec catalog.TableSpec) string {
+	cols := make([]string, len(spec.PrimaryKey))
+	for i, k := range spec.PrimaryKey {
+		cols[i] = chsql.QuoteIdent(k)
+	}
+	return strings.Join(cols, ", ")
+}
+
 func Tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
 
 // ChangesTable names the change table of schema.name in schemas.ChangesDB.
@@ -414,11 +425,7 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 			if spec.Keyed() {
 				// A load that replaced some keys is an UPDATE commit; its
 				// rows of keys it did not replace are inserts.
-				keys := make([]string, len(spec.PrimaryKey))
-				for i, k := range spec.PrimaryKey {
-					keys[i] = chsql.QuoteIdent(k)
-				}
-				kl := strings.Join(keys, ", ")
+				kl := KeyList(spec)
 				kind = "if((" + kl + ") IN (SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
 			}
 			parts = append(parts, part(kind, commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
@@ -516,11 +523,7 @@ func Rows(schema, name string, spec catalog.TableSpec) string {
 // SaveRemoved copies the rows a DELETE or UPDATE is about to remove into the
 // change table, tagged with the statement's commit id.
 func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog.TableSpec, kind string, commit uint64, cond string) error {
-	cols := make([]string, len(spec.Columns))
-	for i, c := range spec.Columns {
-		cols[i] = chsql.QuoteIdent(c.Name)
-	}
-	colList := strings.Join(cols, ", ")
+	colList := core.ColumnList(spec.Columns)
 	q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, ChangesTable(schema, name)) + " (" + colList + ", " +
 		chsql.QuoteIdent(ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(OrigCommitColumn) + ") SELECT " +
 		colList + ", " + chsql.QuoteString(kind) + ", toUInt64(" + strconv.FormatUint(commit, 10) + "), " + chsql.QuoteIdent(core.CommitColumn) +

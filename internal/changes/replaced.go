@@ -3,7 +3,6 @@ package changes
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -66,16 +65,7 @@ func (e *Log) PublishStaged(ctx context.Context, stg *staging.Stage, target core
 // meanwhile. A row of the staged commits themselves (an earlier file of
 // the same COPY) is no replacement.
 func (e *Log) keepReplaced(ctx context.Context, schema, name string, spec catalog.TableSpec, stage string) error {
-	keyCols := make([]string, len(spec.PrimaryKey))
-	for i, k := range spec.PrimaryKey {
-		keyCols[i] = chsql.QuoteIdent(k)
-	}
-	keys := strings.Join(keyCols, ", ")
-	cols := make([]string, len(spec.Columns))
-	for i, c := range spec.Columns {
-		cols[i] = chsql.QuoteIdent(c.Name)
-	}
-	colList := strings.Join(cols, ", ")
+	keys, colList := KeyList(spec), core.ColumnList(spec.Columns)
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(OrigCommitColumn)
 	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
 	staged := "(SELECT DISTINCT " + commit + " FROM " + stage + ")"

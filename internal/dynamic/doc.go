@@ -46,14 +46,17 @@
 // Queries whose rows each come from one row of a changing table
 // (projections and filters of it, its INNER or LEFT joins with dimension
 // tables, UNION ALL of those: planAppend) keep their rows in the state
-// instead, a MergeTree ordered by (_lp_marker, _lp_upto): each refresh
+// instead, each with the commit of the source row it came from (_lp_src),
+// in a MergeTree ordered by (_lp_marker, _lp_src, _lp_upto): each refresh
 // INSERTs the rows its new source rows give plus one marker row carrying
-// the version, in one part; the view hides the markers. Summaries may read
-// such a join too (planAggregate). A dimension table that changed since the
-// state's version fails the INSERT (throwIf) and makes the refresh FULL.
-// The marker row carries the checks itself (its HAVING), so that no
-// refresh takes the version past such a change, or a DELETE, even when no
-// new row comes with it.
+// the version, in one part; the view hides the markers. Rows deleted or
+// updated in the source, and dimension rows changed, are taken back by
+// source commit (appendDelta, append.go): the rows of the commits they
+// touch are hidden by (_lp_marker = 2) rows naming them and written again
+// from the commits' present rows, in the same INSERT. Summaries may read
+// such a join too (planAggregate). The marker row carries the checks
+// itself (its HAVING), so that no refresh takes the version past what it
+// did not write.
 //
 // A query whose FROM is one dynamic table with a plan is planned as that
 // table's query (planOverDynamic), recursively: its state is kept from the

@@ -182,7 +182,7 @@ func (e *Refresher) refreshCached(ctx context.Context, name, trigger string) (_ 
 	}
 	hi := changes.ChangeReadHorizon()
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, schema, name, v)}, p.versionChecks()...)
-	regrouped, err := e.incrementalDelta(ctx, schema, name, p, hi, checks)
+	done, err := e.incrementalDelta(ctx, schema, name, p, hi, checks)
 	if err != nil {
 		e.Cat.Forget(catalog.KindDynamicTable, schema, name)
 		for _, src := range p.read() {
@@ -191,8 +191,8 @@ func (e *Refresher) refreshCached(ctx context.Context, name, trigger string) (_ 
 		return jobs.RefreshResult{}, false, nil
 	}
 	res := jobs.RefreshResult{State: jobs.RefreshSucceeded, Mode: jobs.RefreshIncremental}
-	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(regrouped),
-		idle: noNewRows, sources: spec.Sources, rows: p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi)})
+	return res, true, e.recordRefresh(ctx, refreshRecord{schema: schema, name: name, trigger: trigger, start: start, result: res, reason: p.deltaReason(done),
+		idle: noNewRows, sources: spec.Sources, rows: done.rows(p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), deleted: done.deleted})
 }
 
 // refreshFresh refreshes from the catalog as it is now: incrementally when
@@ -341,7 +341,7 @@ func (e *Refresher) refreshModeOf(ctx context.Context, spec catalog.DynamicTable
 func (p *incPlan) modeReason() string {
 	switch {
 	case p.appendRows:
-		return "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added"
+		return "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added; the rows of source commits whose rows were deleted or updated are taken back and written again from the rows they still have"
 	case p.retract:
 		return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
 	}

@@ -294,18 +294,31 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 	sql(fmt.Sprintf("FULL refresh up to %d (incrementalFull: the state built afresh, then renamed %s)", goldenHi, state),
 		plan.stateDDL(fresh, goldenHi)...)
 	sql(fmt.Sprintf("the dynamic table %s (incrementalFull's CREATE VIEW … AS)", chsql.Table(goldenSchema, goldenName)), plan.viewSelect(state))
+	// The change log after the state's version (goldenUpto): an INSERT
+	// and an UPDATE up to the horizon, a DELETE after it.
+	w := &changeWindow{from: goldenUpto, commits: make([][]changes.CommitRef, len(plan.read()))}
+	w.commits[0] = []changes.CommitRef{{Version: goldenUpto + 1, ID: 11, Kind: changes.CommitInsert},
+		{Version: goldenUpto + 2, ID: 12, Kind: changes.CommitUpdate}, {Version: goldenHi + 1, ID: 13, Kind: changes.CommitDelete}}
+	done := deltaDone{}
 	if plan.appendRows {
-		delta, err := plan.deltaSQL(goldenSchema, goldenName, goldenHi, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
+		var fn *fullNeeded
+		plan.cols = []string{"c1", "c2"} // what appendColumns reads from the state
+		if len(plan.dims) > 0 {
+			// And an UPDATE (21) of the first dimension table.
+			w.commits[len(plan.sources)] = []changes.CommitRef{{Version: goldenUpto + 3, ID: 21, Kind: changes.CommitUpdate}}
 		}
-		sql(fmt.Sprintf("INCREMENTAL refresh up to %d (incrementalDelta)", goldenHi), delta)
+		st, err := plan.appendDelta(state, w, goldenHi, nil)
+		switch {
+		case errors.As(err, &fn):
+			line("INCREMENTAL refresh after an INSERT, an UPDATE and a later DELETE: FULL: %s", fn.reason)
+		case err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		default:
+			sql(fmt.Sprintf("INCREMENTAL refresh up to %d after an INSERT (commit 11), an UPDATE (12) and, after %d, a DELETE (13), and an UPDATE of the first dimension table (21) if any (appendDelta; the state's columns taken as c1, c2)", goldenHi, goldenHi), st.insert)
+			sql("rows it takes back, counted before it runs", st.deleted)
+			done.touched, done.deleted = st.touched, 1
+		}
 	} else {
-		// The change log after the state's version (goldenUpto): an
-		// INSERT and an UPDATE up to the horizon, a DELETE after it.
-		w := &changeWindow{from: goldenUpto, commits: make([][]changes.CommitRef, len(plan.read()))}
-		w.commits[0] = []changes.CommitRef{{Version: goldenUpto + 1, ID: 11, Kind: changes.CommitInsert},
-			{Version: goldenUpto + 2, ID: 12, Kind: changes.CommitUpdate}, {Version: goldenHi + 1, ID: 13, Kind: changes.CommitDelete}}
 		st, err := plan.summaryDelta(state, stateTable(goldenSchema, goldenName)+"__new_"+goldenLoadID, w, goldenHi, nil)
 		var fn *fullNeeded
 		what := fmt.Sprintf("INCREMENTAL refresh up to %d after an INSERT (commit 11), an UPDATE (12) and, after %d, a DELETE (13) (summaryDelta)", goldenHi, goldenHi)
@@ -320,8 +333,8 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 			sql(what+": the groups the UPDATE touched recomputed (regroup, then the state renamed)", st.regroup...)
 		}
 	}
-	line("its reason: %s", plan.deltaReason(false))
-	sql("rows it wrote (touched)", plan.touched(state, goldenHi))
+	line("its reason: %s", plan.deltaReason(done))
+	sql("rows it wrote (touched)", done.rows(plan, state, goldenHi))
 	checks := append([]string{catalog.VersionCheck(catalog.KindDynamicTable, goldenSchema, goldenName, goldenSpecVersion)}, plan.versionChecks()...)
 	sql(fmt.Sprintf("a refresh by the cached plan (refreshCached, dynamic table's spec at version %d) adds to its conditions", goldenSpecVersion), checks...)
 	return b.String()

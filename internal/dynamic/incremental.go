@@ -163,7 +163,9 @@ func (p *incPlan) baseView(state string) string {
 		for i, c := range p.cols {
 			cols[i] = chsql.QuoteIdent(c)
 		}
-		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0"
+		// Rows taken back are left out by the pairs (source commit,
+		// version written) of the _lp_marker = 2 rows (appendDelta).
+		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0 AND " + retractedPairs(state, "NOT IN")
 	}
 	cols := make([]string, len(p.order))
 	for i, o := range p.order {
@@ -253,42 +255,32 @@ func (p *incPlan) stateVersion(state string) string {
 	return "(SELECT maxMerge(_lp_upto) FROM " + state + ")"
 }
 
-// newCommits is the condition on _lp_commit selecting the rows of a
-// source's commits after the state's version, up to hi. A commit in that
-// range that deleted or updated rows fails the statement (throwIf): only a
-// FULL refresh can take it.
-func (p *incPlan) newCommits(state string, hi uint64) func(incSource) string {
-	return func(src incSource) string {
-		return chsql.QuoteIdent(core.CommitColumn) + p.in + fmt.Sprintf("(SELECT commit_id FROM (SELECT commit_id, kind FROM lakepipe.table_commits WHERE db = %s AND table = %s "+
-			"AND version > %s AND version <= %d) WHERE throwIf(kind != %s) = 0)",
-			chsql.QuoteString(src.schema), chsql.QuoteString(src.table), p.stateVersion(state), hi, chsql.QuoteString(changes.CommitInsert))
-	}
-}
-
-// dimChecks are conditions failing (throwIf) a refresh after which a
-// dimension table changed, or from a state older than what a table's
-// change log still holds: only a FULL refresh can take that.
-func (p *incPlan) dimChecks(state string, hi uint64) []string {
-	var out []string
-	for _, s := range p.read() {
-		if s.retained > 0 {
-			out = append(out, fmt.Sprintf("throwIf(%s < %d) = 0", p.stateVersion(state), s.retained))
-		}
-	}
-	for _, d := range p.dims {
-		out = append(out, fmt.Sprintf("throwIf((SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %s AND version <= %d) != 0) = 0",
-			chsql.QuoteString(d.schema), chsql.QuoteString(d.table), p.stateVersion(state), hi))
-	}
-	return out
-}
-
 // touched counts the rows of the state that the refresh to version hi
-// wrote: groups (new or changed), or rows appended.
+// wrote: groups (new or changed), or rows appended (appendDelta counts
+// those of an incremental refresh by their commits).
 func (p *incPlan) touched(state string, hi uint64) string {
 	if p.appendRows {
 		return fmt.Sprintf("(SELECT count() FROM %s PREWHERE _lp_marker = 0 AND _lp_upto = %d)", state, hi)
 	}
 	return fmt.Sprintf("(SELECT count() FROM %s WHERE finalizeAggregation(_lp_upto) = %d)", state, hi)
+}
+
+// rows is SQL counting the rows a refresh to hi wrote.
+func (d deltaDone) rows(p *incPlan, state string, hi uint64) string {
+	if d.touched != "" {
+		return d.touched
+	}
+	return p.touched(state, hi)
+}
+
+// deltaDone is what an incremental refresh did: regrouped, a summary's
+// groups that removed rows touched were recomputed; touched, when not "",
+// is SQL counting the rows it wrote (else incPlan.touched); deleted, the
+// rows it took back from an append plan's state.
+type deltaDone struct {
+	regrouped bool
+	touched   string
+	deleted   int64
 }
 
 // incrementalDelta adds to the state what the rows committed after its
@@ -297,18 +289,18 @@ func (p *incPlan) touched(state string, hi uint64) string {
 // together, to the dynamic table's readers too (a view of the state). It
 // reads its starting version in the same statement, so running it twice
 // adds nothing the second time. checks must hold for it to run.
-func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) (regrouped bool, err error) {
+func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p *incPlan, hi uint64, checks []string) (d deltaDone, err error) {
 	if !p.appendRows {
 		state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
 		for try := 0; ; try++ {
 			w, err := e.readWindow(ctx, p, state, checks)
 			if err != nil {
-				return false, err
+				return d, err
 			}
 			fresh := stateTable(schema, name) + "__new_" + core.NewLoadID()
 			st, err := p.summaryDelta(state, fresh, w, hi, nil)
 			if err != nil || st == nil {
-				return false, err
+				return d, err
 			}
 			// A failed check: a DELETE or UPDATE of the window's rows
 			// under way (removalsUnderWay) registers within moments;
@@ -320,20 +312,34 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 				err = e.regroup(ctx, schema, name, st)
 			}
 			if err == nil || !chstore.IsCode(err, chstore.CodeThrowIf) || try == removalWaits {
-				return err == nil && st.fresh != "", err
+				d.regrouped = err == nil && st.fresh != ""
+				return d, err
 			}
 			select {
 			case <-ctx.Done():
-				return false, ctx.Err()
+				return d, ctx.Err()
 			case <-time.After(removalWait):
 			}
 		}
 	}
-	q, err := p.deltaSQL(schema, name, hi, checks)
+	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
+	w, err := e.readWindow(ctx, p, state, checks)
 	if err != nil {
-		return false, err
+		return d, err
 	}
-	return false, e.St.Exec(chstore.OneBlock(ctx), q)
+	st, err := p.appendDelta(state, w, hi, nil)
+	if err != nil {
+		return d, err
+	}
+	if st.deleted != "" {
+		n, err := e.St.Strings(ctx, st.deleted)
+		if err != nil {
+			return d, err
+		}
+		d.deleted, _ = strconv.ParseInt(n[0], 10, 64)
+	}
+	d.touched = st.touched
+	return d, e.St.Exec(chstore.OneBlock(ctx), st.insert)
 }
 
 // regroup builds a summary's state afresh from its state, with the groups
@@ -356,49 +362,6 @@ const (
 	removalWait  = 200 * time.Millisecond
 	removalWaits = 50
 )
-
-// deltaSQL is the INSERT of incrementalDelta for a plan of rows
-// (summaries: summaryDelta).
-func (p *incPlan) deltaSQL(schema, name string, hi uint64, checks []string) (string, error) {
-	state := chsql.Table(schemas.ChangesDB, stateTable(schema, name))
-	checks = append(p.dimChecks(state, hi), checks...)
-	if len(p.cols) == 0 {
-		return "", fmt.Errorf("dynamic table %s: the columns of its state are not known", core.Display(schema, name))
-	}
-	cols := make([]string, len(p.cols))
-	anys := make([]string, len(p.cols))
-	for i, c := range p.cols {
-		cols[i] = chsql.QuoteIdent(c)
-		anys[i] = "any(" + cols[i] + ")"
-	}
-	upto := strconv.FormatUint(hi, 10)
-	q := "INSERT INTO " + state + " (" + strings.Join(cols, ", ") + ", _lp_marker, _lp_upto) SELECT *, toUInt8(0), toUInt64(" + upto + ") FROM (" + p.render(p.body, p.newCommits(state, hi)) + ")"
-	if len(checks) > 0 {
-		q += " WHERE " + strings.Join(checks, " AND ")
-	}
-	// The marker row: the version, even when no row came. It is written
-	// only if the checks hold, with those of the changing tables' commits:
-	// they are its HAVING, over the one row any() gives. The WHERE above
-	// fails the statement only while some row reaches it on releases that
-	// do not fold throwIf of a constant at analysis (18.16 folds it; those
-	// with short-circuit evaluation do not), and a marker must never take
-	// the version past a change only a FULL refresh can take.
-	guard := append(p.sourceChecks(state, hi), checks...)
-	q += " UNION ALL SELECT " + strings.Join(anys, ", ") + ", toUInt8(1), toUInt64(" + upto + ") FROM " + state + " WHERE 0 HAVING " + strings.Join(guard, " AND ")
-	return q, nil
-}
-
-// sourceChecks are conditions failing (throwIf) a refresh after which a
-// changing table had rows deleted or updated, as newCommits does for the
-// rows it reads.
-func (p *incPlan) sourceChecks(state string, hi uint64) []string {
-	var out []string
-	for _, s := range p.sources {
-		out = append(out, fmt.Sprintf("throwIf((SELECT count() FROM lakepipe.table_commits WHERE db = %s AND table = %s AND version > %s AND version <= %d AND kind != %s) != 0) = 0",
-			chsql.QuoteString(s.schema), chsql.QuoteString(s.table), p.stateVersion(state), hi, chsql.QuoteString(changes.CommitInsert)))
-	}
-	return out
-}
 
 // incrementalFull rebuilds a summary's state from the rows of commits up
 // to hi, and makes the dynamic table the view of it. rows counts its
@@ -454,7 +417,7 @@ func (p *incPlan) stateDDL(table string, hi uint64) []string {
 	}
 	upto := strconv.FormatUint(hi, 10)
 	return []string{
-		"CREATE TABLE " + table + " ENGINE = MergeTree ORDER BY (_lp_marker, _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64(" + upto + ") AS _lp_upto FROM (" +
+		"CREATE TABLE " + table + " ENGINE = MergeTree ORDER BY (_lp_marker, " + srcColumn + ", _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64(" + upto + ") AS _lp_upto FROM (" +
 			p.render(p.body, p.committedUpTo(hi)) + ")",
 		"INSERT INTO " + table + " (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64(" + upto + ")",
 	}
@@ -468,7 +431,7 @@ func (e *Refresher) appendColumns(ctx context.Context, p *incPlan, table string)
 	}
 	p.cols = nil
 	for _, c := range res.Columns {
-		if c != "_lp_marker" && c != "_lp_upto" {
+		if c != "_lp_marker" && c != "_lp_upto" && c != srcColumn {
 			p.cols = append(p.cols, c)
 		}
 	}
@@ -553,15 +516,16 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 	case forceFull:
 		reason = "a full refresh was asked for"
 	default:
-		err, regrouped := error(nil), false
+		var done deltaDone
+		var err error
 		if p.appendRows && len(p.cols) == 0 {
 			err = e.appendColumns(ctx, p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)))
 		}
 		if err == nil {
-			regrouped, err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
+			done, err = e.incrementalDelta(ctx, schema, name, p, hi, nil)
 		}
 		if err == nil {
-			return p.touched(chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), 0, jobs.RefreshIncremental, p.deltaReason(regrouped), nil
+			return done.rows(p, chsql.Table(schemas.ChangesDB, stateTable(schema, name)), hi), done.deleted, jobs.RefreshIncremental, p.deltaReason(done), nil
 		}
 		var fn *fullNeeded
 		switch {
@@ -583,10 +547,18 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 // signed rows (_lp_sign, _lp_rows).
 const signedLayout = "signed;"
 
+// sourcedLayout marks, in DynamicTableSpec.StateOf, an append plan's
+// state whose rows carry their source commit (_lp_src).
+const sourcedLayout = "sourced;"
+
 // rebuildReason says why a state must be rebuilt when the spec's StateOf
 // is not the plan's.
 func (p *incPlan) rebuildReason(stateOf string) string {
-	if !p.appendRows && !strings.HasPrefix(stateOf, signedLayout) && signedLayout+stateOf == p.stateOf() {
+	layout := signedLayout
+	if p.appendRows {
+		layout = sourcedLayout
+	}
+	if !strings.HasPrefix(stateOf, layout) && layout+stateOf == p.stateOf() {
 		return "the state was built by an earlier release of lakepipe, which could not take deleted rows back: it is rebuilt once"
 	}
 	return recreatedSource
@@ -617,14 +589,6 @@ func (e *Refresher) fullReason(ctx context.Context, p *incPlan, state string, hi
 	for _, d := range p.dims {
 		if changed(d) {
 			return "table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"
-		}
-	}
-	for _, s := range p.sources {
-		if !changed(s, changes.CommitDelete, changes.CommitUpdate) {
-			continue
-		}
-		if p.appendRows {
-			return "rows of " + core.Display(s.schema, s.table) + " were deleted or updated since the last refresh, and a dynamic table of rows does not take rows back yet: it is recomputed"
 		}
 	}
 	if !p.appendRows {
@@ -667,10 +631,12 @@ func (p *incPlan) viaNote() string {
 	return "over dynamic table " + strings.Join(names, " over ") + ", kept from " + p.sourceNames() + " (the queries between applied when it is read): "
 }
 
-// deltaReason is the history's reason for an incremental refresh;
-// regrouped: groups that removed rows touched were recomputed.
-func (p *incPlan) deltaReason(regrouped bool) string {
-	if regrouped {
+// deltaReason is the history's reason for an incremental refresh.
+func (p *incPlan) deltaReason(d deltaDone) string {
+	if d.deleted > 0 {
+		return p.viaNote() + p.ownDeltaReason() + "; the rows of the source commits that rows deleted or updated since, or changed rows of a joined table, touch were taken back and written again from the commits' present rows"
+	}
+	if d.regrouped {
 		return p.viaNote() + p.ownDeltaReason() + "; the groups that rows deleted or updated since were in (when an aggregate cannot take rows back), or that changed rows of a joined table join, were recomputed"
 	}
 	return p.viaNote() + p.ownDeltaReason()
@@ -695,6 +661,9 @@ func (p *incPlan) stateOf() string {
 		// Summaries' states of signed rows (2026-12-05): a state built by
 		// an earlier release has other columns and is rebuilt once.
 		b.WriteString(signedLayout)
+	} else {
+		// States of rows with their source commits (2026-12-05): likewise.
+		b.WriteString(sourcedLayout)
 	}
 	for _, s := range p.read() {
 		fmt.Fprintf(&b, "%s@%d;", core.Display(s.schema, s.table), s.created.UnixNano())

@@ -59,7 +59,18 @@ type incPlan struct {
 	// Append plans (rows of the query appended as their source rows come).
 	appendRows bool
 	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
-	cols       []string // the state's columns before _lp_marker and _lp_upto, once known
+	cols       []string // the state's columns before _lp_src, _lp_marker and _lp_upto, once known
+	branches   []appendBranch
+}
+
+// appendBranch is one SELECT of an append plan that joins dimension
+// tables: a change of one recomputes the rows of the source commits whose
+// rows join its changed rows.
+type appendBranch struct {
+	source int    // its changing table, in sources
+	alias  string // the changing table's name in the SELECT
+	dims   []int  // the dimension tables it joins, in dims
+	from   string // its translated FROM: deltaToken for the changing table's rows, dimToken(j) for dims[j]
 }
 
 // incSource is a table a plan reads, with the catalog version of its spec
@@ -546,6 +557,30 @@ func perRow(sel *sqlast.Select) string {
 	return why
 }
 
+// srcColumn is the column of an append plan's state holding the commit of
+// the source row each row came from: the rows that a deleted or updated
+// source row gave are found by it, taken back and recomputed from their
+// commit's present rows.
+const srcColumn = "_lp_src"
+
+// sourceAlias is the name the changing table of a FROM (its leftmost
+// table, incFrom) is known by in the query.
+func sourceAlias(r sqlast.TableRef) string {
+	for {
+		switch x := r.(type) {
+		case *sqlast.JoinRef:
+			r = x.Left
+		case *sqlast.TableName:
+			if x.Alias != "" {
+				return x.Alias
+			}
+			return x.Name.Parts[len(x.Name.Parts)-1]
+		default:
+			return ""
+		}
+	}
+}
+
 // planAppend plans a query whose rows each come from one row of a changing
 // table (projections and filters of it, joins of it with dimension tables,
 // UNION ALL of those): a refresh appends the rows its new source rows give.
@@ -568,6 +603,12 @@ func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, 
 		}
 		return "it has a nested query with ORDER BY or LIMIT"
 	}
+	// A copy: each SELECT gets the source commit of its rows as one more
+	// column, and the caller's query stays as written.
+	q, err := sqlparse.ParseQuery(sqlast.FormatQuery(q))
+	if err != nil {
+		return nil, err.Error()
+	}
 	if why := walk(q.Body); why != "" {
 		return nil, why
 	}
@@ -581,6 +622,7 @@ func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, 
 		if why := e.incFrom(ctx, p, sel.From); why != "" {
 			return nil, why
 		}
+		sel.Items = append(sel.Items, sqlast.SelectItem{Expr: &sqlast.ColumnRef{Parts: []string{sourceAlias(sel.From[0]), core.CommitColumn}}, Alias: srcColumn})
 	}
 	if why := p.crossCheck(); why != "" {
 		return nil, why
@@ -591,5 +633,43 @@ func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, 
 		return nil, err.Error()
 	}
 	p.body = body
+	if len(p.dims) > 0 {
+		if why := e.appendBranches(sess, p, selects); why != "" {
+			return nil, why
+		}
+	}
 	return p, ""
+}
+
+// appendBranches records the SELECTs of an append plan that join
+// dimension tables, each with its FROM translated with the dimension
+// tables at dimToken.
+func (e *Refresher) appendBranches(sess *query.Session, p *incPlan, selects []*sqlast.Select) string {
+	tableRef := sess.Tr.Table
+	defer func() { sess.Tr.Table = tableRef }()
+	var b appendBranch
+	sess.Tr.Table = func(n sqlast.ObjectName) (string, error) {
+		if schema, table, err := e.Qualify(n); err == nil {
+			if j := slices.IndexFunc(p.dims, incSource{schema: schema, table: table}.same); j >= 0 {
+				b.dims = append(b.dims, j)
+				return dimToken(j), nil
+			}
+			if i := slices.IndexFunc(p.sources, incSource{schema: schema, table: table}.same); i >= 0 {
+				b.source = i
+			}
+		}
+		return tableRef(n)
+	}
+	for _, sel := range selects {
+		b = appendBranch{alias: sourceAlias(sel.From[0])}
+		from, err := sess.Tr.From(sel.From)
+		if err != nil {
+			return err.Error()
+		}
+		if len(b.dims) > 0 {
+			b.from = from
+			p.branches = append(p.branches, b)
+		}
+	}
+	return ""
 }

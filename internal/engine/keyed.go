@@ -38,18 +38,8 @@ const (
 
 const kindColumn = "__lp_kind"
 
-// keyList is the key columns, quoted, as a select list; keyTuple the
-// same as the tuple an IN compares (a select list in parentheses would
-// be one tuple column).
-func keyList(spec catalog.TableSpec) string {
-	cols := make([]string, len(spec.PrimaryKey))
-	for i, k := range spec.PrimaryKey {
-		cols[i] = chsql.QuoteIdent(k)
-	}
-	return strings.Join(cols, ", ")
-}
-
-func keyTuple(spec catalog.TableSpec) string { return "(" + keyList(spec) + ")" }
+// keyTuple is the key columns as the tuple an IN compares.
+func keyTuple(spec catalog.TableSpec) string { return "(" + changes.KeyList(spec) + ")" }
 
 func isKeyColumn(spec catalog.TableSpec, col string) bool {
 	for _, k := range spec.PrimaryKey {
@@ -66,7 +56,7 @@ func isKeyColumn(spec catalog.TableSpec, col string) bool {
 // of the table itself would see an older version of a key come back once
 // the part of the newer one is done.
 func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (*core.Result, error) {
-	keys, tuple := keyList(spec), keyTuple(spec)
+	keys, tuple := changes.KeyList(spec), keyTuple(spec)
 	if !changes.Tracked(spec) {
 		matching := tuple + " IN (SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond) + ")"
 		if !e.Sharded(schema) {
@@ -119,7 +109,7 @@ func (c keyedCounts) String() string {
 // the same. Rows of keys that replaced nothing are an INSERT commit, the
 // others the UPDATE commit; both are registered in one insert at the end.
 func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (keyedCounts, error) {
-	keys, tuple := keyList(spec), keyTuple(spec)
+	keys, tuple := changes.KeyList(spec), keyTuple(spec)
 	tracked := changes.Tracked(spec)
 	insertCommit := core.RandomCommit()
 	updateCommit := insertCommit
@@ -145,11 +135,7 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 	saved := "(SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 		" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(updateCommit, 10) + ")"
 	if tracked && n != (keyedCounts{}) {
-		all := make([]string, len(spec.Columns))
-		for i, c := range spec.Columns {
-			all[i] = chsql.QuoteIdent(c.Name)
-		}
-		colList := strings.Join(all, ", ")
+		colList := core.ColumnList(spec.Columns)
 		// GLOBAL: on a cluster the shards read this server's temporary table.
 		q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) + " (" + colList + ", " +
 			chsql.QuoteIdent(changes.ChangeTypeColumn) + ", " + chsql.QuoteIdent(core.CommitColumn) + ", " + chsql.QuoteIdent(changes.OrigCommitColumn) + ") SELECT " +

@@ -21,6 +21,8 @@ import (
 //     the same period.
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
+//   - the rows that refreshes of dynamic tables of rows took back are
+//     removed from their states.
 //   - dropped tables past their retention are purged.
 //   - streaming-write sessions unused for StreamSessionIdleDays are closed.
 func (e *Engine) Maintain(ctx context.Context) error {
@@ -49,6 +51,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := e.TrimChangeLogs(ctx); err != nil {
+		return err
+	}
+	if err := e.CompactStates(ctx); err != nil {
 		return err
 	}
 	e.purgeTrash(ctx)
