@@ -46,25 +46,31 @@ launch() {
   echo $! >"$(svc_pidfile "$svc")"
 }
 
-# clickhouse_config DIR [REPLICA]: a config folder for a private server: the
+# clickhouse_config DIR TCP [REPLICA]: a config folder for a private server: the
 # package's config and users files, plus config.d/lakepipe.xml defining the
 # local clusters — lakepipe_local, two shards (clickhouse, clickhouse2), and
 # lakepipe_replicated, one shard of two replicas (clickhouse3, clickhouse4) —
 # on every server (a Distributed table can be queried through any of them).
 # With REPLICA (r1, r2) the server also gets the local ZooKeeper and the
-# macros of its replica.
+# macros of its replica. TCP, the server's native port, is written there
+# too: ClickHouse tells which replica of a cluster is itself by the
+# tcp_port of its configuration files (a --tcp_port on the command line
+# does not reach the cluster definitions), and without that every read
+# and insert through a Distributed table goes to a replica picked at
+# random, so a read right after a write can miss it (replication lags).
 clickhouse_config() {
-  local etc=$1/etc src keeper=""
+  local etc=$1/etc tcp=$2 src keeper=""
   src=$(dirname "$LAKEPIPE_CLICKHOUSE_CONFIG")
   mkdir -p "$etc/config.d"
   cp "$LAKEPIPE_CLICKHOUSE_CONFIG" "$etc/config.xml"
   [ ! -r "$src/users.xml" ] || cp "$src/users.xml" "$etc/users.xml"
-  if [ -n "${2:-}" ]; then
+  if [ -n "${3:-}" ]; then
     keeper="<zookeeper><node><host>127.0.0.1</host><port>$LAKEPIPE_ZOOKEEPER_PORT</port></node></zookeeper>
-  <macros><shard>01</shard><replica>$2</replica></macros>"
+  <macros><shard>01</shard><replica>$3</replica></macros>"
   fi
   cat >"$etc/config.d/lakepipe.xml" <<XML
 <yandex>
+  <tcp_port>$tcp</tcp_port>
   <remote_servers>
     <$LAKEPIPE_CLICKHOUSE_CLUSTER_NAME>
       <shard><replica><host>127.0.0.1</host><port>$LAKEPIPE_CLICKHOUSE_PORT</port></replica></shard>
@@ -92,7 +98,7 @@ launch_clickhouse_server() {
   need_bin clickhouse-client clickhouse
   [ -r "$LAKEPIPE_CLICKHOUSE_CONFIG" ] || die "$svc: config $LAKEPIPE_CLICKHOUSE_CONFIG not readable"
   mkdir -p "$d/data" "$d/tmp" "$d/user_files" "$d/fs"
-  conf=$(clickhouse_config "$d" "${5:-}")
+  conf=$(clickhouse_config "$d" "$2" "${5:-}")
   # The package's config, everything machine-wide overridden: a private server
   # that neither needs nor touches the system service's files and ports.
   # --listen_host=127.0.0.1 replaces the default (::1 and 127.0.0.1).
