@@ -272,6 +272,23 @@ var (
 	ch4Addr           = "127.0.0.1:" + env("LAKEPIPE_CLICKHOUSE4_PORT", "19300")
 )
 
+// TestClusterNotLocal: in replicated mode lakepipe refuses an entry server
+// that does not see itself among the cluster's replicas (system.clusters
+// is_local), since Distributed tables would then read and write replicas at
+// random: a server of the other cluster is such a server.
+func TestClusterNotLocal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := chstore.Open(ctx, chstore.Config{Addr: chAddr, Cluster: replicatedCluster, Replicated: true})
+	if err == nil {
+		st.Close()
+		t.Fatalf("opened cluster %s through %s, which is none of its replicas", replicatedCluster, chAddr)
+	}
+	if !strings.Contains(err.Error(), "is_local") {
+		t.Fatalf("error %q, want one naming system.clusters.is_local", err)
+	}
+}
+
 // TestClusterReplicated: with a Keeper (deploy/local's ZooKeeper), tables
 // are ReplicatedMergeTree shards created ON CLUSTER, and the catalog is
 // replicated to every node: on the local cluster of one shard with two

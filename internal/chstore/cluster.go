@@ -22,12 +22,22 @@ type node struct {
 // openNodes connects to every server of the configured cluster, as the
 // entry server's system.clusters lists them.
 func (s *Store) openNodes(ctx context.Context) error {
-	res, err := s.Query(ctx, "SELECT shard_num, host_address, port FROM system.clusters WHERE cluster = "+chsql.QuoteString(s.cfg.Cluster)+" ORDER BY shard_num, replica_num")
+	res, err := s.Query(ctx, "SELECT shard_num, host_address, port, is_local FROM system.clusters WHERE cluster = "+chsql.QuoteString(s.cfg.Cluster)+" ORDER BY shard_num, replica_num")
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", s.cfg.Cluster, err)
 	}
 	if len(res.Rows) == 0 {
 		return fmt.Errorf("cluster %s is not defined on the ClickHouse server at %s (see remote_servers in its configuration; deploy/local defines lakepipe_local)", s.cfg.Cluster, s.cfg.Addr)
+	}
+	local := false
+	for _, r := range res.Rows {
+		local = local || fmt.Sprint(r[3]) == "1"
+	}
+	if s.cfg.Replicated && !local {
+		// Then a Distributed table sends every insert and read to a
+		// replica picked at random, and a read right after a write may
+		// miss it: lakepipe counts a load's rows once it is written.
+		return fmt.Errorf("cluster %s: the ClickHouse server at %s does not see itself among its replicas (system.clusters.is_local is 0 on every row): name it in remote_servers by an address of its own and the tcp_port of its configuration files (a --tcp_port on the command line does not count); see docs/scaling.md", s.cfg.Cluster, s.cfg.Addr)
 	}
 	for _, r := range res.Rows {
 		shard, _ := strconv.Atoi(fmt.Sprint(r[0]))
