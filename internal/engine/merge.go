@@ -236,11 +236,16 @@ func (m *merger) rows(sess *query.Session, s *sqlast.MergeInto, src, target stri
 	left := "SELECT *, " + strings.Join(sSel, ", ") + ", toUInt8(" + strings.Join(nulls, " OR ") + ") AS __s_null FROM (SELECT " + strings.Join(srcRenamed, ", ") + " FROM " + src + ")"
 	lookup := ""
 	if plain {
-		// Only the target rows of the source's keys: ordered by its key,
-		// the table reads their granules.
-		lookup = " WHERE (" + strings.Join(tKeys, ", ") + ") GLOBAL IN (SELECT " + strings.Join(keyNames, ", ") + " FROM (" + left + "))"
+		// Only the target rows of the source's keys, filtered in the
+		// table's own SELECT (18.16 does not push a condition into a
+		// subquery): ordered by its key, the table reads their granules.
+		cols := make([]string, len(tKeys))
+		for i, k := range tKeys {
+			cols[i] = chsql.QuoteIdent(m.columnName(k))
+		}
+		lookup = " WHERE (" + strings.Join(cols, ", ") + ") GLOBAL IN (SELECT " + strings.Join(keyNames, ", ") + " FROM (" + left + "))"
 	}
-	right := "SELECT *, " + strings.Join(tSel, ", ") + ", toUInt8(1) AS __t_m FROM (SELECT " + strings.Join(tgtRenamed, ", ") + " FROM " + target + ")" + lookup
+	right := "SELECT *, " + strings.Join(tSel, ", ") + ", toUInt8(1) AS __t_m FROM (SELECT " + strings.Join(tgtRenamed, ", ") + " FROM " + target + lookup + ")"
 	joined := "SELECT * FROM (" + left + ") ALL LEFT JOIN (" + right + ") USING (" + strings.Join(keyNames, ", ") + ")"
 
 	for _, c := range s.Clauses {
@@ -294,15 +299,25 @@ func (m *merger) rows(sess *query.Session, s *sqlast.MergeInto, src, target stri
 		" FROM (SELECT *, multiIf(" + strings.Join(acts, ", ") + ", 0) AS __lp_act FROM (" + joined + ")) WHERE __lp_act > 0", nil
 }
 
-// columnType is the ClickHouse type of the target column that a
-// translated key expression names, if it is one.
-func (m *merger) columnType(key string) (string, bool) {
+// column is the target column that a translated key expression names, if
+// it is one.
+func (m *merger) column(key string) (catalog.ColumnSpec, bool) {
 	for i, c := range m.spec.Columns {
 		if key == m.targetCol(i) {
-			return c.CHType, true
+			return c, true
 		}
 	}
-	return "", false
+	return catalog.ColumnSpec{}, false
+}
+
+func (m *merger) columnType(key string) (string, bool) {
+	c, ok := m.column(key)
+	return c.CHType, ok
+}
+
+func (m *merger) columnName(key string) string {
+	c, _ := m.column(key)
+	return c.Name
 }
 
 // value is the new value clause c gives column ci ("" for the row's own).
