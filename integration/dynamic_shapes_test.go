@@ -62,6 +62,7 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 	// refresh refreshes every table once the changes are readable and
 	// checks each: its mode (FULL for the tables in full, INCREMENTAL for
 	// the others), the history's reason for a FULL one, its contents.
+	const either = "\x00either" // in full: INCREMENTAL or FULL, both right
 	refresh := func(when string, full map[string]string) {
 		t.Helper()
 		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
@@ -74,6 +75,12 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 			mode := "INCREMENTAL"
 			if sh.full || isFull {
 				mode = "FULL"
+			}
+			if why == either {
+				why, mode = "", "FULL"
+				if strings.Contains(msg, "(INCREMENTAL)") {
+					mode = "INCREMENTAL"
+				}
 			}
 			if !strings.Contains(msg, "("+mode+")") {
 				h := s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = '` + sh.name + `' LIMIT 1`)
@@ -128,13 +135,19 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 			rows = append(rows, sh.name)
 		}
 	}
-	refresh("after a DELETE alone", nil)
+	// (A table of rows whose removals touch commits that gave half its
+	// rows or more is rebuilt instead: with these few commits, either.)
+	eitherMode := map[string]string{}
+	for _, name := range rows {
+		eitherMode[name] = either
+	}
+	refresh("after a DELETE alone", eitherMode)
 	reason("after a DELETE alone", rows, "taken back")
 	s.run(`INSERT INTO sales VALUES ('us', 300.00, 1)`)
 	refresh("after the DELETE, new sales", nil)
 	// An UPDATE moves rows from one group to another.
 	s.run(`UPDATE sales SET region = 'eu', amount = amount + 1 WHERE region = 'africa'`)
-	refresh("after an UPDATE", nil)
+	refresh("after an UPDATE", eitherMode)
 	reason("after an UPDATE", rows, "taken back")
 
 	d := map[string]string{}

@@ -24,9 +24,15 @@ import (
 // reads its granules only. An UPDATE's new rows come under its own
 // commit, so they are new rows like an INSERT's.
 //
+// The granule is the commit: a DELETE of one row recomputes every row its
+// commit gave, and a DELETE by a condition spread over every load touches
+// every commit. A refresh that would take back half the state's rows or
+// more rebuilds it instead (maxRetractShare). Taking back one row alone
+// needs an identity per source row, which the tables do not keep yet.
+//
 // State that grows: one _lp_marker = 2 row per (commit, refresh) taken
-// back, and the rows they hide; a FULL refresh builds the state without
-// either.
+// back, and the rows they hide, until maintenance removes both
+// (CompactStates); a FULL refresh builds the state without either.
 
 // retractedPairs is the condition, on an append plan's state, that a
 // row's (commit, version) pair is (op "IN") or is not ("NOT IN") among

@@ -273,6 +273,11 @@ func (d deltaDone) rows(p *incPlan, state string, hi uint64) string {
 	return p.touched(state, hi)
 }
 
+// maxRetractShare: an incremental refresh of a table of rows that would
+// take back at least 1/maxRetractShare of its state's rows (hidden ones
+// included) rebuilds it instead.
+const maxRetractShare = 2
+
 // deltaDone is what an incremental refresh did: regrouped, a summary's
 // groups that removed rows touched were recomputed; touched, when not "",
 // is SQL counting the rows it wrote (else incPlan.touched); deleted, the
@@ -332,11 +337,20 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 		return d, err
 	}
 	if st.deleted != "" {
-		n, err := e.St.Strings(ctx, st.deleted)
+		res, err := e.St.Query(ctx, "SELECT toInt64(("+st.deleted+")), toInt64((SELECT count() FROM "+state+" PREWHERE _lp_marker = 0))")
 		if err != nil {
 			return d, err
 		}
-		d.deleted, _ = strconv.ParseInt(n[0], 10, 64)
+		if len(res.Rows) != 1 || len(res.Rows[0]) != 2 {
+			return d, fmt.Errorf("counting the rows to take back from %s gave no row", state)
+		}
+		d.deleted, _ = res.Rows[0][0].(int64)
+		rows, _ := res.Rows[0][1].(int64)
+		if d.deleted > 0 && d.deleted*maxRetractShare >= rows {
+			// Taking back and writing again that many rows costs what
+			// a rebuild does, and the rebuild leaves nothing hidden.
+			return d, &fullNeeded{fmt.Sprintf("the rows deleted or updated in %s since the last refresh, or the changed rows of a joined table, touch source commits that gave %d of the %d rows of the state: the dynamic table is recomputed (rows are taken back by source commit)", p.sourceNames(), d.deleted, rows)}
+		}
 	}
 	d.touched = st.touched
 	return d, e.St.Exec(chstore.OneBlock(ctx), st.insert)

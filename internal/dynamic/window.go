@@ -99,6 +99,14 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	// Dimension tables that changed: the groups their changed rows (as
 	// they were, and as they are) join are recomputed.
 	var dimTouched []string
+	// The changing table's rows that the window's commits removed: a
+	// changed dimension row joins them too (as they were counted).
+	var srcGone []uint64
+	for _, c := range w.commits[0] {
+		if c.Version <= hi && (c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate) {
+			srcGone = append(srcGone, c.ID)
+		}
+	}
 	for i := len(p.sources); i < len(read); i++ {
 		var added, removed []uint64
 		for _, c := range w.commits[i] {
@@ -116,10 +124,10 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 			continue
 		}
 		d := read[i]
-		if p.fromDims == "" || len(added) > maxListedCommits || len(removed) > maxListedCommits {
+		if p.fromDims == "" || len(added) > maxListedCommits || len(removed) > maxListedCommits || len(srcGone) > maxListedCommits {
 			return nil, &fullNeeded{"table " + core.Display(d.schema, d.table) + ", joined to " + p.sourceNames() + ", changed since the last refresh: the dynamic table is recomputed"}
 		}
-		dimTouched = append(dimTouched, p.dimTouched(i-len(p.sources), added, removed, hi))
+		dimTouched = append(dimTouched, p.dimTouched(i-len(p.sources), added, removed, srcGone, hi))
 	}
 	rows := make([]string, len(p.sources))
 	var inFlight []string // checks that no removal of the window's rows is under way
@@ -208,9 +216,13 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 // of dims[j] changed by commits added (rows as they are now) and removed
 // (rows as they were, in its change table) join: the FROM with the
 // changing table's rows present at hi and the dimension table's changed
-// rows instead of it. In a LEFT JOIN the rows they do not join give the
-// group of no match, which is recomputed too.
-func (p *incPlan) dimTouched(j int, added, removed []uint64, hi uint64) string {
+// rows instead of it. The changing table's rows are those present at hi
+// and those its commits srcGone (the window's, up to hi) removed: a
+// dimension row and the rows that joined it may go in one window, and the
+// group they were counted in must still be recomputed. In a LEFT JOIN the
+// rows they do not join give the group of no match, which is recomputed
+// too.
+func (p *incPlan) dimTouched(j int, added, removed, srcGone []uint64, hi uint64) string {
 	d := p.dims[j]
 	quoted := make([]string, len(d.cols))
 	for i, c := range d.cols {
@@ -233,7 +245,14 @@ func (p *incPlan) dimTouched(j int, added, removed []uint64, hi uint64) string {
 		}
 	}
 	keyCols := keyList(p.keys)
-	return "SELECT DISTINCT " + keyCols + " FROM " + p.renderRows(from, func(src incSource) string { return p.signedRows(src, hi) })
+	return "SELECT DISTINCT " + keyCols + " FROM " + p.renderRows(from, func(src incSource) string {
+		rows := p.signedRows(src, hi)
+		if len(srcGone) == 0 {
+			return rows
+		}
+		return strings.TrimSuffix(rows, ")") + " UNION ALL SELECT " + strings.Join(p.usedColumns(src), ", ") + ", " + signColumn("1") + " FROM " + changesTableOf(src) +
+			" PREWHERE " + commit + " IN (" + changes.IDList(srcGone) + "))"
+	})
 }
 
 // keyTuple is a tuple of group keys that IN compares NULLs in as equal
