@@ -90,7 +90,7 @@ func (t *Translator) query(b *strings.Builder, q *sqlast.Query) error {
 	}
 	if len(q.OrderBy) > 0 {
 		b.WriteString(" ORDER BY ")
-		if err := t.orderBy(b, q.OrderBy); err != nil {
+		if err := t.orderBy(b, q.OrderBy, q.Body, wrap); err != nil {
 			return err
 		}
 	}
@@ -153,12 +153,21 @@ func (t *Translator) withCTE(name string, q *sqlast.Query) *Translator {
 	return &in
 }
 
-func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem) error {
+func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem, body sqlast.SetExpr, union bool) error {
+	first := body
+	for {
+		op, ok := first.(*sqlast.SetOp)
+		if !ok {
+			break
+		}
+		first = op.Left
+	}
+	sel, _ := first.(*sqlast.Select)
 	for i, o := range items {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		if err := t.expr(b, o.Expr); err != nil {
+		if err := t.positional(b, o.Expr, sel, union); err != nil {
 			return err
 		}
 		if o.Desc {
@@ -172,6 +181,61 @@ func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem) error
 			}
 		}
 	}
+	return nil
+}
+
+// positional translates an ORDER BY or GROUP BY item: a number k is the
+// k-th column of the SELECT (of a UNION ALL's first, by its name), as in
+// the ClickZetta Lakehouse SQL; ClickHouse 18.16 would sort by the
+// constant (current releases follow enable_positional_arguments).
+func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.Select, union bool) error {
+	lit, ok := x.(*sqlast.Literal)
+	if !ok || lit.Kind != sqlast.LitNumber || sel == nil {
+		return t.expr(b, x)
+	}
+	k, err := strconv.Atoi(lit.Value)
+	if err != nil || k < 1 {
+		return t.expr(b, x) // not a position: a constant, as written
+	}
+	var cols []string // the SELECT's columns, translated, star expanded
+	names := map[int]string{}
+	for _, it := range sel.Items {
+		switch {
+		case it.Star:
+			star := t.star(sel.From, it.Qualifier)
+			if strings.HasSuffix(star, "*") {
+				return &Unsupported{What: "ORDER BY or GROUP BY " + lit.Value + " with SELECT * over a source whose columns are not known", Hint: "name the column"}
+			}
+			for _, c := range strings.Split(star, ", ") {
+				names[len(cols)] = c[strings.LastIndex(c, ".")+1:]
+				cols = append(cols, c)
+			}
+		case it.Alias != "":
+			names[len(cols)] = QuoteIdent(it.Alias)
+			cols = append(cols, QuoteIdent(it.Alias))
+		default:
+			var e strings.Builder
+			if err := t.expr(&e, it.Expr); err != nil {
+				return err
+			}
+			if c, ok := it.Expr.(*sqlast.ColumnRef); ok {
+				names[len(cols)] = QuoteIdent(c.Parts[len(c.Parts)-1])
+			}
+			cols = append(cols, e.String())
+		}
+	}
+	if k > len(cols) {
+		return fmt.Errorf("ORDER BY or GROUP BY position %d: the SELECT has %d columns", k, len(cols))
+	}
+	if !union {
+		b.WriteString(cols[k-1])
+		return nil
+	}
+	name, ok := names[k-1]
+	if !ok {
+		return &Unsupported{What: "ORDER BY " + lit.Value + " over a UNION ALL whose column " + lit.Value + " is an expression without a name", Hint: "give it an alias (AS name)"}
+	}
+	b.WriteString(name)
 	return nil
 }
 
@@ -241,7 +305,7 @@ func (t *Translator) selectBody(b *strings.Builder, s *sqlast.Select) error {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := t.expr(b, g); err != nil {
+			if err := t.positional(b, g, s, false); err != nil {
 				return err
 			}
 		}

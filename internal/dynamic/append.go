@@ -73,18 +73,7 @@ func (p *incPlan) appendDelta(state string, w *changeWindow, hi uint64, checks [
 	read, retract := make([][]string, len(p.sources)), make([][]string, len(p.sources))
 	var written []string // conditions on _lp_src: the rows the refresh writes
 	for i, s := range p.sources {
-		var in, gone []uint64
-		for _, c := range w.commits[i] {
-			if c.Version > hi {
-				break // sorted by version
-			}
-			if c.Kind != changes.CommitDelete {
-				in = append(in, c.ID)
-			}
-			if c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate {
-				gone = append(gone, c.ID)
-			}
-		}
+		in, gone := w.upTo(i, hi)
 		if len(in) > 0 {
 			set, op := "("+changes.IDList(in)+")", " IN "
 			if len(in) > maxListedCommits {
@@ -112,18 +101,7 @@ func (p *incPlan) appendDelta(state string, w *changeWindow, hi uint64, checks [
 	// version) whose rows join their changed rows, as they were or as they
 	// are, are recomputed, whether they gave rows before or not.
 	for j, d := range p.dims {
-		var added, removed []uint64
-		for _, c := range w.commits[len(p.sources)+j] {
-			if c.Version > hi {
-				break
-			}
-			if c.Kind != changes.CommitDelete {
-				added = append(added, c.ID)
-			}
-			if c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate {
-				removed = append(removed, c.ID)
-			}
-		}
+		added, removed := w.upTo(len(p.sources)+j, hi)
 		if len(added)+len(removed) == 0 {
 			continue
 		}

@@ -27,6 +27,24 @@ type changeWindow struct {
 	commits [][]changes.CommitRef
 }
 
+// upTo splits the window's commits of read table i up to hi: added, those
+// whose rows are in the table (INSERT, UPDATE), and removed, those that
+// removed rows (DELETE, UPDATE; the rows in its change table).
+func (w *changeWindow) upTo(i int, hi uint64) (added, removed []uint64) {
+	for _, c := range w.commits[i] {
+		if c.Version > hi {
+			break // sorted by version
+		}
+		if c.Kind != changes.CommitDelete {
+			added = append(added, c.ID)
+		}
+		if c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate {
+			removed = append(removed, c.ID)
+		}
+	}
+	return added, removed
+}
+
 // fullNeeded is an incremental refresh that only a FULL one can take, and
 // why.
 type fullNeeded struct{ reason string }
@@ -101,25 +119,9 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	var dimTouched []string
 	// The changing table's rows that the window's commits removed: a
 	// changed dimension row joins them too (as they were counted).
-	var srcGone []uint64
-	for _, c := range w.commits[0] {
-		if c.Version <= hi && (c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate) {
-			srcGone = append(srcGone, c.ID)
-		}
-	}
+	_, srcGone := w.upTo(0, hi)
 	for i := len(p.sources); i < len(read); i++ {
-		var added, removed []uint64
-		for _, c := range w.commits[i] {
-			if c.Version > hi {
-				break
-			}
-			if c.Kind != changes.CommitDelete {
-				added = append(added, c.ID)
-			}
-			if c.Kind == changes.CommitDelete || c.Kind == changes.CommitUpdate {
-				removed = append(removed, c.ID)
-			}
-		}
+		added, removed := w.upTo(i, hi)
 		if len(added)+len(removed) == 0 {
 			continue
 		}
