@@ -184,6 +184,7 @@ var goldenCases = []goldenCase{
 	{"order/position-alias", "SELECT a AS x, lower(b) AS y FROM t ORDER BY 2 DESC, 1"},
 	{"order/position-expression", "SELECT a, lower(b) FROM t ORDER BY 2"},
 	{"order/position-star", "SELECT * FROM t ORDER BY 2"},
+	{"order/position-star-subquery", "SELECT * FROM (SELECT a, COUNT(*) AS n FROM t GROUP BY a) ORDER BY 2, 1"},
 	{"order/position-union", "SELECT a, b FROM t UNION ALL SELECT a, b FROM t ORDER BY 2, 1"},
 	{"order/position-union-unnamed", "SELECT a, lower(b) FROM t UNION ALL SELECT a, b FROM t ORDER BY 2"},
 	{"order/position-out-of-range", "SELECT a FROM t ORDER BY 3"},

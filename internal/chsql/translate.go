@@ -204,7 +204,11 @@ func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.S
 		case it.Star:
 			star := t.star(sel.From, it.Qualifier)
 			if strings.HasSuffix(star, "*") {
-				return &Unsupported{What: "ORDER BY or GROUP BY " + lit.Value + " with SELECT * over a source whose columns are not known", Hint: "name the column"}
+				sub, ok := t.subqueryNames(sel.From)
+				if !ok {
+					return &Unsupported{What: "ORDER BY or GROUP BY " + lit.Value + " with SELECT * over a source whose columns are not known", Hint: "name the column"}
+				}
+				star = strings.Join(sub, ", ")
 			}
 			for _, c := range strings.Split(star, ", ") {
 				names[len(cols)] = c[strings.LastIndex(c, ".")+1:]
@@ -237,6 +241,58 @@ func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.S
 	}
 	b.WriteString(name)
 	return nil
+}
+
+// subqueryNames are the quoted output names of a FROM that is one
+// subquery: its (first) SELECT's aliases and column names, stars over
+// known tables expanded.
+func (t *Translator) subqueryNames(from []sqlast.TableRef) ([]string, bool) {
+	if len(from) != 1 {
+		return nil, false
+	}
+	sub, ok := from[0].(*sqlast.SubqueryRef)
+	if !ok {
+		return nil, false
+	}
+	body := sub.Query.Body
+	for {
+		op, ok := body.(*sqlast.SetOp)
+		if !ok {
+			break
+		}
+		body = op.Left
+	}
+	sel, ok := body.(*sqlast.Select)
+	if !ok {
+		return nil, false
+	}
+	var names []string
+	for _, it := range sel.Items {
+		switch {
+		case it.Star:
+			star := t.star(sel.From, it.Qualifier)
+			if strings.HasSuffix(star, "*") {
+				inner, ok := t.subqueryNames(sel.From)
+				if !ok {
+					return nil, false
+				}
+				names = append(names, inner...)
+				continue
+			}
+			for _, c := range strings.Split(star, ", ") {
+				names = append(names, c[strings.LastIndex(c, ".")+1:])
+			}
+		case it.Alias != "":
+			names = append(names, QuoteIdent(it.Alias))
+		default:
+			c, ok := it.Expr.(*sqlast.ColumnRef)
+			if !ok {
+				return nil, false
+			}
+			names = append(names, QuoteIdent(c.Parts[len(c.Parts)-1]))
+		}
+	}
+	return names, true
 }
 
 func (t *Translator) setExpr(b *strings.Builder, s sqlast.SetExpr) error {

@@ -229,7 +229,7 @@ func (e *Runner) Session(ctx context.Context) *Session {
 				}
 				extra = streamColumns
 			} else if _, _, spec, err = e.Table(ctx, n); err != nil {
-				return nil, false
+				return s.dynamicColumns(n)
 			}
 			cols := make([]string, len(spec.Columns))
 			for i, c := range spec.Columns {
@@ -242,6 +242,29 @@ func (e *Runner) Session(ctx context.Context) *Session {
 }
 
 func (s *Session) Translate(q *sqlast.Query) (string, error) { return s.Tr.Query(q) }
+
+// dynamicColumns lists the columns of a dynamic table (its view's, which
+// has no bookkeeping columns), so that * over it is known too (ORDER BY 2
+// needs the second column's name).
+func (s *Session) dynamicColumns(n sqlast.ObjectName) ([]string, bool) {
+	schema, name, err := s.e.Qualify(n)
+	if err != nil {
+		return nil, false
+	}
+	var spec catalog.DynamicTableSpec
+	if ok, err := s.cachedGet(catalog.KindDynamicTable, schema, name, &spec); err != nil || !ok {
+		return nil, false
+	}
+	r, err := s.e.St.Query(s.ctx, "DESCRIBE TABLE "+chsql.Table(schema, name))
+	if err != nil {
+		return nil, false
+	}
+	cols := make([]string, len(r.Rows))
+	for i, row := range r.Rows {
+		cols[i], _ = row[0].(string)
+	}
+	return cols, true
+}
 
 // Close drops the temporary tables, on a fresh context so that a cancelled
 // statement still cleans up.
