@@ -154,15 +154,7 @@ func (t *Translator) withCTE(name string, q *sqlast.Query) *Translator {
 }
 
 func (t *Translator) orderBy(b *strings.Builder, items []sqlast.OrderItem, body sqlast.SetExpr, union bool) error {
-	first := body
-	for {
-		op, ok := first.(*sqlast.SetOp)
-		if !ok {
-			break
-		}
-		first = op.Left
-	}
-	sel, _ := first.(*sqlast.Select)
+	sel := firstSelect(body)
 	for i, o := range items {
 		if i > 0 {
 			b.WriteString(", ")
@@ -243,6 +235,20 @@ func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.S
 	return nil
 }
 
+// firstSelect is the SELECT that names a query's columns: the first of a
+// UNION ALL (nil for another kind of query part).
+func firstSelect(body sqlast.SetExpr) *sqlast.Select {
+	for {
+		op, ok := body.(*sqlast.SetOp)
+		if !ok {
+			break
+		}
+		body = op.Left
+	}
+	sel, _ := body.(*sqlast.Select)
+	return sel
+}
+
 // subqueryNames are the quoted output names of a FROM that is one
 // subquery: its (first) SELECT's aliases and column names, stars over
 // known tables expanded.
@@ -254,16 +260,8 @@ func (t *Translator) subqueryNames(from []sqlast.TableRef) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	body := sub.Query.Body
-	for {
-		op, ok := body.(*sqlast.SetOp)
-		if !ok {
-			break
-		}
-		body = op.Left
-	}
-	sel, ok := body.(*sqlast.Select)
-	if !ok {
+	sel := firstSelect(sub.Query.Body)
+	if sel == nil {
 		return nil, false
 	}
 	var names []string

@@ -173,22 +173,8 @@ func anyOf(conds []string) string {
 // FROM with those rows instead of the dimension table, each marked
 // _lp_hit, so that a LEFT JOIN's rows that join none are left out.
 func (p *incPlan) dimJoined(b appendBranch, j int, added, removed []uint64, from uint64) string {
-	d := p.dims[j]
-	quoted := make([]string, len(d.cols))
-	for i, c := range d.cols {
-		quoted[i] = chsql.QuoteIdent(c)
-	}
-	cols := strings.Join(quoted, ", ") + ", toUInt8(1) AS _lp_hit"
 	commit := chsql.QuoteIdent(core.CommitColumn)
-	var parts []string
-	if len(added) > 0 {
-		table, filter := d.rows()
-		parts = append(parts, "SELECT "+cols+" FROM "+table+filter+commit+" IN ("+changes.IDList(added)+")")
-	}
-	if len(removed) > 0 {
-		parts = append(parts, "SELECT "+cols+" FROM "+changesTableOf(d)+" PREWHERE "+commit+" IN ("+changes.IDList(removed)+")")
-	}
-	fromSQL := strings.ReplaceAll(b.from, dimToken(j), "("+strings.Join(parts, " UNION ALL ")+")")
+	fromSQL := strings.ReplaceAll(b.from, dimToken(j), p.dimChanged(j, added, removed, ", toUInt8(1) AS _lp_hit"))
 	for _, k := range b.dims {
 		if k != j {
 			table, _ := p.dims[k].rows()

@@ -225,22 +225,8 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 // rows they do not join give the group of no match, which is recomputed
 // too.
 func (p *incPlan) dimTouched(j int, added, removed, srcGone []uint64, hi uint64) string {
-	d := p.dims[j]
-	quoted := make([]string, len(d.cols))
-	for i, c := range d.cols {
-		quoted[i] = chsql.QuoteIdent(c)
-	}
-	cols := strings.Join(quoted, ", ")
 	commit := chsql.QuoteIdent(core.CommitColumn)
-	var parts []string
-	if len(added) > 0 {
-		from, filter := d.rows()
-		parts = append(parts, "SELECT "+cols+" FROM "+from+filter+commit+" IN ("+changes.IDList(added)+")")
-	}
-	if len(removed) > 0 {
-		parts = append(parts, "SELECT "+cols+" FROM "+changesTableOf(d)+" PREWHERE "+commit+" IN ("+changes.IDList(removed)+")")
-	}
-	from := strings.ReplaceAll(p.fromDims, dimToken(j), "("+strings.Join(parts, " UNION ALL ")+")")
+	from := strings.ReplaceAll(p.fromDims, dimToken(j), p.dimChanged(j, added, removed, ""))
 	for k := range p.dims {
 		if k != j {
 			from = strings.ReplaceAll(from, dimToken(k), chsql.Table(p.dims[k].schema, p.dims[k].table))
@@ -255,6 +241,28 @@ func (p *incPlan) dimTouched(j int, added, removed, srcGone []uint64, hi uint64)
 		return strings.TrimSuffix(rows, ")") + " UNION ALL SELECT " + strings.Join(p.usedColumns(src), ", ") + ", " + signColumn("1") + " FROM " + changesTableOf(src) +
 			" PREWHERE " + commit + " IN (" + changes.IDList(srcGone) + "))"
 	})
+}
+
+// dimChanged is a subquery of the rows of dims[j] that commits added (as
+// they are) and removed (as they were, in its change table) changed, each
+// with the select items extra (", …" or "") after its columns.
+func (p *incPlan) dimChanged(j int, added, removed []uint64, extra string) string {
+	d := p.dims[j]
+	quoted := make([]string, len(d.cols))
+	for i, c := range d.cols {
+		quoted[i] = chsql.QuoteIdent(c)
+	}
+	cols := strings.Join(quoted, ", ") + extra
+	commit := chsql.QuoteIdent(core.CommitColumn)
+	var parts []string
+	if len(added) > 0 {
+		from, filter := d.rows()
+		parts = append(parts, "SELECT "+cols+" FROM "+from+filter+commit+" IN ("+changes.IDList(added)+")")
+	}
+	if len(removed) > 0 {
+		parts = append(parts, "SELECT "+cols+" FROM "+changesTableOf(d)+" PREWHERE "+commit+" IN ("+changes.IDList(removed)+")")
+	}
+	return "(" + strings.Join(parts, " UNION ALL ") + ")"
 }
 
 // keyTuple is a tuple of group keys that IN compares NULLs in as equal
