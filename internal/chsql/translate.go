@@ -23,6 +23,10 @@ type Translator struct {
 	// Columns lists the user-visible columns of a table, when known, so
 	// that * leaves out lakepipe's bookkeeping columns (_lp_…).
 	Columns func(name sqlast.ObjectName) ([]string, bool)
+	// Describe lists the columns of a table Columns does not know (a
+	// dynamic table's view), asking ClickHouse: only where a name is
+	// needed, ORDER BY 2 after SELECT * over it, not for every *.
+	Describe func(name sqlast.ObjectName) ([]string, bool)
 	// Keyed reports whether a table keeps one row per key (a
 	// ReplacingMergeTree): it is read with FINAL, so that a query never
 	// sees a key's replaced rows that merges have not removed yet.
@@ -194,16 +198,12 @@ func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.S
 	for _, it := range sel.Items {
 		switch {
 		case it.Star:
-			star := t.star(sel.From, it.Qualifier)
-			if strings.HasSuffix(star, "*") {
-				sub, ok := t.subqueryNames(sel.From)
-				if !ok {
-					return &Unsupported{What: "ORDER BY or GROUP BY " + lit.Value + " with SELECT * over a source whose columns are not known", Hint: "name the column"}
-				}
-				star = strings.Join(sub, ", ")
+			starCols, starNames, ok := t.starColumns(sel.From, it.Qualifier)
+			if !ok {
+				return &Unsupported{What: "ORDER BY or GROUP BY " + lit.Value + " with SELECT * over a source whose columns are not known", Hint: "name the column"}
 			}
-			for _, c := range strings.Split(star, ", ") {
-				names[len(cols)] = c[strings.LastIndex(c, ".")+1:]
+			for i, c := range starCols {
+				names[len(cols)] = starNames[i]
 				cols = append(cols, c)
 			}
 		case it.Alias != "":
@@ -233,6 +233,24 @@ func (t *Translator) positional(b *strings.Builder, x sqlast.Expr, sel *sqlast.S
 	}
 	b.WriteString(name)
 	return nil
+}
+
+// starColumns is starList, or over one table Describe knows or one
+// subquery its output names (both lists the same then).
+func (t *Translator) starColumns(from []sqlast.TableRef, qualifier string) (cols, names []string, ok bool) {
+	if cols, names, ok = t.starList(from, qualifier); ok {
+		return cols, names, true
+	}
+	if tn, one := from[0].(*sqlast.TableName); len(from) == 1 && one && t.Describe != nil {
+		if known, ok := t.Describe(tn.Name); ok {
+			for _, c := range known {
+				names = append(names, QuoteIdent(c))
+			}
+			return names, names, len(names) > 0
+		}
+	}
+	names, ok = t.subqueryNames(from)
+	return names, names, ok
 }
 
 // firstSelect is the SELECT that names a query's columns: the first of a
@@ -268,18 +286,11 @@ func (t *Translator) subqueryNames(from []sqlast.TableRef) ([]string, bool) {
 	for _, it := range sel.Items {
 		switch {
 		case it.Star:
-			star := t.star(sel.From, it.Qualifier)
-			if strings.HasSuffix(star, "*") {
-				inner, ok := t.subqueryNames(sel.From)
-				if !ok {
-					return nil, false
-				}
-				names = append(names, inner...)
-				continue
+			_, starNames, ok := t.starColumns(sel.From, it.Qualifier)
+			if !ok {
+				return nil, false
 			}
-			for _, c := range strings.Split(star, ", ") {
-				names = append(names, c[strings.LastIndex(c, ".")+1:])
-			}
+			names = append(names, starNames...)
 		case it.Alias != "":
 			names = append(names, QuoteIdent(it.Alias))
 		default:
@@ -397,12 +408,21 @@ func (t *Translator) from(b *strings.Builder, refs []sqlast.TableRef) error {
 // star expands * (or q.*) into the visible columns of the tables it
 // covers; it stays * when a source's columns are not known.
 func (t *Translator) star(from []sqlast.TableRef, qualifier string) string {
-	plain := "*"
-	if qualifier != "" {
-		plain = QuoteIdent(qualifier) + ".*"
+	if cols, _, ok := t.starList(from, qualifier); ok {
+		return strings.Join(cols, ", ")
 	}
+	if qualifier != "" {
+		return QuoteIdent(qualifier) + ".*"
+	}
+	return "*"
+}
+
+// starList is what a * stands for when the columns of its tables are
+// known: each column quoted (qualified in a join or after t.*), and its
+// name alone.
+func (t *Translator) starList(from []sqlast.TableRef, qualifier string) (cols, names []string, ok bool) {
 	if t.Columns == nil {
-		return plain
+		return nil, nil, false
 	}
 	var leaves []*sqlast.TableName
 	var walk func(r sqlast.TableRef) bool
@@ -418,10 +438,9 @@ func (t *Translator) star(from []sqlast.TableRef, qualifier string) string {
 	}
 	for _, f := range from {
 		if !walk(f) {
-			return plain
+			return nil, nil, false
 		}
 	}
-	var cols []string
 	for _, l := range leaves {
 		name := l.Alias
 		if name == "" {
@@ -430,11 +449,12 @@ func (t *Translator) star(from []sqlast.TableRef, qualifier string) string {
 		if qualifier != "" && name != qualifier {
 			continue
 		}
-		names, ok := t.Columns(l.Name)
+		known, ok := t.Columns(l.Name)
 		if !ok {
-			return plain
+			return nil, nil, false
 		}
-		for _, c := range names {
+		for _, c := range known {
+			names = append(names, QuoteIdent(c))
 			if len(leaves) > 1 || qualifier != "" {
 				cols = append(cols, QuoteIdent(name)+"."+QuoteIdent(c))
 			} else {
@@ -442,10 +462,7 @@ func (t *Translator) star(from []sqlast.TableRef, qualifier string) string {
 			}
 		}
 	}
-	if len(cols) == 0 {
-		return plain
-	}
-	return strings.Join(cols, ", ")
+	return cols, names, len(cols) > 0
 }
 
 func alias(b *strings.Builder, a string) {

@@ -219,6 +219,7 @@ func (e *Runner) Session(ctx context.Context) *Session {
 			_, _, spec, err := e.Table(ctx, n)
 			return err == nil && spec.Keyed()
 		},
+		Describe: s.dynamicColumns,
 		Columns: func(n sqlast.ObjectName) ([]string, bool) {
 			var extra []string
 			var spec catalog.TableSpec
@@ -229,7 +230,7 @@ func (e *Runner) Session(ctx context.Context) *Session {
 				}
 				extra = streamColumns
 			} else if _, _, spec, err = e.Table(ctx, n); err != nil {
-				return s.dynamicColumns(n)
+				return nil, false
 			}
 			cols := make([]string, len(spec.Columns))
 			for i, c := range spec.Columns {
