@@ -19,13 +19,32 @@ while IFS= read -r file; do
   for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
     n=$((n + 1))
     log=$(mktemp)
-    if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$dir" >"$log" 2>&1; then
-      echo "fuzz ok   ./$dir $target"
-    else
+    # Go 1.26's fuzz coordinator can fail a target with a bare "context
+    # deadline exceeded" when -fuzztime ends while a worker is mid-call
+    # (go.dev/issue/75804, fixed in Go 1.27): no input is at fault and none
+    # is written. Such a run is tried once more; a failure that writes an
+    # input, or any other failure, fails the suite.
+    for try in 1 2; do
+      before=$(find "$dir/testdata/fuzz/$target" -type f 2>/dev/null | wc -l || true)
+      if go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$dir" >"$log" 2>&1; then
+        echo "fuzz ok   ./$dir $target"
+        break
+      fi
+      after=$(find "$dir/testdata/fuzz/$target" -type f 2>/dev/null | wc -l || true)
+      if [ "$after" -eq "$before" ] && grep -q '^    context deadline exceeded$' "$log" \
+        && ! grep -qE '^(panic:|    --- FAIL|.*Failing input written)' "$log"; then
+        if [ "$try" -eq 1 ]; then
+          echo "fuzz race ./$dir $target: the coordinator's deadline race (go.dev/issue/75804), no input at fault; trying again"
+          continue
+        fi
+        echo "fuzz ok   ./$dir $target (the deadline race twice, no input at fault)"
+        break
+      fi
       echo "fuzz FAIL ./$dir $target"
       tail -n 40 "$log"
       failed+=("./$dir $target")
-    fi
+      break
+    done
     rm -f "$log"
   done
 done < <(grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(' . | grep -v '^./integration/' | sed 's|^\./||' | sort)
