@@ -115,19 +115,19 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 		}
 	}
 	// A new row of the dimension table, no new sales: the table of rows
-	// joining it recomputes the rows of the sales commits whose rows join
-	// the new rows (its marker row must not take the version past the
+	// joining it writes the rows of the sales rows that join the new
+	// rows (its marker row must not take the version past the
 	// change without them), the summary joining it the groups the new
 	// rows join, the others have nothing new.
 	s.run(`INSERT INTO cust VALUES (5, 'za'), (6, 'ng')`)
 	refresh("after a change of the dimension alone", nil)
-	reason("after a change of the dimension alone", []string{"sh_star_join"}, "taken back")
+	reason("after a change of the dimension alone", []string{"sh_star_join"}, "joining changed rows of a joined table were written again")
 	s.run(`INSERT INTO sales VALUES ('africa', 7.00, 6)`)
 	refresh("after the change of the dimension, new sales", nil)
 
 	// A DELETE, no new sales: the summaries (COUNT and SUM) take the rows
 	// back, and the group 'us' goes; the tables of rows take back the
-	// rows of the commits the deleted rows were in.
+	// rows the deleted rows gave.
 	s.run(`DELETE FROM sales WHERE region = 'us'`)
 	var rows []string
 	for _, sh := range shapes {
@@ -135,8 +135,8 @@ func TestDynamicTableQueryShapes(t *testing.T) {
 			rows = append(rows, sh.name)
 		}
 	}
-	// (A table of rows whose removals touch commits that gave half its
-	// rows or more is rebuilt instead: with these few commits, either.)
+	// (A table of rows whose removed rows gave half its rows or more is
+	// rebuilt instead: with these few rows, either.)
 	eitherMode := map[string]string{}
 	for _, name := range rows {
 		eitherMode[name] = either

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 )
 
 // TestKeyedTableStatements: a table with a PRIMARY KEY keeps one row per
@@ -156,7 +157,21 @@ FROM TABLE(READ_KAFKA('%s', '%s', '', '%s', '', '', '', '', 'raw', 'raw', 0, map
 	s.run(`COPY INTO kv FROM VOLUME kv_copy_vol USING CSV FILES('b.csv')`)
 	s.waitStream(`SELECT id, v, __change_type FROM kv_changes`, "4|d|UPDATE_BEFORE", "4|d2|UPDATE_AFTER", "5|e|INSERT")
 	refreshed("COPY INTO")
-	wantRows(t, "kv at the end", s.run(`SELECT id, v FROM kv ORDER BY id`), "1|a2", "2|b2", "3|c2", "4|d2", "5|e")
+	consume()
+
+	// A streaming write: staged, shown whole, the rows it replaces kept.
+	url, token := s.writeService(tunnelserver.Config{})
+	sess, err := s.tunnelClient(url, token).BuildStreamUploadSession(s.Schema, "kv").Build(s.Ctx)
+	must(t, err)
+	pack, err := sess.NewRecordPack()
+	must(t, err)
+	must(t, pack.AppendRow(int64(5), "e2"))
+	must(t, pack.AppendRow(int64(6), "f"))
+	_, err = pack.Flush()
+	must(t, err)
+	s.waitStream(`SELECT id, v, __change_type FROM kv_changes`, "5|e|UPDATE_BEFORE", "5|e2|UPDATE_AFTER", "6|f|INSERT")
+	refreshed("a streaming write")
+	wantRows(t, "kv at the end", s.run(`SELECT id, v FROM kv ORDER BY id`), "1|a2", "2|b2", "3|c2", "4|d2", "5|e2", "6|f")
 }
 
 // TestKeyedTableKafkaTwice: a Kafka pipe whose topic delivers every record

@@ -19,14 +19,18 @@ import (
 // sends every request to the next one and breaks some connections mid
 // flush (request cut, answer lost, or the client cut off while the service
 // goes on writing). 1,000 flushes from clients that retry: every flush's
-// rows are in the table exactly once, in a plain table and in a
-// change-tracked one whose table stream shows each row once.
+// rows are in the table exactly once, in a plain table, in a
+// change-tracked one whose table stream shows each row once, and in a
+// change-tracked keyed table (staged flushes, never removed: keyed.go of
+// internal/streamwrite) whose stream shows every key.
 func TestTunnelReplicasRoundRobin(t *testing.T) {
 	s := newStack(t)
 	s.run(`CREATE TABLE rr_plain (w BIGINT, id BIGINT)`)
 	s.run(`CREATE TABLE rr_tracked (w BIGINT, id BIGINT)`)
 	s.run(`ALTER TABLE rr_tracked SET PROPERTIES ('change_tracking' = 'true')`)
 	s.run(`CREATE TABLE STREAM rr_changes ON TABLE rr_tracked WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')`)
+	s.run(`CREATE TABLE rr_keyed (w BIGINT, id BIGINT, PRIMARY KEY (w, id)) PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE STREAM rr_keyed_changes ON TABLE rr_keyed`)
 	token := "tok-" + randID(12)
 	serve := func() string {
 		addr, _ := startServer(t, []string{"serve", "--listen", "127.0.0.1:0", "--stall-timeout", "3s"}, "lakepipe write service running", "LAKEPIPE_TUNNEL_TOKEN="+token)
@@ -43,7 +47,8 @@ func TestTunnelReplicasRoundRobin(t *testing.T) {
 		pack  *tunnel.RecordPack
 	}
 	var writers []writer
-	for w, table := range []string{"rr_plain", "rr_plain", "rr_tracked", "rr_tracked"} {
+	writersOf := map[string]int{"rr_plain": 2, "rr_tracked": 1, "rr_keyed": 1}
+	for w, table := range []string{"rr_plain", "rr_plain", "rr_tracked", "rr_keyed"} {
 		sess, err := c.BuildStreamUploadSession(s.Schema, table).Build(s.Ctx)
 		must(t, err)
 		pack, err := sess.NewRecordPack()
@@ -87,8 +92,8 @@ func TestTunnelReplicasRoundRobin(t *testing.T) {
 	}
 	// An abandoned attempt may still be finishing: it removes its own rows
 	// when it sees the retry. Wait for the services to go idle.
-	want := fmt.Sprint(2 * flushes * rows)
-	for _, table := range []string{"rr_plain", "rr_tracked"} {
+	for _, table := range []string{"rr_plain", "rr_tracked", "rr_keyed"} {
+		want := fmt.Sprint(writersOf[table] * flushes * rows)
 		q := fmt.Sprintf(`SELECT COUNT(*), COUNT(DISTINCT w * 1000000 + id) FROM %s`, table)
 		deadline := time.Now().Add(30 * time.Second)
 		got := strings.Join(s.streamRows(q), "")
@@ -101,8 +106,14 @@ func TestTunnelReplicasRoundRobin(t *testing.T) {
 		}
 	}
 	time.Sleep(2500 * time.Millisecond) // changes are readable 2 s after their commit
+	want := fmt.Sprint(flushes * rows)
 	if got := strings.Join(s.streamRows(`SELECT COUNT(*), COUNT(DISTINCT w * 1000000 + id) FROM rr_changes`), ""); got != want+"|"+want {
 		t.Fatalf("the stream on rr_tracked: rows|distinct = %s, want %s|%s", got, want, want)
+	}
+	// A retried flush into the keyed table writes its keys again: the
+	// stream shows each key, as new or as overwritten with itself.
+	if got := strings.Join(s.streamRows(`SELECT COUNT(DISTINCT w * 1000000 + id), countIf(__change_type NOT IN ('INSERT', 'UPDATE_AFTER', 'UPDATE_BEFORE')) FROM rr_keyed_changes`), ""); got != want+"|0" {
+		t.Fatalf("the stream on rr_keyed: distinct keys|other changes = %s, want %s|0", got, want)
 	}
 	n, err := s.Store.Strings(s.Ctx, `SELECT toString(count()) FROM lakepipe.flush_retries WHERE db = `+chsql.QuoteString(s.Schema))
 	must(t, err)

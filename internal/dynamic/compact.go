@@ -22,10 +22,11 @@ import (
 // writes names rows still there, which the second step keeps.
 func (e *Refresher) CompactStates(ctx context.Context) error {
 	db := chsql.QuoteString(schemas.ChangesDB)
-	states, err := e.St.Strings(ctx, "SELECT table FROM system.columns WHERE database = "+db+" AND name = "+chsql.QuoteString(srcColumn)+" AND table LIKE 'dt\\\\_\\\\_%'")
+	states, err := e.St.Strings(ctx, "SELECT table FROM system.columns WHERE database = "+db+" AND name = "+chsql.QuoteString(rowColumn)+" AND table LIKE 'dt\\\\_\\\\_%'")
 	if err != nil {
 		return fmt.Errorf("compact the states of dynamic tables: %w", err)
 	}
+	key := srcColumn + ", " + rowColumn + ", _lp_upto"
 	for _, name := range states {
 		state := chsql.Table(schemas.ChangesDB, name)
 		n, err := e.St.Strings(ctx, "SELECT count() FROM "+state+" PREWHERE _lp_marker = 2")
@@ -33,8 +34,8 @@ func (e *Refresher) CompactStates(ctx context.Context) error {
 			continue // gone meanwhile (a FULL refresh swapped it), or nothing taken back
 		}
 		for _, step := range []string{
-			"DELETE WHERE _lp_marker = 0 AND " + retractedPairs(state, "IN"),
-			"DELETE WHERE _lp_marker = 2 AND (" + srcColumn + ", _lp_upto) NOT IN (SELECT " + srcColumn + ", _lp_upto FROM " + state + " PREWHERE _lp_marker = 0)",
+			"DELETE WHERE _lp_marker = 0 AND " + retractedRows(state, "IN"),
+			"DELETE WHERE _lp_marker = 2 AND (" + key + ") NOT IN (SELECT " + key + " FROM " + state + " PREWHERE _lp_marker = 0)",
 		} {
 			if err := e.St.Exec(ctx, "ALTER TABLE "+state+" "+step); err != nil {
 				return fmt.Errorf("compact the state %s: %w", state, err)

@@ -270,7 +270,7 @@ type refreshRecord struct {
 	sources               []string
 	rows                  string // SQL counting the rows written: a number or a subquery
 	deleted               int64
-	idle                  string // the reason when no row was written, if another than reason
+	idle                  string // the reason when no row was written nor deleted, if another than reason
 }
 
 // recordRefresh adds a refresh to the history: one INSERT … SELECT, which
@@ -278,7 +278,8 @@ type refreshRecord struct {
 func (e *Refresher) recordRefresh(ctx context.Context, r refreshRecord) error {
 	end := time.Now().UTC()
 	reason := chsql.QuoteString(r.reason)
-	if r.idle != "" {
+	if r.idle != "" && r.deleted == 0 {
+		// Nothing written and nothing taken back.
 		reason = "if(_lp_rows = 0, " + chsql.QuoteString(r.idle) + ", " + reason + ")"
 	}
 	q := "INSERT INTO lakepipe.refresh_history (schema, name, refresh_id, trigger, state, refresh_mode, mode_reason, start_time, end_time, duration_ms, source_tables, rows_inserted, rows_deleted, error_message) SELECT " +
@@ -341,7 +342,7 @@ func (e *Refresher) refreshModeOf(ctx context.Context, spec catalog.DynamicTable
 func (p *incPlan) modeReason() string {
 	switch {
 	case p.appendRows:
-		return "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added; the rows of source commits whose rows were deleted or updated are taken back and written again from the rows they still have"
+		return "rows of change-tracked tables (projected, filtered, joined with dimension tables, UNION ALL): the rows new source rows give are added; the rows of source rows deleted or updated are taken back, row by row; a change of a joined table takes back and writes again the rows of the source rows that join its changed rows"
 	case p.retract:
 		return "a GROUP BY summary of a change-tracked table: new rows are aggregated and merged into the groups they touch; rows deleted or updated are taken back from theirs (COUNT, SUM and AVG subtract them)"
 	}

@@ -163,9 +163,9 @@ func (p *incPlan) baseView(state string) string {
 		for i, c := range p.cols {
 			cols[i] = chsql.QuoteIdent(c)
 		}
-		// Rows taken back are left out by the pairs (source commit,
-		// version written) of the _lp_marker = 2 rows (appendDelta).
-		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0 AND " + retractedPairs(state, "NOT IN")
+		// Rows taken back are left out by the (source commit, source
+		// row, version written) of the _lp_marker = 2 rows (appendDelta).
+		return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0 AND " + retractedRows(state, "NOT IN")
 	}
 	cols := make([]string, len(p.order))
 	for i, o := range p.order {
@@ -284,6 +284,7 @@ const maxRetractShare = 2
 // rows it took back from an append plan's state.
 type deltaDone struct {
 	regrouped bool
+	rejoined  bool // an append plan's rows of source rows joining changed rows of a joined table were written again
 	touched   string
 	deleted   int64
 }
@@ -349,10 +350,10 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 		if d.deleted > 0 && d.deleted*maxRetractShare >= rows {
 			// Taking back and writing again that many rows costs what
 			// a rebuild does, and the rebuild leaves nothing hidden.
-			return d, &fullNeeded{fmt.Sprintf("the rows deleted or updated in %s since the last refresh, or the changed rows of a joined table, touch source commits that gave %d of the %d rows of the state: the dynamic table is recomputed (rows are taken back by source commit)", p.sourceNames(), d.deleted, rows)}
+			return d, &fullNeeded{fmt.Sprintf("the rows deleted or updated in %s since the last refresh, or joining the changed rows of a joined table, gave %d of the %d rows of the state, too many to be taken back: the dynamic table is recomputed", p.sourceNames(), d.deleted, rows)}
 		}
 	}
-	d.touched = st.touched
+	d.touched, d.rejoined = st.touched, st.rejoined
 	return d, e.St.Exec(chstore.OneBlock(ctx), st.insert)
 }
 
@@ -431,7 +432,7 @@ func (p *incPlan) stateDDL(table string, hi uint64) []string {
 	}
 	upto := strconv.FormatUint(hi, 10)
 	return []string{
-		"CREATE TABLE " + table + " ENGINE = MergeTree ORDER BY (_lp_marker, " + srcColumn + ", _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64(" + upto + ") AS _lp_upto FROM (" +
+		"CREATE TABLE " + table + " ENGINE = MergeTree ORDER BY (_lp_marker, " + srcColumn + ", " + rowColumn + ", _lp_upto) AS SELECT *, toUInt8(0) AS _lp_marker, toUInt64(" + upto + ") AS _lp_upto FROM (" +
 			p.render(p.body, p.committedUpTo(hi)) + ")",
 		"INSERT INTO " + table + " (_lp_marker, _lp_upto) SELECT toUInt8(1), toUInt64(" + upto + ")",
 	}
@@ -445,7 +446,7 @@ func (e *Refresher) appendColumns(ctx context.Context, p *incPlan, table string)
 	}
 	p.cols = nil
 	for _, c := range res.Columns {
-		if c != "_lp_marker" && c != "_lp_upto" && c != srcColumn {
+		if c != "_lp_marker" && c != "_lp_upto" && c != srcColumn && c != rowColumn {
 			p.cols = append(p.cols, c)
 		}
 	}
@@ -562,8 +563,10 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 const signedLayout = "signed;"
 
 // sourcedLayout marks, in DynamicTableSpec.StateOf, an append plan's
-// state whose rows carry their source commit (_lp_src).
-const sourcedLayout = "sourced;"
+// state whose rows carry their source commit and row (_lp_src, _lp_row).
+// States of release 2026-12-05 ("sourced;", the commit alone) are rebuilt
+// once.
+const sourcedLayout = "rowed;"
 
 // rebuildReason says why a state must be rebuilt when the spec's StateOf
 // is not the plan's.
@@ -572,8 +575,8 @@ func (p *incPlan) rebuildReason(stateOf string) string {
 	if p.appendRows {
 		layout = sourcedLayout
 	}
-	if !strings.HasPrefix(stateOf, layout) && layout+stateOf == p.stateOf() {
-		return "the state was built by an earlier release of lakepipe, which could not take deleted rows back: it is rebuilt once"
+	if !strings.HasPrefix(stateOf, layout) {
+		return "the state was built by an earlier release of lakepipe, whose state takes deleted rows back less finely or not at all: it is rebuilt once"
 	}
 	return recreatedSource
 }
@@ -629,9 +632,10 @@ func (p *incPlan) unsigned() string {
 }
 
 // recreatedSource is the reason to rebuild a state built from a table
-// that was dropped and created again since (or built before lakepipe
-// recorded what it was built from).
-const recreatedSource = "a table it reads was created again since its state was built: the state is rebuilt"
+// that was dropped and created again since, or whose columns changed (a
+// table of rows: its rows' identities hash them), or built before
+// lakepipe recorded what it was built from.
+const recreatedSource = "a table it reads was created again, or its columns changed, since its state was built: the state is rebuilt"
 
 // viaNote names the dynamic tables a plan reads through, for reasons.
 func (p *incPlan) viaNote() string {
@@ -647,8 +651,15 @@ func (p *incPlan) viaNote() string {
 
 // deltaReason is the history's reason for an incremental refresh.
 func (p *incPlan) deltaReason(d deltaDone) string {
-	if d.deleted > 0 {
-		return p.viaNote() + p.ownDeltaReason() + "; the rows of the source commits that rows deleted or updated since, or changed rows of a joined table, touch were taken back and written again from the commits' present rows"
+	if p.appendRows && (d.deleted > 0 || d.rejoined) {
+		r := p.viaNote() + p.ownDeltaReason()
+		if d.deleted > 0 {
+			r += "; the rows that source rows deleted or updated since, or joining changed rows of a joined table, gave were taken back"
+		}
+		if d.rejoined {
+			r += "; the rows of source rows joining changed rows of a joined table were written again"
+		}
+		return r
 	}
 	if d.regrouped {
 		return p.viaNote() + p.ownDeltaReason() + "; the groups that rows deleted or updated since were in (when an aggregate cannot take rows back), or that changed rows of a joined table join, were recomputed"
@@ -676,11 +687,20 @@ func (p *incPlan) stateOf() string {
 		// an earlier release has other columns and is rebuilt once.
 		b.WriteString(signedLayout)
 	} else {
-		// States of rows with their source commits (2026-12-05): likewise.
+		// States of rows with their source rows (2026-12-06): likewise.
 		b.WriteString(sourcedLayout)
 	}
 	for _, s := range p.read() {
 		fmt.Fprintf(&b, "%s@%d;", core.Display(s.schema, s.table), s.created.UnixNano())
+	}
+	if p.appendRows {
+		// The rows' identities hash the sources' columns: other columns
+		// are other identities, and the state is rebuilt.
+		for _, s := range p.sources {
+			h := fnv.New64a()
+			h.Write([]byte(rowHash(s.cols, s.types, "")))
+			fmt.Fprintf(&b, "rows %s/%x;", core.Display(s.schema, s.table), h.Sum64())
+		}
 	}
 	// Read through dynamic tables: another query of one is another
 	// state (and another view).

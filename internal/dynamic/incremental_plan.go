@@ -59,7 +59,7 @@ type incPlan struct {
 	// Append plans (rows of the query appended as their source rows come).
 	appendRows bool
 	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
-	cols       []string // the state's columns before _lp_src, _lp_marker and _lp_upto, once known
+	cols       []string // the state's columns before _lp_src, _lp_row, _lp_marker and _lp_upto, once known
 	branches   []appendBranch
 }
 
@@ -80,6 +80,7 @@ type incSource struct {
 	version       uint64
 	created       time.Time // the table's creation: a table made again is another
 	cols          []string  // its columns, as its change table has them too
+	types         []string  // their ClickHouse types (rowHash)
 	query         string    // a dynamic table read through (via): its query
 	// retained is the oldest version its change log still has the
 	// removed rows of (changes.ChangesRetainedSince; 0: all): a state
@@ -269,6 +270,7 @@ func (e *Refresher) incFrom(ctx context.Context, p *incPlan, from []sqlast.Table
 		read[i].retained, _ = strconv.ParseUint(spec.Properties[changes.ChangesRetainedSince], 10, 64)
 		for _, c := range spec.Columns {
 			read[i].cols = append(read[i].cols, c.Name)
+			read[i].types = append(read[i].types, c.CHType)
 		}
 		if slices.ContainsFunc(read[:i], read[i].same) {
 			return "it reads " + core.Display(schema, table) + " twice"
@@ -295,8 +297,10 @@ func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 				if !p.appendRows {
 					return rowsToken(i), nil
 				}
-				from, filter := p.sources[i].rows()
-				return "(SELECT * FROM " + from + filter + deltaToken(i) + ")", nil
+				// Each row with its identity (rowColumn).
+				src := p.sources[i]
+				from, filter := src.rows()
+				return "(SELECT *, " + rowHash(src.cols, src.types, "") + " AS " + chsql.QuoteIdent(rowColumn) + " FROM " + from + filter + deltaToken(i) + ")", nil
 			}
 		}
 		return tableRef(n)
@@ -558,9 +562,8 @@ func perRow(sel *sqlast.Select) string {
 }
 
 // srcColumn is the column of an append plan's state holding the commit of
-// the source row each row came from: the rows that a deleted or updated
-// source row gave are found by it, taken back and recomputed from their
-// commit's present rows.
+// the source row each row came from: with the row's identity (rowColumn)
+// it finds the rows that a deleted or updated source row gave.
 const srcColumn = "_lp_src"
 
 // sourceAlias is the name the changing table of a FROM (its leftmost
@@ -603,8 +606,8 @@ func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, 
 		}
 		return "it has a nested query with ORDER BY or LIMIT"
 	}
-	// A copy: each SELECT gets the source commit of its rows as one more
-	// column, and the caller's query stays as written.
+	// A copy: each SELECT gets the source commit and identity of its rows
+	// as two more columns, and the caller's query stays as written.
 	q, err := sqlparse.ParseQuery(sqlast.FormatQuery(q))
 	if err != nil {
 		return nil, err.Error()
@@ -622,7 +625,10 @@ func (e *Refresher) planAppend(ctx context.Context, q *sqlast.Query) (*incPlan, 
 		if why := e.incFrom(ctx, p, sel.From); why != "" {
 			return nil, why
 		}
-		sel.Items = append(sel.Items, sqlast.SelectItem{Expr: &sqlast.ColumnRef{Parts: []string{sourceAlias(sel.From[0]), core.CommitColumn}}, Alias: srcColumn})
+		alias := sourceAlias(sel.From[0])
+		sel.Items = append(sel.Items,
+			sqlast.SelectItem{Expr: &sqlast.ColumnRef{Parts: []string{alias, core.CommitColumn}}, Alias: srcColumn},
+			sqlast.SelectItem{Expr: &sqlast.ColumnRef{Parts: []string{alias, rowColumn}}, Alias: rowColumn})
 	}
 	if why := p.crossCheck(); why != "" {
 		return nil, why

@@ -48,6 +48,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/lakepipe/lakepipe/internal/catalog"
 	"strconv"
 	"strings"
 	"time"
@@ -303,6 +304,14 @@ func (e *Writer) sweepFlush(ctx context.Context, session, flush string, attempt 
 		return fmt.Errorf("sweep flush %s of %s: %w", flush, t.Display, err)
 	}
 	defer release()
+	var spec catalog.TableSpec
+	found, err := e.Cat.Get(ctx, catalog.KindTable, t.DB, t.Table, &spec)
+	if err != nil {
+		return fmt.Errorf("sweep flush %s of %s: %w", flush, t.Display, err)
+	}
+	if !found || spec.Keyed() && e.St.Cluster() == "" {
+		return nil // dropped; or keyed, whose rows are replaced, never removed (keyed.go)
+	}
 	losers := priorCommits(session, flush, attempt+1)
 	keep := true // a flush of unknown size: its winner cannot be told unfinished
 	if records >= 0 {

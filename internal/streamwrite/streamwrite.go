@@ -22,6 +22,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/staging"
 	"github.com/lakepipe/lakepipe/schemas"
 	"github.com/lakepipe/lakepipe/tunnel"
 )
@@ -385,9 +386,11 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	if changes.KeepsReplaced(spec) {
-		return 0, core.Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: streaming writes into such a table are %w (an attempt's own commit id would make its replaced rows ambiguous); write a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, core.ErrNotSupportedYet))
+	if changes.KeepsReplaced(spec) && e.St.Cluster() != "" {
+		return 0, core.Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: streaming writes into such a table on a cluster are %w (they are not staged there, and the change log would miss the rows they replace); write a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, core.ErrNotSupportedYet))
 	}
+	// A keyed table's flush is staged and shown whole (see keyed.go).
+	keyed := spec.Keyed() && e.St.Cluster() == ""
 	if err := checkSessionSchema(s, spec); err != nil {
 		return 0, err
 	}
@@ -414,6 +417,10 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	}
 	switch {
 	case f.ID == "":
+	case f.Attempt == 0 && keyed:
+		if _, n, done, err := e.keyedRetry(ctx, s, target, []uint64{target.Commit, core.LegacyFlushCommit(s.ID, f.ID)}, f.Records); err != nil || done {
+			return n, err
+		}
 	case f.Attempt == 0:
 		if n, done, err := e.legacyRetry(ctx, s, f, spec, target); err != nil || done {
 			return n, err
@@ -443,16 +450,30 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 				if err := e.recordDecision(ctx, s, f, commit); err != nil {
 					return 0, err
 				}
+				if keyed {
+					return n, nil // nothing of a keyed table is removed
+				}
 				if err := e.DropCommits(ctx, target, without(prior, commit)); err != nil {
 					return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 				}
 				return n, nil
 			}
 		}
+		if keyed {
+			commit, n, done, err := e.keyedRetry(ctx, s, target, prior, f.Records)
+			if err != nil {
+				return 0, err
+			}
+			if done {
+				return n, e.recordDecision(ctx, s, f, commit)
+			}
+		}
 		if err := e.recordDecision(ctx, s, f, target.Commit); err != nil {
 			return 0, err
 		}
-		if err := e.DropCommits(ctx, target, prior); err != nil {
+		if keyed {
+			prior = nil // a keyed table's earlier rows are replaced, not removed
+		} else if err := e.DropCommits(ctx, target, prior); err != nil {
 			return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 		}
 	}
@@ -460,14 +481,23 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	in, err := e.St.NewInserter(ctx, target.DB, target.Table, target.Cols, core.CommitColumn, target.Commit)
+	into := target
+	var stg *staging.Stage
+	if keyed {
+		if stg, err = staging.New(ctx, e.St, target); err != nil {
+			return 0, err
+		}
+		defer stg.Drop(context.WithoutCancel(ctx))
+		into = stg.Into(target)
+	}
+	in, err := e.St.NewInserter(ctx, into.DB, into.Table, into.Cols, core.CommitColumn, into.Commit)
 	if err != nil {
 		return 0, err
 	}
 	written, read := false, int64(0)
 	fail := func(err error) (int64, error) {
 		in.Abort()
-		if written {
+		if written && !keyed {
 			// Blocks already sent are visible: take them back so that the
 			// flush leaves nothing. A fresh context, as ctx may be done.
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -521,6 +551,16 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		if sup {
 			return fail(fmt.Errorf("flush %s into %s: %w", f.ID, table, ErrSuperseded))
 		}
+	}
+	if keyed {
+		// Shown whole, the rows they replace kept first (tracked).
+		if err := e.PublishStaged(ctx, stg, target); err != nil {
+			return fail(err)
+		}
+		if err := e.TrackLoad(ctx, s.Schema, s.Table, target.Commit, n); err != nil {
+			return fail(err)
+		}
+		return n, nil
 	}
 	if len(prior) > 0 {
 		// Blocks of an earlier attempt still dying when we looked.
