@@ -47,15 +47,19 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 		"r_union":   `SELECT k, g FROM rfacts WHERE g > 5 UNION ALL SELECT k, g FROM rfacts WHERE g < 0`,
 		"r_rowjoin": `SELECT f.k, m.label, f.x FROM rfacts f LEFT JOIN rdim m ON f.g = m.g`,
 		"r_inner":   `SELECT f.k, m.label, f.g FROM rfacts f JOIN rdim m ON f.g = m.g WHERE m.label <> 'two'`,
-		// A chain: a filter of a table of rows.
+		// Chains of three: filters of a table of rows, and of a summary.
 		"r_rows_big": `SELECT k, ud FROM r_rows WHERE x > 10`,
+		"r_rows_top": `SELECT k FROM r_rows_big WHERE ud <> '2026-06-01'`,
+		"r_sum_big":  `SELECT k, n, sx FROM r_sum WHERE n > 2`,
+		"r_sum_top":  `SELECT k, sx FROM r_sum_big WHERE sx > 100`,
 	}
 	cols := map[string]string{"r_sum": "k, n, cx, sx, ax", "r_byg": "g, k, sx, n", "r_join": "label, n, sx", "r_all": "k, n, mn, mx, dg",
-		"r_rows": "k, x, ud, g2", "r_union": "k, g", "r_rowjoin": "k, label, x", "r_inner": "k, label, g", "r_rows_big": "k, ud"}
+		"r_rows": "k, x, ud, g2", "r_union": "k, g", "r_rowjoin": "k, label, x", "r_inner": "k, label, g", "r_rows_big": "k, ud",
+		"r_rows_top": "k", "r_sum_big": "k, n, sx", "r_sum_top": "k, sx"}
 	for i := 0; i < 6; i++ {
 		s.run(randomFacts(rng, "rfacts", 10)) // loaded in several commits, as pipes do
 	}
-	for _, name := range []string{"r_sum", "r_byg", "r_join", "r_all", "r_rows", "r_union", "r_rowjoin", "r_inner", "r_rows_big"} {
+	for _, name := range []string{"r_sum", "r_byg", "r_join", "r_all", "r_rows", "r_union", "r_rowjoin", "r_inner", "r_rows_big", "r_rows_top", "r_sum_big", "r_sum_top"} {
 		s.run(`CREATE DYNAMIC TABLE ` + name + ` REFRESH INTERVAL 1 HOUR AS ` + tables[name])
 		s.dropAtEnd("DYNAMIC TABLE", name)
 	}
@@ -114,7 +118,7 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	}
 	mostlyIncremental(t, modes)
 	taken := 0
-	for _, r := range table(s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name IN ('r_rows', 'r_union', 'r_rowjoin', 'r_inner', 'r_rows_big')`)) {
+	for _, r := range table(s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name IN ('r_rows', 'r_union', 'r_rowjoin', 'r_inner', 'r_rows_big', 'r_rows_top')`)) {
 		for _, v := range r {
 			if strings.Contains(v, "were taken back") {
 				taken++
@@ -141,7 +145,7 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	if n := hidden(); n != "0" {
 		t.Fatalf("%s after maintenance: %s rows still hide taken-back rows", state, n)
 	}
-	for _, name := range []string{"r_rows", "r_union", "r_rowjoin", "r_inner", "r_rows_big"} {
+	for _, name := range []string{"r_rows", "r_union", "r_rowjoin", "r_inner", "r_rows_big", "r_rows_top"} {
 		got := rowsText(s.run(`SELECT ` + cols[name] + ` FROM ` + name + ` ORDER BY ` + cols[name]))
 		if want := rowsText(s.run(`SELECT ` + cols[name] + ` FROM (` + tables[name] + `) ORDER BY ` + cols[name])); got != want {
 			t.Fatalf("%s after maintenance:\n%s\nwant\n%s", name, indent(got), indent(want))
