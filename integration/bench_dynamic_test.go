@@ -76,8 +76,16 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 		}
 		inc[si], full[si] = med(incs), med(fulls)
 		if si == 0 {
-			retractInc, retractFull = benchRetract(b, p, src, changes, med)
-			rowsInc, rowsFull = benchRetractRows(b, p, src, changes, med)
+			// A summary whose aggregates take rows back (COUNT, SUM, AVG).
+			retractInc, retractFull = benchRetract(b, p, src, "retract_"+src,
+				`SELECT category, COUNT(*) AS cnt, SUM(amount) AS total, AVG(amount) AS avg_amount FROM `+src+` GROUP BY category`, 1_000_000, changes,
+				func(from string) string {
+					return `SELECT category, cnt, total, avg_amount FROM ` + from + ` ORDER BY category`
+				}, med)
+			// A table of rows, taking back the removed rows one by one.
+			rowsInc, rowsFull = benchRetract(b, p, src, "rows_"+src,
+				`SELECT id, category, amount * 2 AS doubled FROM `+src+` WHERE amount >= 10`, 5_000_000, changes,
+				func(from string) string { return `SELECT COUNT(*), SUM(doubled) FROM ` + from }, med)
 		}
 		// The next size is measured without this one's merges beside it.
 		p.run(`DROP DYNAMIC TABLE ` + summary)
@@ -108,53 +116,27 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 	fmt.Printf("  INCREMENTAL %8.1f ms  FULL %9.1f ms  ratio 1/%.0f\n", benchMS(rowsInc), benchMS(rowsFull), rowsFull.Seconds()/rowsInc.Seconds())
 }
 
-// benchRetract measures, over the source src, a summary whose aggregates
-// take rows back (COUNT, SUM, AVG): each of 3 rounds deletes `changes` rows
-// and updates as many, refreshes INCREMENTAL (checked against the query run
-// afresh), then FULL; medians.
-func benchRetract(b *testing.B, p *pipeBench, src string, changes int, med func([]time.Duration) time.Duration) (inc, full time.Duration) {
-	summary := "retract_" + src
-	query := `SELECT category, COUNT(*) AS cnt, SUM(amount) AS total, AVG(amount) AS avg_amount FROM ` + src + ` GROUP BY category`
-	p.run(`CREATE DYNAMIC TABLE ` + summary + ` REFRESH INTERVAL 1 HOUR AS ` + query)
-	defer p.run(`DROP DYNAMIC TABLE ` + summary)
+// benchRetract measures, over the source src, the dynamic table name of
+// query query through deletes and updates: each of 3 rounds deletes
+// `changes` rows from id lo on and updates as many after them, refreshes
+// INCREMENTAL (checked: check over the table equals check over the query
+// run afresh), then FULL; medians.
+func benchRetract(b *testing.B, p *pipeBench, src, name, query string, lo, changes int, check func(from string) string, med func([]time.Duration) time.Duration) (inc, full time.Duration) {
+	p.run(`CREATE DYNAMIC TABLE ` + name + ` REFRESH INTERVAL 1 HOUR AS ` + query)
+	defer p.run(`DROP DYNAMIC TABLE ` + name)
 	var incs, fulls []time.Duration
 	for round := 0; round < 3; round++ {
-		lo := 1_000_000 + round*3*changes
-		p.run(fmt.Sprintf(`DELETE FROM %s WHERE id >= %d AND id < %d`, src, lo, lo+changes))
-		p.run(fmt.Sprintf(`UPDATE %s SET amount = amount + 1 WHERE id >= %d AND id < %d`, src, lo+changes, lo+2*changes))
+		from := lo + round*3*changes
+		p.run(fmt.Sprintf(`DELETE FROM %s WHERE id >= %d AND id < %d`, src, from, from+changes))
+		p.run(fmt.Sprintf(`UPDATE %s SET amount = amount + 1 WHERE id >= %d AND id < %d`, src, from+changes, from+2*changes))
 		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
 		waitMerges(p)
-		incs = append(incs, timedRefresh(b, p, summary, false))
-		got := rowsText(p.run(`SELECT category, cnt, total, avg_amount FROM ` + summary + ` ORDER BY category`))
-		if want := rowsText(p.run(query + ` ORDER BY category`)); got != want {
-			b.Fatalf("%s after deletes and updates:\n%s\nwant\n%s", summary, got, want)
+		incs = append(incs, timedRefresh(b, p, name, false))
+		got := rowsText(p.run(check(name)))
+		if want := rowsText(p.run(check("(" + query + ")"))); got != want {
+			b.Fatalf("%s after deletes and updates:\n%s\nwant\n%s", name, got, want)
 		}
-		fulls = append(fulls, timedRefresh(b, p, summary, true))
-	}
-	return med(incs), med(fulls)
-}
-
-// benchRetractRows is benchRetract over a dynamic table of rows, whose
-// refresh takes back the rows of the deleted and updated source rows one
-// by one (checked by its count and sum against the query run afresh).
-func benchRetractRows(b *testing.B, p *pipeBench, src string, changes int, med func([]time.Duration) time.Duration) (inc, full time.Duration) {
-	rows := "rows_" + src
-	query := `SELECT id, category, amount * 2 AS doubled FROM ` + src + ` WHERE amount >= 10`
-	p.run(`CREATE DYNAMIC TABLE ` + rows + ` REFRESH INTERVAL 1 HOUR AS ` + query)
-	defer p.run(`DROP DYNAMIC TABLE ` + rows)
-	var incs, fulls []time.Duration
-	for round := 0; round < 3; round++ {
-		lo := 5_000_000 + round*3*changes
-		p.run(fmt.Sprintf(`DELETE FROM %s WHERE id >= %d AND id < %d`, src, lo, lo+changes))
-		p.run(fmt.Sprintf(`UPDATE %s SET amount = amount + 1 WHERE id >= %d AND id < %d`, src, lo+changes, lo+2*changes))
-		time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
-		waitMerges(p)
-		incs = append(incs, timedRefresh(b, p, rows, false))
-		got := rowsText(p.run(`SELECT COUNT(*), SUM(doubled) FROM ` + rows))
-		if want := rowsText(p.run(`SELECT COUNT(*), SUM(doubled) FROM (` + query + `)`)); got != want {
-			b.Fatalf("%s after deletes and updates: %s, want %s", rows, got, want)
-		}
-		fulls = append(fulls, timedRefresh(b, p, rows, true))
+		fulls = append(fulls, timedRefresh(b, p, name, true))
 	}
 	return med(incs), med(fulls)
 }
