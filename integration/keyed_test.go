@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
-	"github.com/lakepipe/lakepipe/internal/tunnelserver"
 )
 
 // TestKeyedTableStatements: a table with a PRIMARY KEY keeps one row per
@@ -160,15 +159,7 @@ FROM TABLE(READ_KAFKA('%s', '%s', '', '%s', '', '', '', '', 'raw', 'raw', 0, map
 	consume()
 
 	// A streaming write: staged, shown whole, the rows it replaces kept.
-	url, token := s.writeService(tunnelserver.Config{})
-	sess, err := s.tunnelClient(url, token).BuildStreamUploadSession(s.Schema, "kv").Build(s.Ctx)
-	must(t, err)
-	pack, err := sess.NewRecordPack()
-	must(t, err)
-	must(t, pack.AppendRow(int64(5), "e2"))
-	must(t, pack.AppendRow(int64(6), "f"))
-	_, err = pack.Flush()
-	must(t, err)
+	s.flushRows("kv", []any{int64(5), "e2"}, []any{int64(6), "f"})
 	s.waitStream(`SELECT id, v, __change_type FROM kv_changes`, "5|e|UPDATE_BEFORE", "5|e2|UPDATE_AFTER", "6|f|INSERT")
 	refreshed("a streaming write")
 	wantRows(t, "kv at the end", s.run(`SELECT id, v FROM kv ORDER BY id`), "1|a2", "2|b2", "3|c2", "4|d2", "5|e2", "6|f")

@@ -50,6 +50,22 @@ func (s *Stack) writeService(cfg tunnelserver.Config) (string, string) {
 	return "http://" + ln.Addr().String(), cfg.Token
 }
 
+// flushRows writes rows into table through a write service of the
+// stack's engine, as one record pack flushed once.
+func (s *Stack) flushRows(table string, rows ...[]any) {
+	s.T.Helper()
+	url, token := s.writeService(tunnelserver.Config{})
+	sess, err := s.tunnelClient(url, token).BuildStreamUploadSession(s.Schema, table).Build(s.Ctx)
+	must(s.T, err)
+	pack, err := sess.NewRecordPack()
+	must(s.T, err)
+	for _, r := range rows {
+		must(s.T, pack.AppendRow(r...))
+	}
+	_, err = pack.Flush()
+	must(s.T, err)
+}
+
 func (s *Stack) tunnelClient(url, token string) *tunnel.Client {
 	s.T.Helper()
 	c, err := tunnel.New(url, tunnel.WithToken(token), tunnel.WithSchema(s.Schema))

@@ -297,6 +297,10 @@ type ChangeRead struct {
 	// __commit_timestamp; a statement that reads none of them is spared
 	// computing them (transform over the commit list, on every row).
 	Meta bool
+	// GlobalIn: the table is Distributed over a cluster's shards, whose
+	// conditions must take subqueries of the change table (a table of
+	// the entry server) with GLOBAL IN.
+	GlobalIn bool
 }
 
 // ChangeQuery renders, as one ClickHouse query, the changes of a table
@@ -426,7 +430,11 @@ func ChangeQuery(schema, name string, spec catalog.TableSpec, lo, hi uint64, how
 				// A load that replaced some keys is an UPDATE commit; its
 				// rows of keys it did not replace are inserts.
 				kl := KeyList(spec)
-				kind = "if((" + kl + ") IN (SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
+				in := " IN "
+				if how.GlobalIn {
+					in = " GLOBAL IN "
+				}
+				kind = "if((" + kl + ")" + in + "(SELECT " + kl + " FROM " + changes + " WHERE " + commitCol + " IN " + log.set(upd, inRange, CommitUpdate) + "), 'UPDATE_AFTER', 'INSERT')"
 			}
 			parts = append(parts, part(kind, commitCol, table, commitCol+" IN "+log.set(upd, inRange, CommitUpdate)))
 		}

@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -23,13 +24,18 @@ import (
 // replace: a keyed table that tracks changes.
 func KeepsReplaced(spec catalog.TableSpec) bool { return spec.Keyed() && Tracked(spec) }
 
-// LoadColumns is core.TargetColumns for a load (a pipe, COPY, a Kafka
-// batch), after checking that loads can write the table: on a cluster
-// loads are not staged, so they cannot keep what they replace.
-func (e *Log) LoadColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
-	if KeepsReplaced(spec) && e.St.Cluster() != "" {
-		return nil, core.Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: loads into such a table on a cluster are %w (they are not staged there, and the change log would miss the rows they replace); load a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, core.ErrNotSupportedYet))
+// StageKey is the key a load's staging table of a table with spec takes
+// (staging.New): the key columns of a keyed table, quoted; "" for others.
+func StageKey(spec catalog.TableSpec) string {
+	if !spec.Keyed() {
+		return ""
 	}
+	return KeyList(spec)
+}
+
+// LoadColumns is core.TargetColumns for a load (a pipe, COPY, a Kafka
+// batch).
+func (e *Log) LoadColumns(table string, spec catalog.TableSpec, names []string) ([]catalog.ColumnSpec, error) {
 	return core.TargetColumns(table, spec, names)
 }
 
@@ -69,9 +75,11 @@ func (e *Log) keepReplaced(ctx context.Context, schema, name string, spec catalo
 	commit, orig := chsql.QuoteIdent(core.CommitColumn), chsql.QuoteIdent(OrigCommitColumn)
 	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
 	staged := "(SELECT DISTINCT " + commit + " FROM " + stage + ")"
+	// GLOBAL on a cluster: the stage is a table of this server.
+	in := e.GlobalIn()
 	q := "INSERT INTO " + changes + " (" + colList + ", " + chsql.QuoteIdent(ChangeTypeColumn) + ", " + commit + ", " + orig + ") " +
 		"SELECT " + colList + ", 'UPDATE_BEFORE', __lp_by, " + commit + " FROM (SELECT " + colList + ", " + commit + " FROM " + Rows(schema, name, spec) +
-		" WHERE (" + keys + ") IN (SELECT " + keys + " FROM " + stage + ") AND " + commit + " NOT IN " + staged + ")" +
+		" WHERE (" + keys + ")" + in + "(SELECT " + keys + " FROM " + stage + ") AND " + commit + strings.Replace(in, "IN", "NOT IN", 1) + staged + ")" +
 		" ALL INNER JOIN (SELECT " + keys + ", " + commit + " AS __lp_by FROM " + stage + " FINAL) USING (" + keys + ")" +
 		" WHERE (" + keys + ", __lp_by) NOT IN (SELECT " + keys + ", " + commit + " FROM " + changes + " WHERE " + commit + " IN " + staged + ")"
 	if err := e.St.Exec(ctx, q); err != nil {

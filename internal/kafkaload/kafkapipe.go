@@ -168,8 +168,9 @@ type KafkaPipeRun struct {
 	rk     readKafka
 	prog   *recordeval.Program
 	target core.LoadTarget
-	// keepReplaced: see loading.PipeRun.
+	// keepReplaced, stageKey: see loading.PipeRun.
 	keepReplaced bool
+	stageKey     string
 	source       []int  // target column ← program column
 	typed        []bool // program columns handed over as values, not text
 	// Warn reports trouble that does not fail a batch (nil: ignored).
@@ -202,7 +203,7 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, err
 	}
-	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols), keepReplaced: changes.KeepsReplaced(tspec)}
+	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols), keepReplaced: changes.KeepsReplaced(tspec), stageKey: changes.StageKey(tspec)}
 	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
 		src[i] = rowio.Column{Name: c}
@@ -530,7 +531,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	// A table that keeps replaced rows takes every batch through staging
 	// (changes.PublishStaged).
 	if pending > stageRecords || r.keepReplaced {
-		if stg, err = staging.New(ctx, r.e.St, target); err != nil {
+		if stg, err = staging.New(ctx, r.e.St, target, r.stageKey); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		defer stg.Drop(ctx)

@@ -67,7 +67,7 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		_ = e.TrackLoad(context.Background(), schema, name, target.Commit, loaded)
 	}()
 	for _, f := range files {
-		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.KeepsReplaced(spec))
+		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.StageKey(spec))
 		if err != nil {
 			fl.Status = jobs.FileFailed
 			if fl.FirstError == "" {
@@ -95,13 +95,15 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	return res, nil
 }
 
-// copyFile loads one file of a COPY. Into a table that keeps the rows its
-// loads replace, the file is staged, and published with them kept.
-func (e *Loader) copyFile(ctx context.Context, vol *objstore.Volume, f objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string, keepReplaced bool) (fileread.FileLoad, error) {
-	if !keepReplaced {
+// copyFile loads one file of a COPY. Into a keyed table (key: its key
+// columns, staging.New) the file is staged, so that a failing file never
+// replaces a row, and published with the rows it replaces kept when the
+// table tracks changes.
+func (e *Loader) copyFile(ctx context.Context, vol *objstore.Volume, f objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string, key string) (fileread.FileLoad, error) {
+	if key == "" {
 		return e.SafeLoadFile(ctx, vol, f, src, opts, target, onError)
 	}
-	stg, err := staging.New(ctx, e.St, target)
+	stg, err := staging.New(ctx, e.St, target, key)
 	if err != nil {
 		return fileread.FileLoad{Path: f.Path}, err
 	}

@@ -50,6 +50,9 @@ type PipeRun struct {
 	// so every load is staged and keeps the rows it replaces
 	// (changes.PublishStaged).
 	keepReplaced bool
+	// stageKey: the key of a keyed table, whose loads stage on a cluster
+	// too (staging.New).
+	stageKey string
 	// refs are the catalog objects the run was built from (see OpenPipe).
 	refs []catalog.Ref
 }
@@ -87,7 +90,7 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	}
 	run.target = core.TableTarget(schema, table, cols)
 	run.tableCreated = tspec.CreatedAt
-	run.keepReplaced = changes.KeepsReplaced(tspec)
+	run.keepReplaced, run.stageKey = changes.KeepsReplaced(tspec), changes.StageKey(tspec)
 	var vspec catalog.VolumeSpec
 	if run.vol, vspec, err = e.Volume(ctx, cp.Volume.Volume); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", p.Name, err)
@@ -560,7 +563,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	target := r.target
 	target.Commit = commit
 	// Rows show only once the whole file is read (package staging).
-	stg, err := staging.New(ctx, r.e.St, target)
+	stg, err := staging.New(ctx, r.e.St, target, r.stageKey)
 	if err != nil {
 		return res, err
 	}
@@ -696,7 +699,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 	// through a staging table, whose keys say what it replaces.
 	var stg *staging.Stage
 	if r.keepReplaced && len(todo) > 0 {
-		if stg, err = staging.New(ctx, r.e.St, r.target); err != nil {
+		if stg, err = staging.New(ctx, r.e.St, r.target, r.stageKey); err != nil {
 			return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		defer stg.Drop(ctx)

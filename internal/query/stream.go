@@ -118,7 +118,7 @@ func (s *Session) streamSource(schema, name string, spec catalog.StreamSpec) (st
 		}
 		s.streams[key] = r
 	}
-	how := changes.ChangeRead{AppendOnly: spec.Mode == StreamAppendOnly, Initial: spec.ShowInitialRows, Meta: !s.noMeta}
+	how := changes.ChangeRead{AppendOnly: spec.Mode == StreamAppendOnly, Initial: spec.ShowInitialRows, Meta: !s.noMeta, GlobalIn: s.e.St.Cluster() != ""}
 	q, err := changes.ChangeQuery(tschema, tname, tspec, spec.Offset, r.hi, how, func(from uint64) ([]changes.CommitRef, error) {
 		return s.readCommits(tschema, tname, from)
 	})

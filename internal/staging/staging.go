@@ -33,7 +33,12 @@ import (
 // On a cluster (sharded, or replicated), tables are Distributed over
 // per-node tables, and a staging table would have to exist on each node:
 // loads there stream straight into the table, and the window stays
-// (docs/exactly-once.md).
+// (docs/exactly-once.md). Except into keyed tables: a keyed write cannot
+// be taken back (the rows it replaced may be merged away at once), so a
+// failed load's rows must never reach one. Their loads stage into a table
+// of the entry server (a ReplacingMergeTree ordered by the key) and are
+// published by one INSERT … SELECT … FINAL through the Distributed table,
+// which returns once every shard holds its rows (insert_distributed_sync).
 
 // prefix starts the name of every staging table in TempDB.
 const prefix = "stage_"
@@ -47,19 +52,30 @@ const maxAge = 24 * time.Hour
 type Stage struct {
 	st   *chstore.Store
 	name string
+	// local: a table of the entry server staging for a cluster's
+	// Distributed table, published by INSERT … SELECT.
+	local bool
 }
 
 // New makes the staging table of one load of target (target.Commit names
-// the load), or returns nil on a cluster.
-func New(ctx context.Context, st *chstore.Store, target core.LoadTarget) (*Stage, error) {
-	if st.Cluster() != "" {
+// the load), or returns nil on a cluster for a table without key (key:
+// the keyed target's key columns, quoted, comma-separated; "" for none).
+func New(ctx context.Context, st *chstore.Store, target core.LoadTarget, key string) (*Stage, error) {
+	if st.Cluster() != "" && key == "" {
 		return nil, nil
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	s := &Stage{st: st, name: fmt.Sprintf("%s%016x_%s", prefix, target.Commit, hex.EncodeToString(b[:]))}
 	// 18.16 and current releases alike: AS copies columns, engine, keys.
-	if err := st.Exec(ctx, "CREATE TABLE "+s.table()+" AS "+chsql.Table(target.DB, target.Table)); err != nil {
+	ddl := "CREATE TABLE " + s.table() + " AS " + chsql.Table(target.DB, target.Table)
+	if st.Cluster() != "" {
+		// The columns of the Distributed table, an engine of this server
+		// that keeps, of a key staged twice, the row staged last.
+		s.local = true
+		ddl += " ENGINE = ReplacingMergeTree ORDER BY (" + key + ")"
+	}
+	if err := st.Exec(ctx, ddl); err != nil {
 		return nil, fmt.Errorf("stage a load of %s: %w", target.Display, err)
 	}
 	return s, nil
@@ -87,6 +103,15 @@ func (s *Stage) Publish(ctx context.Context, target core.LoadTarget) error {
 	// A fenced attempt (its lease ended) must not publish.
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.local {
+		// FINAL: one row per key, the one a single server's attach
+		// would keep. A publish cut short is retried by the load, whose
+		// rows are the same.
+		if err := s.st.Exec(ctx, "INSERT INTO "+chsql.Table(target.DB, target.Table)+" SELECT * FROM "+s.table()+" FINAL"); err != nil {
+			return fmt.Errorf("publish a load of %s: %w", target.Display, err)
+		}
+		return nil
 	}
 	ids, err := s.st.Strings(ctx, fmt.Sprintf("SELECT DISTINCT partition_id FROM system.parts WHERE database = %s AND table = %s AND active",
 		chsql.QuoteString(schemas.TempDB), chsql.QuoteString(s.name)))

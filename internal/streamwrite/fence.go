@@ -309,7 +309,7 @@ func (e *Writer) sweepFlush(ctx context.Context, session, flush string, attempt 
 	if err != nil {
 		return fmt.Errorf("sweep flush %s of %s: %w", flush, t.Display, err)
 	}
-	if !found || spec.Keyed() && e.St.Cluster() == "" {
+	if !found || spec.Keyed() {
 		return nil // dropped; or keyed, whose rows are replaced, never removed (keyed.go)
 	}
 	losers := priorCommits(session, flush, attempt+1)

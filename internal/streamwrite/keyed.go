@@ -9,7 +9,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 )
 
-// A flush into a keyed table (PRIMARY KEY) on one server is staged: the
+// A flush into a keyed table (PRIMARY KEY) is staged (on a cluster, in a
+// table of the entry server: package staging): the
 // pack's rows go into a staging table and are attached to the table whole,
 // once read, after the rows they replace are kept in the change log when
 // the table tracks changes (changes.PublishStaged), as loads do. A keyed

@@ -386,11 +386,8 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	if err != nil {
 		return 0, err
 	}
-	if changes.KeepsReplaced(spec) && e.St.Cluster() != "" {
-		return 0, core.Permanent(fmt.Errorf("table %s keeps one row per key (PRIMARY KEY) and tracks changes: streaming writes into such a table on a cluster are %w (they are not staged there, and the change log would miss the rows they replace); write a table without change_tracking, or INSERT/MERGE INTO it with SQL", table, core.ErrNotSupportedYet))
-	}
 	// A keyed table's flush is staged and shown whole (see keyed.go).
-	keyed := spec.Keyed() && e.St.Cluster() == ""
+	keyed := spec.Keyed()
 	if err := checkSessionSchema(s, spec); err != nil {
 		return 0, err
 	}
@@ -484,7 +481,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	into := target
 	var stg *staging.Stage
 	if keyed {
-		if stg, err = staging.New(ctx, e.St, target); err != nil {
+		if stg, err = staging.New(ctx, e.St, target, changes.StageKey(spec)); err != nil {
 			return 0, err
 		}
 		defer stg.Drop(context.WithoutCancel(ctx))
