@@ -123,9 +123,15 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 		return "(SELECT " + keys + " FROM " + rows + " WHERE " + kindColumn + " IN (" + strings.Join(s, ", ") + "))"
 	}
-	n, err := e.keyedCounts(ctx, schema, name, rows, "0")
-	if err != nil {
-		return n, err
+	var n keyedCounts
+	var err error
+	if !tracked || e.Sharded(schema) {
+		// A tracked table's rows are counted once, after the save below
+		// (which tells updates from inserts); a sharded one's deletes
+		// are refused before anything is written.
+		if n, err = e.keyedCounts(ctx, schema, name, rows, "0"); err != nil {
+			return n, err
+		}
 	}
 	if n.deleted > 0 && e.Sharded(schema) {
 		// The mutation runs on every shard, which cannot read this
@@ -134,7 +140,7 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 	}
 	saved := "(SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 		" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(updateCommit, 10) + ")"
-	if tracked && n != (keyedCounts{}) {
+	if tracked {
 		colList := core.ColumnList(spec.Columns)
 		// GLOBAL: on a cluster the shards read this server's temporary table.
 		q := "INSERT INTO " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) + " (" + colList + ", " +
