@@ -3,7 +3,6 @@ package changes
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -76,10 +75,10 @@ func (e *Log) keepReplaced(ctx context.Context, schema, name string, spec catalo
 	changes := chsql.Table(schemas.ChangesDB, ChangesTable(schema, name))
 	staged := "(SELECT DISTINCT " + commit + " FROM " + stage + ")"
 	// GLOBAL on a cluster: the stage is a table of this server.
-	in := e.GlobalIn()
+	in, notIn := e.GlobalIn(), e.GlobalNotIn()
 	q := "INSERT INTO " + changes + " (" + colList + ", " + chsql.QuoteIdent(ChangeTypeColumn) + ", " + commit + ", " + orig + ") " +
 		"SELECT " + colList + ", 'UPDATE_BEFORE', __lp_by, " + commit + " FROM (SELECT " + colList + ", " + commit + " FROM " + Rows(schema, name, spec) +
-		" WHERE (" + keys + ")" + in + "(SELECT " + keys + " FROM " + stage + ") AND " + commit + strings.Replace(in, "IN", "NOT IN", 1) + staged + ")" +
+		" WHERE (" + keys + ")" + in + "(SELECT " + keys + " FROM " + stage + ") AND " + commit + notIn + staged + ")" +
 		" ALL INNER JOIN (SELECT " + keys + ", " + commit + " AS __lp_by FROM " + stage + " FINAL) USING (" + keys + ")" +
 		" WHERE (" + keys + ", __lp_by) NOT IN (SELECT " + keys + ", " + commit + " FROM " + changes + " WHERE " + commit + " IN " + staged + ")"
 	if err := e.St.Exec(ctx, q); err != nil {

@@ -47,6 +47,14 @@ func (e *Core) GlobalIn() string {
 	return " IN "
 }
 
+// GlobalNotIn is NOT IN as GlobalIn is IN.
+func (e *Core) GlobalNotIn() string {
+	if e.clustered() {
+		return " GLOBAL NOT IN "
+	}
+	return " NOT IN "
+}
+
 // ddl runs a statement on every node: head is the statement up to where
 // ON CLUSTER goes, tail the rest. On a single server it just runs.
 func (e *Core) DDL(ctx context.Context, head, tail string) error {

@@ -37,9 +37,11 @@ import (
 // row's (commit, identity, version) is (op "IN") or is not ("NOT IN")
 // among those taken back.
 func retractedRows(state, op string) string {
-	key := srcColumn + ", " + rowColumn + ", _lp_upto"
-	return "(" + key + ") " + op + " (SELECT " + key + " FROM " + state + " PREWHERE _lp_marker = 2)"
+	return "(" + retractKey + ") " + op + " (SELECT " + retractKey + " FROM " + state + " PREWHERE _lp_marker = 2)"
 }
+
+// retractKey is what a _lp_marker = 2 row names of the rows it hides.
+const retractKey = srcColumn + ", " + rowColumn + ", _lp_upto"
 
 // appendStmts are the statements of an append plan's incremental refresh.
 type appendStmts struct {
@@ -109,7 +111,7 @@ func (p *incPlan) appendDelta(state string, w *changeWindow, hi uint64, checks [
 			changed := changesTableOf(s) + " PREWHERE " + commit + " IN " + set
 			orig := chsql.QuoteIdent(changes.OrigCommitColumn)
 			retract[i] = append(retract[i], sourceRows{
-				pairs:   "(SELECT " + orig + ", " + rowHash(s.cols, s.types, "") + " FROM " + changed + ")",
+				pairs:   "(SELECT " + orig + ", " + s.rowHash() + " FROM " + changed + ")",
 				commits: "(SELECT " + orig + " FROM " + changed + ")",
 			})
 		}
@@ -134,7 +136,7 @@ func (p *incPlan) appendDelta(state string, w *changeWindow, hi uint64, checks [
 			joined := "(" + p.dimJoined(b, j, added, removed, w.from) + ")"
 			rows := sourceRows{pairs: joined, commits: "(SELECT _lp_c FROM " + joined + ")"}
 			s := p.sources[b.source]
-			read[b.source] = append(read[b.source], rows.on(commit, rowHash(s.cols, s.types, ""), p.in))
+			read[b.source] = append(read[b.source], rows.on(commit, s.rowHash(), p.in))
 			written = append(written, rows.on(src, row, p.in))
 			retract[b.source] = append(retract[b.source], rows)
 			rejoined = true

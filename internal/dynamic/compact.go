@@ -26,7 +26,6 @@ func (e *Refresher) CompactStates(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("compact the states of dynamic tables: %w", err)
 	}
-	key := srcColumn + ", " + rowColumn + ", _lp_upto"
 	for _, name := range states {
 		state := chsql.Table(schemas.ChangesDB, name)
 		n, err := e.St.Strings(ctx, "SELECT count() FROM "+state+" PREWHERE _lp_marker = 2")
@@ -35,7 +34,7 @@ func (e *Refresher) CompactStates(ctx context.Context) error {
 		}
 		for _, step := range []string{
 			"DELETE WHERE _lp_marker = 0 AND " + retractedRows(state, "IN"),
-			"DELETE WHERE _lp_marker = 2 AND (" + key + ") NOT IN (SELECT " + key + " FROM " + state + " PREWHERE _lp_marker = 0)",
+			"DELETE WHERE _lp_marker = 2 AND (" + retractKey + ") NOT IN (SELECT " + retractKey + " FROM " + state + " PREWHERE _lp_marker = 0)",
 		} {
 			if err := e.St.Exec(ctx, "ALTER TABLE "+state+" "+step); err != nil {
 				return fmt.Errorf("compact the state %s: %w", state, err)

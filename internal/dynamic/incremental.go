@@ -698,7 +698,7 @@ func (p *incPlan) stateOf() string {
 		// are other identities, and the state is rebuilt.
 		for _, s := range p.sources {
 			h := fnv.New64a()
-			h.Write([]byte(rowHash(s.cols, s.types, "")))
+			h.Write([]byte(s.rowHash()))
 			fmt.Fprintf(&b, "rows %s/%x;", core.Display(s.schema, s.table), h.Sum64())
 		}
 	}

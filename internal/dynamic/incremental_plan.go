@@ -300,7 +300,7 @@ func (e *Refresher) deltaTables(sess *query.Session, p *incPlan) {
 				// Each row with its identity (rowColumn).
 				src := p.sources[i]
 				from, filter := src.rows()
-				return "(SELECT *, " + rowHash(src.cols, src.types, "") + " AS " + chsql.QuoteIdent(rowColumn) + " FROM " + from + filter + deltaToken(i) + ")", nil
+				return "(SELECT *, " + src.rowHash() + " AS " + chsql.QuoteIdent(rowColumn) + " FROM " + from + filter + deltaToken(i) + ")", nil
 			}
 		}
 		return tableRef(n)

@@ -26,18 +26,17 @@ const rowColumn = "_lp_row"
 // Decimal and UUID arguments); other values are hashed as their text.
 var nativeHashed = regexp.MustCompile(`^(Array\()*(U?Int(8|16|32|64)|Float(32|64)|String|FixedString\(\d+\)|Date|DateTime(\('[^']*'\))?|Enum(8|16)\(.*\))\)*$`)
 
-// rowHash is the SQL of a source row's identity: cityHash64 of its
-// columns cols of ClickHouse types types, each qualified by qualifier
-// when it is not "". The source table and its change table have the same
-// columns, so the identity of a removed row, computed from the change
-// table, is the one its rows in the state carry.
-func rowHash(cols, types []string, qualifier string) string {
+// rowHash is the SQL of a row's identity in src or its change table: the
+// source table and its change table have the same columns, so the
+// identity of a removed row, computed from the change table, is the one
+// its rows in the state carry.
+func (src incSource) rowHash() string { return rowHash(src.cols, src.types) }
+
+// rowHash is cityHash64 of the columns cols of ClickHouse types types.
+func rowHash(cols, types []string) string {
 	args := make([]string, 0, len(cols))
 	for i, c := range cols {
 		ref := chsql.QuoteIdent(c)
-		if qualifier != "" {
-			ref = chsql.QuoteIdent(qualifier) + "." + ref
-		}
 		t := ""
 		if i < len(types) {
 			t = types[i]

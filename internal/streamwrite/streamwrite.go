@@ -448,7 +448,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 					return 0, err
 				}
 				if keyed {
-					return n, nil // nothing of a keyed table is removed
+					return n, nil // a keyed table's earlier rows are replaced, never removed
 				}
 				if err := e.DropCommits(ctx, target, without(prior, commit)); err != nil {
 					return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
@@ -468,10 +468,10 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		if err := e.recordDecision(ctx, s, f, target.Commit); err != nil {
 			return 0, err
 		}
-		if keyed {
-			prior = nil // a keyed table's earlier rows are replaced, not removed
-		} else if err := e.DropCommits(ctx, target, prior); err != nil {
-			return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
+		if !keyed {
+			if err := e.DropCommits(ctx, target, prior); err != nil {
+				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
+			}
 		}
 	}
 	parts, err := partitionSources(s, spec, target, mapping, len(src))
