@@ -316,6 +316,10 @@ func TestDynamicTableAfterTrim(t *testing.T) {
 	if err := s.Eng.TrimChangeLog(s.Ctx, s.Schema, "orders", time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// The index of what removals took goes with them.
+	if n, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.removal_origins WHERE db = "+chsql.QuoteString(s.Schema)); err != nil || len(n) != 1 || n[0] != "0" {
+		t.Fatalf("removal_origins after the trim: %v %v, want no pair", n, err)
+	}
 	// The refresh reads up to 2 s ago: past the cut (now), as it always is
 	// past data_retention_days.
 	time.Sleep(2100 * time.Millisecond)

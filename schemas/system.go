@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 5
+const Version = 6
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -160,5 +160,23 @@ var Migrations = []Migration{{
 			records Int64,
 			at DateTime
 		) ENGINE = MergeTree ORDER BY (session, flush_id)`,
+	},
+}, {
+	Version: 6,
+	Statements: []string{
+		// Which commits' rows each DELETE, UPDATE or key replacement of a
+		// change-tracked table removed: the distinct (_lp_orig_commit,
+		// _lp_commit) pairs of its change table, written after the rows
+		// are copied there and before they leave the table. A summary's
+		// refresh looks up the commits it reads here (the check for
+		// removals under way, package dynamic), through the key, instead
+		// of scanning every removed row the change table retains.
+		// Trimmed with the change log.
+		`CREATE TABLE IF NOT EXISTS lakepipe.removal_origins (
+			db String,
+			table String,
+			orig_commit UInt64,
+			commit_id UInt64
+		) ENGINE = ReplacingMergeTree ORDER BY (db, table, orig_commit, commit_id)`,
 	},
 }}

@@ -539,7 +539,7 @@ func (e *Log) SaveRemoved(ctx context.Context, schema, name string, spec catalog
 	if err := e.St.Exec(ctx, q); err != nil {
 		return fmt.Errorf("table %s: keep the removed rows in its change log: %w", core.Display(schema, name), err)
 	}
-	return nil
+	return e.IndexRemoved(ctx, schema, name, commit)
 }
 
 // TrimChangeLog forgets the changes of schema.name committed before a
@@ -573,6 +573,9 @@ func (e *Log) TrimChangeLog(ctx context.Context, schema, name string, before tim
 	if _, err := e.Mutate(ctx, schemas.ChangesDB, ChangesTable(schema, name), "DELETE WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")"); err != nil {
 		return err
 	}
+	if _, err := e.Mutate(ctx, schemas.SystemDB, originsTable, "DELETE WHERE "+originsWhere(schema, name, ids)); err != nil {
+		return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
+	}
 	if err := e.St.Exec(ctx, fmt.Sprintf("ALTER TABLE lakepipe.table_commits DELETE WHERE db = %s AND table = %s AND version < %d AND kind IN (%s, %s)",
 		chsql.QuoteString(schema), chsql.QuoteString(name), cut, chsql.QuoteString(CommitDelete), chsql.QuoteString(CommitUpdate))); err != nil {
 		return fmt.Errorf("table %s: trim its change log: %w", core.Display(schema, name), err)
@@ -604,6 +607,12 @@ func (e *Log) DropChangeLog(ctx context.Context, schema, name string, droppedAt 
 	n, err := e.St.Strings(ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE "+where)
 	if err != nil || len(n) != 1 || n[0] == "0" {
 		return err
+	}
+	// The index's pairs of those commits first: once the commits are
+	// gone, nothing would name them.
+	if _, err := e.Mutate(ctx, schemas.SystemDB, originsTable, "DELETE WHERE "+originsWhere(schema, name, nil)+
+		" AND commit_id IN (SELECT commit_id FROM lakepipe.table_commits WHERE "+where+")"); err != nil {
+		return fmt.Errorf("table %s: forget its commits: %w", core.Display(schema, name), err)
 	}
 	if _, err := e.Mutate(ctx, schemas.SystemDB, "table_commits", "DELETE WHERE "+where); err != nil {
 		return fmt.Errorf("table %s: forget its commits: %w", core.Display(schema, name), err)

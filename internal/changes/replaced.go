@@ -84,7 +84,7 @@ func (e *Log) keepReplaced(ctx context.Context, schema, name string, spec catalo
 	if err := e.St.Exec(ctx, q); err != nil {
 		return fmt.Errorf("table %s: keep the rows a load replaces in its change log: %w", core.Display(schema, name), err)
 	}
-	return nil
+	return e.indexRemoved(ctx, schema, name, staged)
 }
 
 // replacingCommits are those of ids under which the change table of a

@@ -347,17 +347,14 @@ func signColumn(sign string) string { return "materialize(toInt8(" + sign + ")) 
 // them out of the table before it registers its commit. A refresh that read
 // the table then would count neither the rows nor their removal, and the
 // next refresh would take back rows never counted. ClickHouse runs the
-// check before it takes the table's parts to read, and the statement's
-// copy precedes its mutation, so a removal that starts later cannot finish
-// before the read. The refresh waits and reads the window again
-// (incrementalDelta). It reads the change table's _lp_orig_commit column:
-// its cost follows the removed rows retained (data_retention_days), not
-// the table. A statement that failed after its copy leaves such rows
-// until the window moves past their commits: at most one FULL refresh.
+// check before it takes the table's parts to read, and a removal indexes
+// the commits it took rows of (lakepipe.removal_origins) before its
+// mutation, so a removal the check misses cannot finish before the read.
+// The refresh waits and reads the window again (incrementalDelta). The
+// check reads the index through its key: its cost follows the window's
+// commits, not the removed rows retained. A statement that failed after
+// indexing leaves its pairs until the window moves past their commits: at
+// most one FULL refresh.
 func removalsUnderWay(src incSource, in, known []uint64) string {
-	q := "SELECT count() FROM " + changesTableOf(src) + " PREWHERE " + chsql.QuoteIdent(changes.OrigCommitColumn) + " IN (" + changes.IDList(in) + ")"
-	if len(known) > 0 {
-		q += " AND " + chsql.QuoteIdent(core.CommitColumn) + " NOT IN (" + changes.IDList(known) + ")"
-	}
-	return "throwIf((" + q + ") != 0) = 0"
+	return "throwIf((" + changes.RemovedFrom(src.schema, src.table, in, known) + ") != 0) = 0"
 }

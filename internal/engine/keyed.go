@@ -150,6 +150,9 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		if err := e.St.Exec(ctx, q); err != nil {
 			return n, fmt.Errorf("table %s: keep the replaced rows in its change log: %w", core.Display(schema, name), err)
 		}
+		if err := e.IndexRemoved(ctx, schema, name, updateCommit); err != nil {
+			return n, err
+		}
 		if n, err = e.keyedCounts(ctx, schema, name, rows, tuple+" IN "+saved); err != nil {
 			return n, err
 		}
