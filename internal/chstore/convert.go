@@ -566,6 +566,17 @@ func (c *stringCol) add(src *rowio.Vector, rows int, bad func(int, string)) {
 		}
 		return
 	}
+	if src.Kept {
+		// Cells that are never written again are kept as they are.
+		for r := 0; r < rows; r++ {
+			if src.Null != nil && src.Null[r] {
+				c.put("", true)
+				continue
+			}
+			c.put(text(src.Text[r]), false)
+		}
+		return
+	}
 	// Text cells are only valid until the reader's next batch: copy them
 	// into one arena per batch instead of one allocation per value.
 	n := 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	chcolumn "github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -343,6 +344,27 @@ func TestArrowStringsOutliveRelease(t *testing.T) {
 			if got[i] != want[i] {
 				t.Fatalf("value %d: %q, want %q", i, got[i], want[i])
 			}
+		}
+	}
+}
+
+// TestKeptTextCells: text cells a reader may overwrite at its next batch
+// are copied into the column; cells it marks Kept (never written again)
+// are held as they are, without a copy.
+func TestKeptTextCells(t *testing.T) {
+	for _, kept := range []bool{false, true} {
+		cells := [][]byte{[]byte("alpha"), nil, []byte("gamma")}
+		col, _ := newColumn("Nullable(String)")
+		col.add(&rowio.Vector{Text: cells, Null: []bool{false, true, false}, Kept: kept}, len(cells), func(int, string) {})
+		sc := col.(*stringCol)
+		if shared := unsafe.StringData(sc.vals[0]) == &cells[0][0]; shared != kept {
+			t.Errorf("Kept %v: the column shares the cell's bytes: %v", kept, shared)
+		}
+		if !kept {
+			copy(cells[0], "ALPHA") // the reader's next batch
+		}
+		if got := []string{sc.vals[0], sc.vals[2]}; !slices.Equal(got, []string{"alpha", "gamma"}) || !sc.nulls[1] {
+			t.Errorf("Kept %v: values %q, nulls %v", kept, got, sc.nulls)
 		}
 	}
 }

@@ -183,24 +183,21 @@ func (st *state) parseMemo(x node, slot int, what string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var raw []byte
-	switch v.Kind {
-	case values.KNull:
-	case values.KJSON:
-		raw = v.Bytes
-		if raw[0] == '"' { // a JSON string holding JSON text
-			s, _ := st.Text(v)
-			if raw, err = rawjson.Valid(s); err != nil {
-				err = fmt.Errorf("%s is %w: %w", what, errNotJSON, err)
-			}
-		}
-	default:
-		s, _ := st.Text(v)
-		if raw, err = rawjson.Valid(s); err != nil {
-			err = fmt.Errorf("%s is %w: %w", what, errNotJSON, err)
-		}
+	switch {
+	case v.Kind == values.KNull:
+		m.set(st.gen, nil, nil)
+		return nil, nil
+	case v.Kind == values.KJSON && v.Bytes[0] != '"':
+		m.set(st.gen, v.Bytes, nil)
+		return v.Bytes, nil
 	}
-	m.set(st.gen, raw, err)
+	// Text, or a JSON string holding JSON text.
+	s, _ := st.Text(v)
+	raw, err := m.parse(st.gen, s)
+	if err != nil {
+		err = fmt.Errorf("%s is %w: %w", what, errNotJSON, err)
+		m.set(st.gen, nil, err)
+	}
 	return raw, err
 }
 

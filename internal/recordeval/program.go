@@ -82,6 +82,9 @@ func (p *Program) NewBatch(capacity int, typed []bool) *rowio.Batch {
 	for i := range b.Cols {
 		v := &b.Cols[i]
 		v.Null = make([]bool, 0, capacity)
+		// Append carves text cells from an arena whose chunks are never
+		// written again (see arena).
+		v.Kept = true
 		if i >= len(typed) || !typed[i] {
 			v.Text = make([][]byte, 0, capacity)
 			continue
@@ -292,6 +295,18 @@ func (m *memo) set(gen uint64, raw []byte, err error) {
 	m.gen, m.raw, m.err, m.indexed = gen, raw, err, false
 }
 
+// parse validates s as the JSON of this record and records it, with its
+// members indexed from the same pass when it is an object.
+func (m *memo) parse(gen uint64, s []byte) ([]byte, error) {
+	m.members = m.members[:0]
+	raw, err := rawjson.ValidMembers(s, func(k []byte, plain bool, v []byte) {
+		m.members = append(m.members, member{k: k, v: v, plain: plain})
+	})
+	m.set(gen, raw, err)
+	m.indexed = err == nil && len(raw) > 0 && raw[0] == '{'
+	return raw, err
+}
+
 // get returns the value of key in the memoized object raw (which must be
 // m.raw), or nil; the last of duplicate keys wins, as in objectGet.
 func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
@@ -320,20 +335,20 @@ func (st *state) begin(r *Record) error {
 	st.stack = st.stack[:0]
 	st.keyRaw, st.valRaw = nil, nil
 	if st.p.keyJSON && len(r.Key) > 0 {
-		raw, err := rawjson.Valid(r.Key)
+		raw, err := st.memo[st.p.keySlot].parse(st.gen, r.Key)
 		if err != nil {
+			st.memo[st.p.keySlot].gen = 0
 			return fmt.Errorf("key is not valid JSON (key format 'json'): %w", err)
 		}
 		st.keyRaw = raw
-		st.memo[st.p.keySlot].set(st.gen, raw, nil)
 	}
 	if st.p.valueJSON && len(r.Value) > 0 {
-		raw, err := rawjson.Valid(r.Value)
+		raw, err := st.memo[st.p.valSlot].parse(st.gen, r.Value)
 		if err != nil {
+			st.memo[st.p.valSlot].gen = 0
 			return fmt.Errorf("value is not valid JSON (value format 'json'): %w", err)
 		}
 		st.valRaw = raw
-		st.memo[st.p.valSlot].set(st.gen, raw, nil)
 	}
 	return nil
 }

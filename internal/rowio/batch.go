@@ -20,7 +20,11 @@ type Column struct {
 // the target column as they are, so that they are not written out as text
 // and parsed again: Int, Float or Time (UTC) instead of Text, with Null.
 type Vector struct {
-	Text  [][]byte
+	Text [][]byte
+	// Kept says the bytes of Text's cells are never written again, so that
+	// a consumer may hold them past the next batch without a copy (the
+	// Kafka evaluator carves cells from chunks it never reuses).
+	Kept  bool
 	Null  []bool
 	Arrow arrow.Array
 	Int   []int64

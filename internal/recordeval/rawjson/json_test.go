@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -35,8 +36,22 @@ func checkJSON(t *testing.T, b []byte) {
 	if (err == nil) != json.Valid(b) {
 		t.Fatalf("%q: Valid err=%v, json.Valid=%v", b, err, json.Valid(b))
 	}
+	// ValidMembers judges the same, and its members are EachMember's.
+	type member struct {
+		k, v  string
+		plain bool
+	}
+	var got, wantMembers []member
+	raw2, err2 := ValidMembers(b, func(k []byte, plain bool, v []byte) { got = append(got, member{string(k), string(v), plain}) })
+	if (err2 == nil) != (err == nil) || (err != nil && err.Error() != err2.Error()) || !bytes.Equal(raw, raw2) {
+		t.Fatalf("%q: ValidMembers = %q, %v; Valid = %q, %v", b, raw2, err2, raw, err)
+	}
 	if err != nil {
 		return
+	}
+	EachMember(raw, func(k []byte, plain bool, v []byte) { wantMembers = append(wantMembers, member{string(k), string(v), plain}) })
+	if fmt.Sprint(got) != fmt.Sprint(wantMembers) {
+		t.Fatalf("%q: ValidMembers gave members %+v, EachMember %+v", b, got, wantMembers)
 	}
 	if !bytes.Equal(raw, bytes.TrimSpace(b)) {
 		t.Fatalf("%q: raw = %q", b, raw)
