@@ -390,6 +390,12 @@ func TestChangeLogPurgedWithTable(t *testing.T) {
 		must(t, err)
 		c, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'ev'")
 		must(t, err)
+		// The index of what removals took goes with the commits.
+		o, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.removal_origins WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'ev'")
+		must(t, err)
+		if (c[0] == "0") != (o[0] == "0") {
+			t.Fatalf("ev's commits: %s, its pairs in removal_origins: %s", c[0], o[0])
+		}
 		return n[0] == "1", c[0]
 	}
 	// purge empties the trash: an engine that keeps no dropped table
