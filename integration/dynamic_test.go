@@ -336,10 +336,19 @@ func TestDynamicTableAfterTrim(t *testing.T) {
 // equals its query (site, n) run afresh.
 func (s *Stack) refreshPerSite(query, mode string) {
 	s.T.Helper()
+	s.refreshEquals("per_site", "site, n", query, mode)
+}
+
+// refreshEquals refreshes the dynamic table name once its sources'
+// changes are readable, checks the refresh said mode, and that its columns
+// cols (the first one a key) equal query run afresh.
+func (s *Stack) refreshEquals(name, cols, query, mode string) {
+	s.T.Helper()
 	time.Sleep(2100 * time.Millisecond) // changes are readable 2 s after their commit
-	checkMessage(s.T, s.run(`REFRESH DYNAMIC TABLE per_site`).Message, mode)
-	if got, want := rowsText(s.run(`SELECT site, n FROM per_site ORDER BY site`)), rowsText(s.run(query+` ORDER BY site`)); got != want {
-		s.T.Fatalf("after a %s refresh the dynamic table is\n%s\nwant\n%s", mode, indent(got), indent(want))
+	checkMessage(s.T, s.run(`REFRESH DYNAMIC TABLE `+name).Message, mode)
+	order := strings.SplitN(cols, ",", 2)[0]
+	if got, want := rowsText(s.run(`SELECT `+cols+` FROM `+name+` ORDER BY `+order)), rowsText(s.run(query+` ORDER BY `+order)); got != want {
+		s.T.Fatalf("after a %s refresh %s is\n%s\nwant\n%s", mode, name, indent(got), indent(want))
 	}
 }
 

@@ -61,7 +61,7 @@ func ValidMembers(b []byte, member func(k []byte, plain bool, v []byte)) ([]byte
 	if i >= len(b) || b[i] != '{' {
 		return Valid(b)
 	}
-	end, err := checkObjectMembers(b, i, member)
+	end, err := checkObject(b, i, 1, member)
 	if err != nil {
 		return nil, err
 	}
@@ -69,45 +69,6 @@ func ValidMembers(b []byte, member func(k []byte, plain bool, v []byte)) ([]byte
 		return nil, jsonErrAt(b, j, "after top-level value")
 	}
 	return b[i:end:end], nil
-}
-
-// checkObjectMembers is checkObject at the top level, reporting members.
-func checkObjectMembers(b []byte, i int, member func(k []byte, plain bool, v []byte)) (int, error) {
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, jsonErrAt(b, i, "looking for beginning of object key string")
-		}
-		ke, err := checkString(b, i)
-		if err != nil {
-			return ke, err
-		}
-		k := b[i+1 : ke-1]
-		i = skipWS(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return i, jsonErrAt(b, i, "after object key")
-		}
-		vs := skipWS(b, i+1)
-		if i, err = checkValue(b, vs, 1); err != nil {
-			return i, err
-		}
-		member(k, plainKey(k), b[vs:i:i])
-		i = skipWS(b, i)
-		if i >= len(b) {
-			return i, jsonErrAt(b, i, "")
-		}
-		switch b[i] {
-		case ',':
-			i = skipWS(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return i, jsonErrAt(b, i, "after object key:value pair")
-		}
-	}
 }
 
 // plainKey reports whether a valid key's text is its value: no escape and
@@ -137,7 +98,7 @@ func checkValue(b []byte, i, depth int) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return checkObject(b, i, depth+1)
+		return checkObject(b, i, depth+1, nil)
 	case c == '[':
 		return checkArray(b, i, depth+1)
 	case c == '"':
@@ -163,7 +124,9 @@ func checkLiteral(b []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
-func checkObject(b []byte, i, depth int) (int, error) {
+// checkObject checks the object at b[i] (its depth counted); member, when
+// not nil, is called with each of its members once checked.
+func checkObject(b []byte, i, depth int, member func(k []byte, plain bool, v []byte)) (int, error) {
 	if depth > maxJSONDepth {
 		return i, &jsonError{"exceeded max depth", i}
 	}
@@ -175,16 +138,21 @@ func checkObject(b []byte, i, depth int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return i, jsonErrAt(b, i, "looking for beginning of object key string")
 		}
-		var err error
-		if i, err = checkString(b, i); err != nil {
-			return i, err
+		ke, err := checkString(b, i)
+		if err != nil {
+			return ke, err
 		}
-		i = skipWS(b, i)
+		k := b[i+1 : ke-1]
+		i = skipWS(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return i, jsonErrAt(b, i, "after object key")
 		}
-		if i, err = checkValue(b, skipWS(b, i+1), depth); err != nil {
+		vs := skipWS(b, i+1)
+		if i, err = checkValue(b, vs, depth); err != nil {
 			return i, err
+		}
+		if member != nil {
+			member(k, plainKey(k), b[vs:i:i])
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {

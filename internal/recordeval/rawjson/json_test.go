@@ -49,7 +49,9 @@ func checkJSON(t *testing.T, b []byte) {
 	if err != nil {
 		return
 	}
-	EachMember(raw, func(k []byte, plain bool, v []byte) { wantMembers = append(wantMembers, member{string(k), string(v), plain}) })
+	EachMember(raw, func(k []byte, plain bool, v []byte) {
+		wantMembers = append(wantMembers, member{string(k), string(v), plain})
+	})
 	if fmt.Sprint(got) != fmt.Sprint(wantMembers) {
 		t.Fatalf("%q: ValidMembers gave members %+v, EachMember %+v", b, got, wantMembers)
 	}
