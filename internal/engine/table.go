@@ -450,7 +450,13 @@ func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, er
 		}
 		body = strings.Join(parts, " UNION ALL ")
 	}
-	if s.Overwrite {
+	if s.Overwrite && changes.Tracked(spec) {
+		// The rows the overwrite replaces are a DELETE in the change log:
+		// streams show them go, and dynamic tables take them back.
+		if _, err := e.deleteWhere(ctx, sess, schema, name, spec, "1"); err != nil {
+			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", core.Display(schema, name), err)
+		}
+	} else if s.Overwrite {
 		if err := e.TruncateStoredTable(ctx, schema, name); err != nil {
 			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", core.Display(schema, name), err)
 		}
@@ -509,6 +515,13 @@ func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, er
 			return nil, err
 		}
 	}
+	return e.deleteWhere(ctx, sess, schema, name, spec, cond)
+}
+
+// deleteWhere removes the rows of schema.name for which cond holds; on a
+// change-tracked table it records them in the change log as one DELETE
+// commit.
+func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (_ *core.Result, err error) {
 	if spec.Keyed() {
 		return e.keyedDelete(ctx, sess, schema, name, spec, cond)
 	}

@@ -162,7 +162,7 @@ func (c *compiler) expr(e sqlast.Expr) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &castNode{x: x, t: t, try: e.Try}, nil
+		return newCast(x, t, e.Try), nil
 	case *sqlast.IndexExpr:
 		return c.index(e)
 	case *sqlast.CaseExpr:
@@ -376,7 +376,7 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 	n := &indexNode{x: x, index: idx, root: -1}
 	switch x := x.(type) {
 	case *parseJSONNode:
-		n.root = x.slot
+		n.root, n.parsed = x.slot, x
 	case *colNode:
 		if x.col == colKey && c.keyJSON {
 			n.root = c.slots["\x00key"]
@@ -395,7 +395,20 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 			return nil, fmt.Errorf("%s: an index is a 'key' or an integer", sqlast.FormatExpr(e))
 		}
 	}
+	if n.index != nil || !n.isKey {
+		n.parsed = nil // only PARSE_JSON(…)['key'] takes the short way
+	}
 	return n, nil
+}
+
+// newCast is a cast of x to t; one of PARSE_JSON(…)['key'] (how Kafka
+// pipes read JSON records) calls it without an interface call between.
+func newCast(x node, t values.Target, try bool) *castNode {
+	n := &castNode{x: x, t: t, try: try}
+	if ix, ok := x.(*indexNode); ok && ix.parsed != nil {
+		n.field = ix
+	}
+	return n
 }
 
 // staticKind is the kind a node always yields, or KUnknown.

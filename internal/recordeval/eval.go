@@ -93,13 +93,18 @@ func (n *nowNode) eval(st *state) (values.Value, error) {
 // castNode is CAST, TRY_CAST and ::. TRY_CAST only turns the conversion's
 // failure into NULL, not errors of its operand.
 type castNode struct {
-	x   node
-	t   values.Target
-	try bool
+	x     node
+	t     values.Target
+	try   bool
+	field *indexNode // x, when it is PARSE_JSON(…)['key']
 }
 
-func (n *castNode) eval(st *state) (values.Value, error) {
-	v, err := n.x.eval(st)
+func (n *castNode) eval(st *state) (v values.Value, err error) {
+	if n.field != nil {
+		v, err = n.field.parsedKey(st)
+	} else {
+		v, err = n.x.eval(st)
+	}
 	if err != nil {
 		return v, err
 	}
@@ -118,9 +123,15 @@ type indexNode struct {
 	n     int64  // constant array index
 	isKey bool   // constant is a key (else an index)
 	root  int    // memo slot of x when x is memoized JSON, else -1
+	// parsed is x when x is PARSE_JSON(…) and the index a constant key:
+	// eval then calls it directly (parsedKey).
+	parsed *parseJSONNode
 }
 
 func (n *indexNode) eval(st *state) (values.Value, error) {
+	if n.parsed != nil {
+		return n.parsedKey(st)
+	}
 	v, err := n.x.eval(st)
 	if err != nil || v.Kind != values.KJSON {
 		return values.Value{}, err
@@ -147,6 +158,23 @@ func (n *indexNode) eval(st *state) (values.Value, error) {
 		return values.JSONOrNull(rawjson.ObjectGet(v.Bytes, key, &st.tmp)), nil
 	}
 	return values.JSONOrNull(rawjson.ArrayGet(v.Bytes, idx)), nil
+}
+
+// parsedKey is eval of PARSE_JSON(…)['key'] (n.parsed set): the same steps,
+// with no interface call and no Value handed between them.
+func (n *indexNode) parsedKey(st *state) (values.Value, error) {
+	p := n.parsed
+	raw, err := st.parseMemo(p.x, p.slot, p.what)
+	if err != nil {
+		if p.try && errors.Is(err, errNotJSON) {
+			return values.Value{}, nil
+		}
+		return values.Value{}, err
+	}
+	if values.JSONOrNull(raw).Kind != values.KJSON {
+		return values.Value{}, nil
+	}
+	return values.JSONOrNull(st.memo[n.root].get(raw, n.key, &st.tmp)), nil
 }
 
 // parseJSONNode is PARSE_JSON(x) and TRY_PARSE_JSON(x), memoized per record

@@ -308,7 +308,7 @@ func buildToTime(k values.Kind, try bool) func(*compiler, *sqlast.FuncCall, []no
 			if k == values.KDate {
 				t = values.DateTarget
 			}
-			return &castNode{x: args[0], t: t, try: try}, nil
+			return newCast(args[0], t, try), nil
 		}
 		l, err := newLayoutArg(args, 1, "")
 		if err != nil {
