@@ -66,6 +66,28 @@ func TestInsert(t *testing.T) {
 	s.mustFail(`INSERT INTO missing_table VALUES (1)`, "missing_table", "does not exist")
 }
 
+// TestInsertOverwriteReadsFirst: INSERT OVERWRITE runs its query before it
+// empties the table, so that a query of the table itself keeps its rows
+// (the common de-duplication idiom) and a query that fails leaves the
+// table as it was; on a plain table and on one that tracks changes.
+func TestInsertOverwriteReadsFirst(t *testing.T) {
+	s := newStack(t)
+	for _, tbl := range []string{"dup", "dup_tracked"} {
+		s.run(`CREATE TABLE ` + tbl + ` (id INT, v STRING)`)
+		if tbl == "dup_tracked" {
+			s.run(`ALTER TABLE ` + tbl + ` SET PROPERTIES ('change_tracking' = 'true')`)
+		}
+		s.run(`INSERT INTO ` + tbl + ` VALUES (1, 'a'), (1, 'a'), (2, 'b')`)
+		res := s.run(`INSERT OVERWRITE ` + tbl + ` SELECT DISTINCT id, v FROM ` + tbl)
+		if !strings.HasPrefix(res.Message, "2 rows inserted") {
+			t.Errorf("%s: INSERT OVERWRITE said %q, want 2 rows inserted", tbl, res.Message)
+		}
+		wantRows(t, tbl+" after INSERT OVERWRITE … SELECT DISTINCT from itself", s.run(`SELECT id, v FROM `+tbl+` ORDER BY id`), "1|a", "2|b")
+		s.mustFail(`INSERT OVERWRITE `+tbl+` SELECT id + v, v FROM `+tbl, tbl)
+		wantRows(t, tbl+" after an INSERT OVERWRITE whose query failed", s.run(`SELECT id, v FROM `+tbl+` ORDER BY id`), "1|a", "2|b")
+	}
+}
+
 // TestDescShowAlterTable covers DESC TABLE (types, comments), DESC TABLE
 // EXTENDED with properties, ALTER TABLE … SET PROPERTIES and SHOW TABLES
 // LIKE.

@@ -450,6 +450,14 @@ func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, er
 		}
 		body = strings.Join(parts, " UNION ALL ")
 	}
+	if s.Overwrite && s.Query != nil {
+		// The query runs before the table is emptied: it may read the
+		// table itself (INSERT OVERWRITE t SELECT DISTINCT * FROM t), and
+		// one that fails leaves the table as it was.
+		if body, err = sess.Stage(body); err != nil {
+			return nil, fmt.Errorf("INSERT OVERWRITE %s: %w", core.Display(schema, name), err)
+		}
+	}
 	if s.Overwrite && changes.Tracked(spec) {
 		// The rows the overwrite replaces are a DELETE in the change log:
 		// streams show them go, and dynamic tables take them back.

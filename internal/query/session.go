@@ -357,6 +357,22 @@ func (s *Session) volumeSource(src *sqlast.VolumeSource) (string, error) {
 	return chsql.Table(schemas.TempDB, name), nil
 }
 
+// Stage runs a translated query once into a temporary table of the
+// statement, stored on disk (a whole table's rows may pass through it),
+// and returns a query of its rows: INSERT OVERWRITE reads its input this
+// way before it empties the table, which the input may read.
+func (s *Session) Stage(body string) (string, error) {
+	if err := s.e.St.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
+		return "", err
+	}
+	name := tempName()
+	s.temp = append(s.temp, name)
+	if err := s.e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ENGINE = MergeTree ORDER BY tuple() AS SELECT * FROM ("+body+")"); err != nil {
+		return "", core.QueryError(err)
+	}
+	return "SELECT * FROM " + chsql.Table(schemas.TempDB, name), nil
+}
+
 // Materialize runs a translated query once into a temporary Memory table of
 // the statement and returns the table and its column names, in order: a
 // statement that reads its input more than once (MERGE INTO, a write of a
