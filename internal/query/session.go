@@ -362,15 +362,25 @@ func (s *Session) volumeSource(src *sqlast.VolumeSource) (string, error) {
 // and returns a query of its rows: INSERT OVERWRITE reads its input this
 // way before it empties the table, which the input may read.
 func (s *Session) Stage(body string) (string, error) {
+	t, err := s.tempTable("MergeTree ORDER BY tuple()", body)
+	if err != nil {
+		return "", err
+	}
+	return "SELECT * FROM " + t, nil
+}
+
+// tempTable runs body once into a temporary table of the statement with
+// the given engine, dropped when the session closes.
+func (s *Session) tempTable(engine, body string) (string, error) {
 	if err := s.e.St.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
 		return "", err
 	}
 	name := tempName()
 	s.temp = append(s.temp, name)
-	if err := s.e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ENGINE = MergeTree ORDER BY tuple() AS SELECT * FROM ("+body+")"); err != nil {
+	if err := s.e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ENGINE = "+engine+" AS SELECT * FROM ("+body+")"); err != nil {
 		return "", core.QueryError(err)
 	}
-	return "SELECT * FROM " + chsql.Table(schemas.TempDB, name), nil
+	return chsql.Table(schemas.TempDB, name), nil
 }
 
 // Materialize runs a translated query once into a temporary Memory table of
@@ -378,15 +388,11 @@ func (s *Session) Stage(body string) (string, error) {
 // statement that reads its input more than once (MERGE INTO, a write of a
 // keyed table that tracks changes) reads the same rows each time.
 func (s *Session) Materialize(body string) (string, []string, error) {
-	if err := s.e.St.Exec(s.ctx, "CREATE DATABASE IF NOT EXISTS "+chsql.QuoteIdent(schemas.TempDB)); err != nil {
+	t, err := s.tempTable("Memory", body)
+	if err != nil {
 		return "", nil, err
 	}
-	name := tempName()
-	if err := s.e.St.Exec(s.ctx, "CREATE TABLE "+chsql.Table(schemas.TempDB, name)+" ENGINE = Memory AS SELECT * FROM ("+body+")"); err != nil {
-		return "", nil, core.QueryError(err)
-	}
-	s.temp = append(s.temp, name)
-	r, err := s.e.St.Query(s.ctx, "DESCRIBE TABLE "+chsql.Table(schemas.TempDB, name))
+	r, err := s.e.St.Query(s.ctx, "DESCRIBE TABLE "+t)
 	if err != nil {
 		return "", nil, err
 	}
@@ -394,5 +400,5 @@ func (s *Session) Materialize(body string) (string, []string, error) {
 	for i, row := range r.Rows {
 		cols[i], _ = row[0].(string)
 	}
-	return chsql.Table(schemas.TempDB, name), cols, nil
+	return t, cols, nil
 }
