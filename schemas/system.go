@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 6
+const Version = 7
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -178,5 +178,21 @@ var Migrations = []Migration{{
 			orig_commit UInt64,
 			commit_id UInt64
 		) ENGINE = ReplacingMergeTree ORDER BY (db, table, orig_commit, commit_id)`,
+	},
+}, {
+	Version: 7,
+	Statements: []string{
+		// The commits of change-tracked tables whose rows may be in the
+		// table before the commit is registered: a writer writes +1
+		// before the rows, registering writes -1 (package changes,
+		// open.go). A reader of committed rows names the few commits open
+		// or registered after its version, instead of every commit
+		// registered before it.
+		`CREATE TABLE IF NOT EXISTS lakepipe.open_commits (
+			db String,
+			table String,
+			commit_id UInt64,
+			sign Int8
+		) ENGINE = CollapsingMergeTree(sign) ORDER BY (db, table, commit_id)`,
 	},
 }}

@@ -49,7 +49,7 @@ func KeyList(spec catalog.TableSpec) string {
 	return strings.Join(cols, ", ")
 }
 
-func Tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
+func Tracked(spec catalog.TableSpec) bool { return core.Tracked(spec) }
 
 // ChangesTable names the change table of schema.name in schemas.ChangesDB.
 func ChangesTable(schema, name string) string { return schema + "__" + name }
@@ -112,6 +112,10 @@ func (e *Log) RegisterCommit(ctx context.Context, schema, name string, commit ui
 		return fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	if len(n) == 1 && n[0] != "0" {
+		if opensOnly(kind) {
+			// A retry after a crash between registering and closing.
+			return e.closeCommits(ctx, schema, name, []uint64{commit})
+		}
 		return nil
 	}
 	return e.RegisterCommits(ctx, schema, name, []Commit{{ID: commit, Kind: kind, Rows: rows}})
@@ -131,14 +135,18 @@ type Commit struct {
 func (e *Log) RegisterCommits(ctx context.Context, schema, name string, commits []Commit) error {
 	now := time.Now().UTC()
 	rows := make([][]any, len(commits))
+	var opened []uint64
 	for i, c := range commits {
 		rows[i] = []any{schema, name, NextCommitVersion(), c.ID, c.Kind, uint64(max(c.Rows, 0)), now}
+		if opensOnly(c.Kind) {
+			opened = append(opened, c.ID)
+		}
 	}
 	err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows)
 	if err != nil {
 		return fmt.Errorf("table %s: record a commit in its change log: %w", core.Display(schema, name), err)
 	}
-	return nil
+	return e.closeCommits(ctx, schema, name, opened)
 }
 
 // CommitRows counts the rows of db.table tagged with a commit id (0 when
@@ -159,22 +167,7 @@ func (e *Log) CommitRows(ctx context.Context, db, table string, commit uint64) (
 // TrackLoad registers the rows a load added, when the table tracks changes
 // (rows < 0: a load whose row count is not known here).
 func (e *Log) TrackLoad(ctx context.Context, schema, name string, commit uint64, rows int64) error {
-	var spec catalog.TableSpec
-	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
-	if err != nil || !ok || !Tracked(spec) || rows == 0 {
-		return err
-	}
-	kind := CommitInsert
-	if KeepsReplaced(spec) {
-		replacing, err := e.replacingCommits(ctx, schema, name, []uint64{commit})
-		if err != nil {
-			return err
-		}
-		if replacing[commit] {
-			kind = CommitUpdate
-		}
-	}
-	return e.RegisterCommit(ctx, schema, name, commit, kind, rows)
+	return e.TrackLoads(ctx, schema, name, []LoadCommit{{ID: commit, Rows: rows}})
 }
 
 // LoadCommit is one load's commit: its id and the rows it added (< 0:
@@ -186,20 +179,29 @@ type LoadCommit struct {
 
 // TrackLoads is trackLoad for the loads of one batch: one read of the
 // change log for all of them and one insert of those it lacks.
+//
+// Every load of a tracked table was opened (OpenCommits) before its rows
+// went in; each is closed here once registered, or at once when it added
+// no rows (nothing to register).
 func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadCommit) error {
-	var todo []LoadCommit
-	for _, l := range loads {
-		if l.Rows != 0 {
-			todo = append(todo, l)
-		}
-	}
-	if len(todo) == 0 {
+	if len(loads) == 0 {
 		return nil
 	}
 	var spec catalog.TableSpec
 	ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec)
 	if err != nil || !ok || !Tracked(spec) {
 		return err
+	}
+	var todo []LoadCommit
+	var closing []uint64
+	for _, l := range loads {
+		if l.Rows != 0 {
+			todo = append(todo, l)
+		}
+		closing = append(closing, l.ID)
+	}
+	if len(todo) == 0 {
+		return e.closeCommits(ctx, schema, name, closing)
 	}
 	ids := make([]uint64, len(todo))
 	for i, l := range todo {
@@ -233,13 +235,12 @@ func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadC
 		}
 		rows = append(rows, []any{schema, name, NextCommitVersion(), l.ID, kind, uint64(max(l.Rows, 0)), now})
 	}
-	if len(rows) == 0 {
-		return nil
+	if len(rows) > 0 {
+		if err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
+			return fmt.Errorf("table %s: record %d commits in its change log: %w", core.Display(schema, name), len(rows), err)
+		}
 	}
-	if err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
-		return fmt.Errorf("table %s: record %d commits in its change log: %w", core.Display(schema, name), len(rows), err)
-	}
-	return nil
+	return e.closeCommits(ctx, schema, name, closing)
 }
 
 // CommitRef is one commit of the change log.
@@ -608,8 +609,11 @@ func (e *Log) DropChangeLog(ctx context.Context, schema, name string, droppedAt 
 	if err != nil || len(n) != 1 || n[0] == "0" {
 		return err
 	}
-	// The index's pairs of those commits first: once the commits are
-	// gone, nothing would name them.
+	// The index's pairs and open marks of those commits first: once the
+	// commits are gone, nothing would name them.
+	if err := e.closeRegistered(ctx, schema, name); err != nil {
+		return err
+	}
 	if _, err := e.Mutate(ctx, schemas.SystemDB, originsTable, "DELETE WHERE "+originsWhere(schema, name, nil)+
 		" AND commit_id IN (SELECT commit_id FROM lakepipe.table_commits WHERE "+where+")"); err != nil {
 		return fmt.Errorf("table %s: forget its commits: %w", core.Display(schema, name), err)
@@ -636,6 +640,9 @@ func (e *Log) TrimChangeLogs(ctx context.Context) error {
 			days = d
 		}
 		if err := e.TrimChangeLog(ctx, o.Schema, o.Name, time.Now().Add(-time.Duration(days)*24*time.Hour)); err != nil {
+			return err
+		}
+		if err := e.closeRegistered(ctx, o.Schema, o.Name); err != nil {
 			return err
 		}
 	}

@@ -16,10 +16,17 @@ type LoadTarget struct {
 	Display   string
 	Cols      []rowio.Column
 	Commit    uint64 // written to CommitColumn; 0 for tables without it
+	// Tracked: the table tracks changes ('change_tracking' = 'true'), so a
+	// load opens its commits before its rows go in (changes.OpenLoad).
+	Tracked bool
 }
 
-func TableTarget(schema, name string, cols []catalog.ColumnSpec) LoadTarget {
-	t := LoadTarget{DB: schema, Table: name, Display: Display(schema, name)}
+// Tracked reports whether a table tracks changes.
+func Tracked(spec catalog.TableSpec) bool { return spec.Properties["change_tracking"] == "true" }
+
+// TableTarget is a load into the columns cols of the table spec describes.
+func TableTarget(schema, name string, spec catalog.TableSpec, cols []catalog.ColumnSpec) LoadTarget {
+	t := LoadTarget{DB: schema, Table: name, Display: Display(schema, name), Tracked: Tracked(spec)}
 	for _, c := range cols {
 		t.Cols = append(t.Cols, rowio.Column{Name: c.Name, Type: c.CHType})
 	}

@@ -206,9 +206,7 @@ func (p *incPlan) dimJoined(b appendBranch, j int, added, removed []uint64, from
 			fromSQL = strings.ReplaceAll(fromSQL, dimToken(k), "(SELECT * FROM "+table+")")
 		}
 	}
-	fromSQL = p.render(fromSQL, func(s incSource) string {
-		return commit + p.in + commitSet(s, fmt.Sprintf("version <= %d", from))
-	})
+	fromSQL = p.render(fromSQL, p.committedUpTo(from))
 	alias := chsql.QuoteIdent(b.alias) + "."
 	return "SELECT " + alias + commit + " AS _lp_c, " + alias + chsql.QuoteIdent(rowColumn) + " AS _lp_r FROM " + fromSQL + " WHERE _lp_hit = 1"
 }

@@ -182,10 +182,21 @@ func (p *incPlan) baseView(state string) string {
 
 // committedUpTo is the condition on _lp_commit selecting the rows of a
 // source's commits registered at or below version hi (baseline included).
+// It names the commits that are not (changes.CommittedBy): those
+// registered later and the loads under way, a few, where the commits
+// registered up to hi are every load the table ever had.
 func (p *incPlan) committedUpTo(hi uint64) func(incSource) string {
 	return func(src incSource) string {
-		return chsql.QuoteIdent(core.CommitColumn) + p.in + commitSet(src, fmt.Sprintf("version <= %d", hi))
+		return changes.CommittedBy(chsql.QuoteIdent(core.CommitColumn), p.notIn(), src.schema, src.table, hi)
 	}
+}
+
+// notIn is p.in negated.
+func (p *incPlan) notIn() string {
+	if strings.Contains(p.in, "GLOBAL") {
+		return " GLOBAL NOT IN "
+	}
+	return " NOT IN "
 }
 
 // signedRows renders, as a subquery, the rows of a changing table a
@@ -199,11 +210,11 @@ func (p *incPlan) signedRows(src incSource, hi uint64) string {
 	part := func(from, filter, where string) string {
 		return "SELECT " + cols + ", " + signColumn("1") + " FROM " + from + filter + where
 	}
-	upTo := commitSet(src, fmt.Sprintf("version <= %d", hi))
 	removedLater := commitSet(src, fmt.Sprintf("version > %d", hi), changes.CommitDelete, changes.CommitUpdate)
 	table, filter := src.rows()
-	return "(" + part(table, filter, commit+p.in+upTo) + " UNION ALL " +
-		part(changesTableOf(src), " PREWHERE ", commit+" IN "+removedLater+" AND "+orig+" IN "+upTo) + ")"
+	// The change table is on this server: never GLOBAL.
+	return "(" + part(table, filter, p.committedUpTo(hi)(src)) + " UNION ALL " +
+		part(changesTableOf(src), " PREWHERE ", commit+" IN "+removedLater+" AND "+changes.CommittedBy(orig, " NOT IN ", src.schema, src.table, hi)) + ")"
 }
 
 // usedColumns lists, quoted, the columns of src that the summary's

@@ -160,6 +160,17 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 	if n.inserted+n.updated > 0 {
 		commit := "toUInt64(" + strconv.FormatUint(updateCommit, 10) + ")"
 		if tracked {
+			// Registered (and closed) together below, each if it wrote rows.
+			var open []uint64
+			if n.inserted > 0 {
+				open = append(open, insertCommit)
+			}
+			if n.updated > 0 {
+				open = append(open, updateCommit)
+			}
+			if err := e.OpenCommits(ctx, schema, name, open); err != nil {
+				return n, err
+			}
 			commit = fmt.Sprintf("if(%s = %d AND %s NOT IN %s, toUInt64(%d), toUInt64(%d))", kindColumn, keyNew, tuple, saved, insertCommit, updateCommit)
 		}
 		q := "INSERT INTO " + chsql.Table(schema, name) + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +

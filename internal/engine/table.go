@@ -482,6 +482,11 @@ func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, er
 	// Every INSERT tags its rows with a commit id of its own: a
 	// change-tracked table's change log finds them by it.
 	commit := core.RandomCommit()
+	if changes.Tracked(spec) {
+		if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+			return nil, err
+		}
+	}
 	before, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
 	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(cols)+", "+chsql.QuoteIdent(core.CommitColumn)+") SELECT *, toUInt64("+strconv.FormatUint(commit, 10)+") FROM ("+body+")"); err != nil {
 		return nil, fmt.Errorf("INSERT INTO %s: %w", core.Display(schema, name), err)
@@ -626,6 +631,9 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 		}
 	}
 	commitCol := chsql.QuoteIdent(core.CommitColumn)
+	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+		return nil, err
+	}
 	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(spec.Columns)+", "+commitCol+") SELECT "+
 		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
 		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)

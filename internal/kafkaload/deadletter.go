@@ -49,7 +49,7 @@ func (e *Consumer) deadLetterTarget(ctx context.Context, pipe, name string) (*co
 	if err != nil {
 		return nil, nil, err
 	}
-	t := core.TableTarget(schema, table, cols)
+	t := core.TableTarget(schema, table, spec, cols)
 	source := make([]int, len(t.Cols))
 	found := 0
 	for j, c := range t.Cols {

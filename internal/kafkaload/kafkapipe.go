@@ -203,7 +203,7 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, err
 	}
-	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, cols), keepReplaced: changes.KeepsReplaced(tspec), stageKey: changes.StageKey(tspec)}
+	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, tspec, cols), keepReplaced: changes.KeepsReplaced(tspec), stageKey: changes.StageKey(tspec)}
 	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
 		src[i] = rowio.Column{Name: c}
@@ -536,6 +536,15 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		}
 		defer stg.Drop(ctx)
 	}
+	// Opened before any row can show; TrackLoad closes them.
+	if err := r.e.OpenLoads(ctx, target, []uint64{commit}); err != nil {
+		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if r.dlt != nil {
+		if err := r.e.OpenLoads(ctx, *r.dlt, []uint64{commit}); err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+	}
 	into := stg.Into(target)
 	ins, err := r.e.St.NewInserter(ctx, into.DB, into.Table, target.Cols, core.CommitColumn, commit)
 	if err != nil {
@@ -696,6 +705,9 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 				return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 			}
 		}
+		if err := r.e.AbandonLoads(ctx, target, []uint64{commit}); err != nil {
+			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
 		// The group keeps the position before the batch, so that a pipe
 		// re-created on it with a higher max_errors goes on from there.
 		_ = cl.CommitGroup(ctx, from)
@@ -717,8 +729,8 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 	if dead != nil {
 		n, err := dead.close()
-		if err == nil && n > 0 {
-			err = r.e.TrackLoad(ctx, r.dlt.DB, r.dlt.Table, commit, n)
+		if err == nil {
+			err = r.e.TrackLoad(ctx, r.dlt.DB, r.dlt.Table, commit, n) // closes it, rows or not
 		}
 		if err != nil {
 			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)

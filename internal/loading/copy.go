@@ -56,8 +56,11 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 			return nil, err
 		}
 	}
-	target := core.TableTarget(schema, name, cols)
+	target := core.TableTarget(schema, name, spec, cols)
 	target.Commit = core.RandomCommit()
+	if err := e.OpenLoads(ctx, target, []uint64{target.Commit}); err != nil {
+		return nil, err
+	}
 	res := &core.Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := core.NewLoadID()
 	var loaded int64

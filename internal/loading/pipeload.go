@@ -88,7 +88,7 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 	if err != nil {
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
-	run.target = core.TableTarget(schema, table, cols)
+	run.target = core.TableTarget(schema, table, tspec, cols)
 	run.tableCreated = tspec.CreatedAt
 	run.keepReplaced, run.stageKey = changes.KeepsReplaced(tspec), changes.StageKey(tspec)
 	var vspec catalog.VolumeSpec
@@ -590,8 +590,13 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 			}
 		}
 		fl.Rows = 0
-	} else if err := r.e.PublishStaged(ctx, stg, target); err != nil {
-		return res, err
+	} else {
+		if err := r.open(ctx, []uint64{commit}); err != nil {
+			return res, err
+		}
+		if err := r.e.PublishStaged(ctx, stg, target); err != nil {
+			return res, err
+		}
 	}
 	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []fileread.FileLoad{fl}); err != nil {
 		return res, err
@@ -608,6 +613,14 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	}
 	res.Status, res.Rows, res.Rejected, res.FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
 	return res, nil
+}
+
+// open marks loads under way before their rows go in (changes.OpenLoads).
+func (r *PipeRun) open(ctx context.Context, commits []uint64) error {
+	if err := r.e.OpenLoads(ctx, r.target, commits); err != nil {
+		return fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	return nil
 }
 
 // dropCommit deletes the rows of an unrecorded attempt, if there are any.
@@ -781,6 +794,13 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			}
 		}
 		results[i].Status, results[i].Rows, results[i].Rejected, results[i].FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
+	}
+	opening := make([]uint64, len(track))
+	for i, t := range track {
+		opening[i] = t.ID
+	}
+	if err := r.open(ctx, opening); err != nil {
+		return nil, err
 	}
 	if err := r.e.St.InsertStaged(ctx, write); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)

@@ -392,7 +392,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		return 0, err
 	}
 	src := f.Reader.Columns()
-	target := core.TableTarget(s.Schema, s.Table, spec.Columns)
+	target := core.TableTarget(s.Schema, s.Table, spec, spec.Columns)
 	target.Commit = flushCommit(s.ID, f.ID, f.Attempt)
 	mapping, err := packMapping(s, f.Typed, src, target, spec)
 	if err != nil {
@@ -487,6 +487,10 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		defer stg.Drop(context.WithoutCancel(ctx))
 		into = stg.Into(target)
 	}
+	// Opened before any row can show; registering closes it.
+	if err := e.OpenLoads(ctx, target, []uint64{target.Commit}); err != nil {
+		return 0, err
+	}
 	in, err := e.St.NewInserter(ctx, into.DB, into.Table, into.Cols, core.CommitColumn, into.Commit)
 	if err != nil {
 		return 0, err
@@ -494,14 +498,18 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	written, read := false, int64(0)
 	fail := func(err error) (int64, error) {
 		in.Abort()
+		// A fresh context, as ctx may be done.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
 		if written && !keyed {
 			// Blocks already sent are visible: take them back so that the
-			// flush leaves nothing. A fresh context, as ctx may be done.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
+			// flush leaves nothing.
 			if derr := e.DropCommit(cctx, target, target.Commit); derr != nil {
 				return 0, fmt.Errorf("%w (and removing its rows already written failed: %v)", err, derr)
 			}
+		}
+		if cerr := e.AbandonLoads(cctx, target, []uint64{target.Commit}); cerr != nil {
+			return 0, fmt.Errorf("%w (and %v)", err, cerr)
 		}
 		return 0, err
 	}
@@ -569,6 +577,8 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		if err := e.RegisterCommit(ctx, s.Schema, s.Table, target.Commit, changes.CommitInsert, n); err != nil {
 			return fail(err)
 		}
+	} else if err := e.AbandonLoads(ctx, target, []uint64{target.Commit}); err != nil {
+		return n, err
 	}
 	return n, nil
 }

@@ -181,7 +181,7 @@ func TestPackMapping(t *testing.T) {
 		{Name: "name", CHType: "Nullable(String)"},
 		{Name: "amount", CHType: "Decimal(10, 2)"},
 	}}
-	target := core.TableTarget("public", "t", spec.Columns)
+	target := core.TableTarget("public", "t", spec, spec.Columns)
 	col := func(name, typ string) rowio.Column { return rowio.Column{Name: name, Type: typ} }
 	cases := []struct {
 		name     string
@@ -400,7 +400,7 @@ func TestNewSessionID(t *testing.T) {
 }
 
 func TestPartitionSources(t *testing.T) {
-	target := core.TableTarget("public", "t", partitioned.Columns)
+	target := core.TableTarget("public", "t", partitioned, partitioned.Columns)
 	cases := []struct {
 		name        string
 		session     StreamSession
@@ -474,7 +474,7 @@ func TestRoutePartitionsFixed(t *testing.T) {
 	// writes dt=2023-10-01, region=hz, hour=7.
 	s := StreamSession{ID: "fixed", Schema: "public", Table: "t", PartitionBy: partitioned.PartitionBy,
 		Partition: []string{"2023-10-01", "hz", "7"}, PartitionSpec: "dt=2023-10-01,region=hz,hour=7"}
-	target := core.TableTarget("public", "t", partitioned.Columns)
+	target := core.TableTarget("public", "t", partitioned, partitioned.Columns)
 	mapping := []int{0, 1, -1, -1}
 	plan, err := partitionSources(s, partitioned, target, mapping, 2)
 	if err != nil {
@@ -527,7 +527,7 @@ func TestRoutePartitionsFixed(t *testing.T) {
 
 func TestRoutePartitionsDynamic(t *testing.T) {
 	spec := catalog.TableSpec{Columns: []catalog.ColumnSpec{{Name: "id", CHType: "Int64"}, {Name: "dt", CHType: "Date"}}, PartitionBy: []string{"dt"}}
-	target := core.TableTarget("public", "t", spec.Columns)
+	target := core.TableTarget("public", "t", spec, spec.Columns)
 	batch := func() *rowio.Batch {
 		return &rowio.Batch{Rows: 2, Cols: []rowio.Vector{textVector("1", "2"), textVector("2023-10-01", "2023/10/02")}}
 	}
