@@ -208,6 +208,7 @@ func forgetSchema(ctx context.Context, st *chstore.Store, c *catalog.Catalog, sc
 	}
 	_ = st.Exec(ctx, "ALTER TABLE lakepipe.table_commits DELETE WHERE db = "+chsql.QuoteString(schema))
 	_ = st.Exec(ctx, "ALTER TABLE lakepipe.removal_origins DELETE WHERE db = "+chsql.QuoteString(schema))
+	_ = st.Exec(ctx, "ALTER TABLE lakepipe.open_commits DELETE WHERE db = "+chsql.QuoteString(schema))
 	dropped, _ := c.List(ctx, catalog.KindDroppedTable, schemas.TrashDB)
 	for _, o := range dropped {
 		var d catalog.DroppedTableSpec
