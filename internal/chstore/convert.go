@@ -32,6 +32,16 @@ type column interface {
 	// values returns what Batch.Column(i).Append takes and resets.
 	values() any
 	len() int
+	// reserve makes room for n more rows without growing on the way.
+	reserve(n int)
+}
+
+// grown is s with room for n more elements.
+func grown[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return slices.Grow(s, n)
 }
 
 func newColumn(chType string) (column, error) {
@@ -120,6 +130,13 @@ type intCol[T integer] struct {
 	boolText bool // UInt8 also stores BOOLEAN: accept true/false
 	vals     []T
 	nulls    []bool
+}
+
+func (c *intCol[T]) reserve(n int) {
+	c.vals = grown(c.vals, n)
+	if c.nullable {
+		c.nulls = grown(c.nulls, n)
+	}
 }
 
 func (c *intCol[T]) len() int { return len(c.vals) }
@@ -364,6 +381,13 @@ type floatCol[T float] struct {
 	nulls    []bool
 }
 
+func (c *floatCol[T]) reserve(n int) {
+	c.vals = grown(c.vals, n)
+	if c.nullable {
+		c.nulls = grown(c.nulls, n)
+	}
+}
+
 func (c *floatCol[T]) len() int { return len(c.vals) }
 func (c *floatCol[T]) put(v T, null bool) {
 	c.vals = append(c.vals, v)
@@ -482,6 +506,13 @@ type stringCol struct {
 	vals     []string
 	nulls    []bool
 	arena    []byte
+}
+
+func (c *stringCol) reserve(n int) {
+	c.vals = grown(c.vals, n)
+	if c.nullable {
+		c.nulls = grown(c.nulls, n)
+	}
 }
 
 func (c *stringCol) len() int { return len(c.vals) }
@@ -617,6 +648,13 @@ type decimalCol struct {
 	scale    int32
 	vals     []decimal.Decimal
 	nulls    []bool
+}
+
+func (c *decimalCol) reserve(n int) {
+	c.vals = grown(c.vals, n)
+	if c.nullable {
+		c.nulls = grown(c.nulls, n)
+	}
 }
 
 func (c *decimalCol) len() int { return len(c.vals) }
@@ -809,6 +847,13 @@ type timeCol struct {
 	nulls    []bool
 }
 
+func (c *timeCol) reserve(n int) {
+	c.vals = grown(c.vals, n)
+	if c.nullable {
+		c.nulls = grown(c.nulls, n)
+	}
+}
+
 func (c *timeCol) len() int { return len(c.vals) }
 func (c *timeCol) put(v time.Time, null bool) {
 	c.vals = append(c.vals, v)
@@ -930,6 +975,7 @@ type constCol struct {
 }
 
 func (c *constCol) len() int                                           { return c.n }
+func (c *constCol) reserve(int)                                        {}
 func (c *constCol) addNull(n int)                                      { c.n += n }
 func (c *constCol) add(_ *rowio.Vector, rows int, _ func(int, string)) { c.n += rows }
 func (c *constCol) keep(keep []bool) {

@@ -1,6 +1,7 @@
 package chstore
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"reflect"
@@ -527,4 +528,61 @@ func TestTypedVectorsMatchText(t *testing.T) {
 			t.Errorf("%s: typed gives %s (bad rows %v), text %s (bad rows %v)", c.chType, gotV, gotBad, wantV, wantBad)
 		}
 	}
+}
+
+// TestExpectSizesBlocks: an Inserter told how many rows come makes each
+// column its block's size at the first Add (no growing while it fills),
+// bounded by BlockRows, and converts the same values as without.
+func TestExpectSizesBlocks(t *testing.T) {
+	cols := []rowio.Column{{Name: "n", Type: "Int64"}, {Name: "s", Type: "Nullable(String)"}, {Name: "f", Type: "Float64"},
+		{Name: "d", Type: "Decimal(10, 2)"}, {Name: "ts", Type: "DateTime"}}
+	b := &rowio.Batch{Rows: 2, Cols: []rowio.Vector{
+		{Text: [][]byte{[]byte("1"), []byte("2")}},
+		{Text: [][]byte{[]byte("a"), nil}, Null: []bool{false, true}},
+		{Text: [][]byte{[]byte("1.5"), []byte("2.5")}},
+		{Text: [][]byte{[]byte("1.25"), []byte("2.50")}},
+		{Text: [][]byte{[]byte("2026-12-05 10:00:00"), []byte("2026-12-05 11:00:00")}},
+	}}
+	var want []any
+	for _, expect := range []int64{0, 5000} {
+		in, err := (&Store{}).NewInserter(context.Background(), "db", "t", cols, "_lp_commit", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.BlockRows = 1000
+		in.Expect(expect)
+		if _, err := in.Add(b, []int{0, 1, 2, 3, 4}); err != nil {
+			t.Fatal(err)
+		}
+		var got []any
+		for i, c := range in.columns {
+			// At least the block, at most its allocation's size class.
+			if n := capOf(c); expect > 0 && i < len(cols) && (n < 1000 || n > 1100) {
+				t.Errorf("Expect(%d), BlockRows 1000: column %s holds room for %d rows", expect, cols[i].Name, n)
+			}
+			got = append(got, c.values())
+		}
+		in.Abort()
+		if want == nil {
+			want = got
+		} else if !reflect.DeepEqual(got, want) {
+			t.Errorf("Expect(%d) converted %v, without it %v", expect, got, want)
+		}
+	}
+}
+
+func capOf(c column) int {
+	switch c := c.(type) {
+	case *intCol[int64]:
+		return cap(c.vals)
+	case *stringCol:
+		return min(cap(c.vals), cap(c.nulls))
+	case *floatCol[float64]:
+		return cap(c.vals)
+	case *decimalCol:
+		return cap(c.vals)
+	case *timeCol:
+		return cap(c.vals)
+	}
+	return -1
 }

@@ -47,7 +47,14 @@ type Inserter struct {
 	aborted      bool
 	staging      bool // Stage: hold every row for Take, never flush
 	stageLimit   int
+	expect       int64 // Expect: rows still to come, 0 when not known
 }
+
+// Expect tells the Inserter how many rows are coming (a Kafka batch knows
+// its records): each block's columns are then made their full size once,
+// instead of growing from empty, which copies them and touches fresh
+// memory at every doubling.
+func (in *Inserter) Expect(rows int64) { in.expect = rows }
 
 // ErrFenced is the cause with which an attempt's context is cancelled
 // when the attempt may no longer write: it lost its lease, and another
@@ -190,6 +197,12 @@ func (in *Inserter) Add(b *rowio.Batch, source []int) (_ []RowError, err error) 
 	}
 	if b.Rows == 0 {
 		return errs, nil
+	}
+	if in.pending == 0 && in.expect > in.sent {
+		n := int(min(in.expect-in.sent, int64(in.BlockRows)))
+		for _, col := range in.columns {
+			col.reserve(n)
+		}
 	}
 	var keep []bool
 	bad := func(r int, msg string) {

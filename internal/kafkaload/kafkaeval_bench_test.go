@@ -63,6 +63,7 @@ func BenchmarkKafkaEvalConvert(b *testing.B) {
 					b.Fatal(err)
 				}
 				ins.BlockRows, ins.BlockBytes = 1<<30, 1<<40
+				ins.Expect(int64(n)) // as the pipe does
 				if errs, err := ins.Add(batch, []int{0, 1, 2}); err != nil || len(errs) > 0 {
 					b.Fatal(err, errs)
 				}

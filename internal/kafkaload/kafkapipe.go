@@ -523,6 +523,10 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return res, nil
 	}
 
+	limit := cl.MaxPollRecords()
+	if n, err := strconv.Atoi(r.Spec.Properties["batch_size_per_kafka_partition"]); err == nil && n > 0 {
+		limit = n * len(end)
+	}
 	budget := r.rk.MaxErrors - in.Rejected
 	// A batch that can span several blocks is staged, so that its rows
 	// show only if it is kept (package staging); a smaller one is one
@@ -551,6 +555,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	defer ins.Abort()
+	ins.Expect(min(pending, int64(limit))) // its columns are made whole at once
 	// With a dead-letter table, bad records go there, under the batch's
 	// commit id, and do not count against max_errors.
 	dead, err := r.openDeadLetters(ctx, commit)
@@ -657,10 +662,6 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		})
 	}
 	errStop := fmt.Errorf("stop")
-	limit := cl.MaxPollRecords()
-	if n, err := strconv.Atoi(r.Spec.Properties["batch_size_per_kafka_partition"]); err == nil && n > 0 {
-		limit = n * len(end)
-	}
 	chunk := make([]*kgo.Record, 0, batchRows)
 	next, err := cl.Read(ctx, from, end, limit, func(kr *kgo.Record) error {
 		res.Records++
