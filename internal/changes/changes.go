@@ -484,7 +484,7 @@ func (l commitLog) set(ids []uint64, cond string, kinds ...string) string {
 }
 
 func (l commitLog) where(cond string) string {
-	return "db = " + chsql.QuoteString(l.schema) + " AND table = " + chsql.QuoteString(l.name) + " AND " + cond
+	return TableWhere(l.schema, l.name) + " AND " + cond
 }
 
 // maxSavedCommits bounds the commit list savedCommits returns (~210 KB of

@@ -60,7 +60,7 @@ func RemovedFrom(schema, name string, in, known []uint64) string {
 // originsWhere is the index's rows of schema.name, and of its commits ids
 // when there are any.
 func originsWhere(schema, name string, ids []uint64) string {
-	w := "db = " + chsql.QuoteString(schema) + " AND table = " + chsql.QuoteString(name)
+	w := TableWhere(schema, name)
 	if len(ids) > 0 {
 		w += " AND commit_id IN (" + IDList(ids) + ")"
 	}

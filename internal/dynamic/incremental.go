@@ -246,7 +246,7 @@ func commitSet(src incSource, cond string, kinds ...string) string {
 
 // commitWhere is the condition on lakepipe.table_commits of commitSet.
 func commitWhere(src incSource, cond string, kinds ...string) string {
-	q := "db = " + chsql.QuoteString(src.schema) + " AND table = " + chsql.QuoteString(src.table) + " AND " + cond
+	q := changes.TableWhere(src.schema, src.table) + " AND " + cond
 	if len(kinds) > 0 {
 		quoted := make([]string, len(kinds))
 		for i, k := range kinds {
