@@ -496,6 +496,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 		return 0, err
 	}
 	written, read := false, int64(0)
+	published := false // a keyed flush's staged rows went to the table (in part, on a cluster)
 	fail := func(err error) (int64, error) {
 		in.Abort()
 		// A fresh context, as ctx may be done.
@@ -508,8 +509,13 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 				return 0, fmt.Errorf("%w (and removing its rows already written failed: %v)", err, derr)
 			}
 		}
-		if cerr := e.AbandonLoads(cctx, target, []uint64{target.Commit}); cerr != nil {
-			return 0, fmt.Errorf("%w (and %v)", err, cerr)
+		// Closed once its rows are gone. A keyed flush's published rows
+		// stay (they are taken by a retry, keyed.go): its commit stays
+		// open, so that they show only once registered.
+		if !published {
+			if cerr := e.AbandonLoads(cctx, target, []uint64{target.Commit}); cerr != nil {
+				return 0, fmt.Errorf("%w (and %v)", err, cerr)
+			}
 		}
 		return 0, err
 	}
@@ -559,6 +565,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	}
 	if keyed {
 		// Shown whole, the rows they replace kept first (tracked).
+		published = true
 		if err := e.PublishStaged(ctx, stg, target); err != nil {
 			return fail(err)
 		}
