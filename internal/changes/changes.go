@@ -112,7 +112,7 @@ func (e *Log) RegisterCommit(ctx context.Context, schema, name string, commit ui
 		return fmt.Errorf("table %s: read its change log: %w", core.Display(schema, name), err)
 	}
 	if len(n) == 1 && n[0] != "0" {
-		if opensOnly(kind) {
+		if addsRows(kind) {
 			// A retry after a crash between registering and closing.
 			return e.closeCommits(ctx, schema, name, []uint64{commit})
 		}
@@ -138,7 +138,7 @@ func (e *Log) RegisterCommits(ctx context.Context, schema, name string, commits 
 	var opened []uint64
 	for i, c := range commits {
 		rows[i] = []any{schema, name, NextCommitVersion(), c.ID, c.Kind, uint64(max(c.Rows, 0)), now}
-		if opensOnly(c.Kind) {
+		if addsRows(c.Kind) {
 			opened = append(opened, c.ID)
 		}
 	}

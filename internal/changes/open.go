@@ -19,7 +19,7 @@ import (
 // name every commit ever registered: its cost follows the loads under way,
 // not the table's history of loads.
 //
-// What a reader takes as not committed at version hi (Uncommitted):
+// What a reader takes as not committed at version hi (uncommitted, CommittedBy):
 //
 //   - the commits registered after hi (a range of table_commits' key), and
 //   - the open ones (sum of signs > 0) not registered at or below hi.
@@ -95,15 +95,16 @@ func (e *Log) markOpen(ctx context.Context, schema, name string, ids []uint64, s
 	return nil
 }
 
-// opensOnly reports whether commits of kind add rows, and so were opened.
-func opensOnly(kind string) bool { return kind == CommitInsert || kind == CommitUpdate }
+// addsRows reports whether commits of kind add rows to the table, and so
+// were opened before them.
+func addsRows(kind string) bool { return kind == CommitInsert || kind == CommitUpdate }
 
-// Uncommitted is a subquery of the commits of schema.name whose rows a
+// uncommitted is a subquery of the commits of schema.name whose rows a
 // reader of the table's committed rows at version hi must not read (see
 // the rules above): "_lp_commit NOT IN" it reads the committed rows,
 // baseline included. One set, not two: a second lookup per row costs a
 // FULL read of 10 M rows ~30 % more on ClickHouse 18.16 (measured).
-func Uncommitted(schema, name string, hi uint64) string {
+func uncommitted(schema, name string, hi uint64) string {
 	table := TableWhere(schema, name)
 	h := strconv.FormatUint(hi, 10)
 	return "(SELECT commit_id FROM lakepipe.table_commits WHERE " + table + " AND version > " + h +
@@ -128,7 +129,7 @@ func Uncommitted(schema, name string, hi uint64) string {
 // the parts first either way. The sets are a few ids: nothing is lost by
 // reading every granule, which a FULL read does anyway.
 func CommittedBy(col, notIn, schema, name string, hi uint64) string {
-	return "bitXor(" + col + ", 0)" + notIn + Uncommitted(schema, name, hi)
+	return "bitXor(" + col + ", 0)" + notIn + uncommitted(schema, name, hi)
 }
 
 // closeRegistered removes the open marks of schema.name's registered
