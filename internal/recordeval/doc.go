@@ -59,7 +59,10 @@
 //     that is only a number) are Unix time, in seconds when |n| < 1e11,
 //     milliseconds when |n| < 1e14, microseconds when |n| < 1e17 and
 //     nanoseconds above; a DATE is its midnight.
-//   - DATE: as TIMESTAMP, then truncated to the UTC day.
+//   - DATE: as TIMESTAMP, then truncated to the UTC day; but text of 8
+//     digits that form a yyyyMMdd date (20240115) is an error (TRY_CAST:
+//     NULL) rather than Unix seconds in 1970: TO_DATE(x, 'yyyyMMdd')
+//     reads it.
 //   - JSON: text is parsed (and must be JSON); scalars become JSON scalars.
 //
 // Timestamp text is ISO 8601-like — 2024-01-15, 2024-01-15 10:30:00,

@@ -639,6 +639,8 @@ var exprCases = []exprCase{
 	{"try_to_timestamp('x')", "NULL"},
 	{"to_date('2024-01-15 10:30:00')", "2024-01-15"},
 	{"to_date('01/15/2024', 'MM/dd/yyyy')", "2024-01-15"},
+	{"to_date('20240115', 'yyyyMMdd')", "2024-01-15"}, // what CAST('20240115' AS DATE)'s error advises
+	{"TRY_CAST('20240115' AS DATE)", "NULL"},
 	{"try_to_date('13/15/2024', 'MM/dd/yyyy')", "NULL"},
 	{"to_date('2024-01-15', 'yyyy-MM-dd' || '')", "2024-01-15"},
 	{"to_date('2024-01-15', NULL)", "NULL"},

@@ -95,6 +95,24 @@ func (cx *Ctx) Cast(v Value, t Target) (Value, error) {
 // errCast is a cast that has nothing more to say than that it failed.
 var errCast = errors.New("cannot cast")
 
+// errDateDigits refuses text like 20240115 as a DATE. Text that is only a
+// number is Unix time, which made the common yyyyMMdd spelling a plausible
+// wrong date (20240115 seconds: 1970-08-23) without a word; Spark's CAST
+// refuses it too (NULL), and ClickHouse's toDate fails on it.
+var errDateDigits = errors.New("8 digits that read as a yyyyMMdd date are not cast to DATE, to not take them for Unix seconds: " +
+	"TO_DATE(x, 'yyyyMMdd') reads them as a date, CAST(CAST(x AS BIGINT) AS TIMESTAMP) as Unix time")
+
+// yyyyMMdd reports whether b is exactly 8 digits forming a valid date.
+func yyyyMMdd(b []byte) bool {
+	if len(b) != 8 {
+		return false
+	}
+	y, ok1 := digits(b[0:4])
+	m, ok2 := digits(b[4:6])
+	d, ok3 := digits(b[6:8])
+	return ok1 && ok2 && ok3 && m >= 1 && m <= 12 && d >= 1 && d <= daysIn(m, y)
+}
+
 func (cx *Ctx) castScalar(v Value, t Target) (Value, error) {
 	switch t.Kind {
 	case KInt:
@@ -117,6 +135,9 @@ func (cx *Ctx) castScalar(v Value, t Target) (Value, error) {
 		}
 		return Timestamp(tm), nil
 	case KDate:
+		if v.Kind == KString && yyyyMMdd(trimBlank(v.Bytes)) {
+			return Value{}, errDateDigits
+		}
 		tm, err := castTime(v)
 		if err != nil {
 			return Value{}, err

@@ -40,6 +40,12 @@ func TestCast(t *testing.T) {
 		{String([]byte("2024-02-29 10:11:12+02:00")), "TIMESTAMP", 0, 0, "2024-02-29 08:11:12", false},
 		{Int(1700000000), "TIMESTAMP", 0, 0, "2023-11-14 22:13:20", false}, // Unix seconds
 		{String([]byte("2024-02-30")), "DATE", 0, 0, "", true},
+		{String([]byte("20240115")), "DATE", 0, 0, "", true},            // yyyyMMdd or Unix seconds: refused
+		{String([]byte(" 20240115 ")), "DATE", 0, 0, "", true},          // blanks around it too
+		{String([]byte("20241345")), "DATE", 0, 0, "1970-08-23", false}, // no such date: Unix seconds
+		{String([]byte("1700000000")), "DATE", 0, 0, "2023-11-14", false},
+		{Int(20240115), "DATE", 0, 0, "1970-08-23", false}, // a number is Unix time
+		{String([]byte("20240115")), "TIMESTAMP", 0, 0, "1970-08-23 06:15:15", false},
 		{String([]byte(`{"a": [1, 2]}`)), "JSON", 0, 0, `{"a":[1,2]}`, false},
 		{String([]byte(`{"a": `)), "JSON", 0, 0, "", true},
 		{Value{}, "INT", 0, 0, "NULL", false},
