@@ -841,8 +841,7 @@ var knownBugs = []diffNote{
 		recordeval: "*",
 		clickhouse: "error(*Unknown function trim*)",
 		why: "ClickHouse 18.16 lacks trimBoth/trimLeft/trimRight, which chsql maps trim/ltrim/rtrim " +
-			"to. Where they exist they trim spaces only; so does Spark, while recordeval trims all " +
-			"Unicode white space ('\\tpadded\\t' gives 'padded'): recordeval is wrong there too.",
+			"to. Where they exist they trim spaces only, as Spark and recordeval do.",
 		only1816: true,
 	},
 	{

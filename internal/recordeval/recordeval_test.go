@@ -528,6 +528,7 @@ var exprCases = []exprCase{
 	{"ltrim('  a ')", "a "},
 	{"rtrim('  a ')", "  a"},
 	{"trim('xxaxx', 'x')", "a"},
+	{"trim(' \t a \t ')", "\t a \t"}, // spaces only, as Spark and ClickHouse
 	{"ltrim('xya', 'xy')", "a"},
 	{"length('héllo')", "5"},
 	{"char_length('')", "0"},

@@ -140,17 +140,18 @@ func appendCase(dst, s []byte, upper bool) []byte {
 	return dst
 }
 
-// trimFn trims white space, or with a second argument any of its
+// trimFn trims spaces (' ' only, as Spark and ClickHouse's trimBoth do:
+// tabs and other white space stay), or with a second argument any of its
 // characters (Snowflake's TRIM(s, chars)).
 func trimFn(left, right bool) Fn {
 	return func(cx *Ctx, a []Value) (Value, error) {
 		s, _ := cx.Text(a[0])
 		if len(a) == 1 {
 			if left {
-				s = bytes.TrimLeftFunc(s, unicode.IsSpace)
+				s = bytes.TrimLeft(s, " ")
 			}
 			if right {
-				s = bytes.TrimRightFunc(s, unicode.IsSpace)
+				s = bytes.TrimRight(s, " ")
 			}
 			return String(s), nil
 		}
