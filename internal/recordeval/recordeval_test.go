@@ -350,7 +350,11 @@ var exprCases = []exprCase{
 	{"CAST('.5' AS DECIMAL(3,2))", "0.50"},
 	{"CAST('abc' AS DECIMAL(5,1))", "error: cannot cast \"abc\" to DECIMAL(5, 1)"},
 	{"CAST('12.345' AS DECIMAL(10,2)) + 1", "13.35"},
-	{"CAST('12.345' AS DECIMAL(10,2)) * 2", "24.7"},
+	{"CAST('12.345' AS DECIMAL(10,2)) * 2", "24.70"}, // DECIMAL(p,2): the scale stays in the text
+	{"CAST('1.5' AS DECIMAL(10,2)) + CAST('1.25' AS DECIMAL(10,3))", "2.750"},
+	{"CAST('1.5' AS DECIMAL(10,2)) * CAST('2' AS DECIMAL(10,1))", "3.000"},
+	{"CAST('2.50' AS DECIMAL(10,2)) - 1", "1.50"},
+	{"round(CAST('2.04' AS DECIMAL(10,2)), 1)", "2.0"},
 	{"CAST('12.345' AS DECIMAL(10,2)) > 12.3", "true"},
 	{"CAST('true' AS BOOLEAN)", "true"},
 	{"CAST('NO' AS BOOLEAN)", "false"},

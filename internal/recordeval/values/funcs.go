@@ -442,7 +442,8 @@ func fnRound(cx *Ctx, a []Value) (Value, error) {
 	if d >= int64(max(0, -int(dec.Exponent()))) {
 		return v, nil
 	}
-	return Decimal(UnsafeBytes(dec.Round(int32(max(d, -400))).String())), nil
+	// The result keeps d digits after the point (2.04 to 1 digit is 2.0).
+	return Decimal(UnsafeBytes(dec.Round(int32(max(d, -400))).StringFixed(int32(max(d, 0))))), nil
 }
 
 func fracDigits(text []byte) int {

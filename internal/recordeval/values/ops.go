@@ -82,6 +82,10 @@ func Arith(op byte, a, b Value) (Value, error) {
 	default:
 		x, y := ToDecimal(a), ToDecimal(b)
 		var d decimal.Decimal
+		// The result's scale, as Spark and ClickHouse type it: the larger
+		// of the two for + - %, their sum for *. Its text keeps it (4.50,
+		// not 4.5).
+		scale := max(decimalScale(a), decimalScale(b))
 		switch op {
 		case '+':
 			d = x.Add(y)
@@ -89,13 +93,14 @@ func Arith(op byte, a, b Value) (Value, error) {
 			d = x.Sub(y)
 		case '*':
 			d = x.Mul(y)
+			scale = decimalScale(a) + decimalScale(b)
 		case '%':
 			if y.IsZero() {
 				return Value{}, errDivZero
 			}
 			d = x.Mod(y)
 		}
-		return Decimal(UnsafeBytes(d.String())), nil
+		return Decimal(UnsafeBytes(d.StringFixed(int32(scale)))), nil
 	}
 	return Value{}, fmt.Errorf("internal error: operator %c", op)
 }
@@ -215,4 +220,23 @@ func AddMonths(t time.Time, months int) time.Time {
 	d = min(d, daysIn(nm, ny))
 	h, mi, sec := t.Clock()
 	return time.Date(ny, time.Month(nm), d, h, mi, sec, t.Nanosecond(), time.UTC)
+}
+
+// decimalScale is the scale of an exact number: 0 for an integer, the
+// digits after the point of a DECIMAL's text (casts write all of them).
+func decimalScale(v Value) int {
+	if v.Kind != KDecimal {
+		return 0
+	}
+	if i := bytes.IndexByte(v.Bytes, '.'); i >= 0 {
+		n := 0
+		for _, c := range v.Bytes[i+1:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			n++
+		}
+		return n
+	}
+	return 0
 }
