@@ -300,13 +300,30 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 		// it starts where this one ends (see consumer).
 		beyond []*kgo.Record
 	)
+	// Each partition's position, looked up once per run of its records
+	// (kgo hands them over partition by partition) rather than in the
+	// maps for every record; next is brought up to date on the way out.
+	type span struct {
+		next, until int64
+		in          bool // has an end in until
+	}
+	spans := make(map[int32]*span, len(from))
+	for p, o := range from {
+		u, ok := until[p]
+		spans[p] = &span{next: o, until: u, in: ok}
+	}
+	lastP, last := int32(-1), (*span)(nil)
 	offer := func(r *kgo.Record) {
-		u, ok := until[r.Partition]
+		sp := last
+		if r.Partition != lastP || sp == nil {
+			sp = spans[r.Partition]
+			lastP, last = r.Partition, sp
+		}
 		switch {
-		case stop != nil || n >= max || !ok || r.Offset >= u:
+		case stop != nil || n >= max || sp == nil || !sp.in || r.Offset >= sp.until:
 			beyond = append(beyond, r)
 			return
-		case r.Offset < next[r.Partition]:
+		case r.Offset < sp.next:
 			return // before `from`: kgo started within a batch
 		}
 		if err := fn(r); err != nil {
@@ -315,8 +332,8 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 		}
 		n++
 		progressed = true
-		next[r.Partition] = r.Offset + 1
-		if next[r.Partition] >= u {
+		sp.next = r.Offset + 1
+		if sp.next >= sp.until {
 			open--
 		}
 	}
@@ -329,6 +346,13 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 			for _, p := range c.assigned {
 				c.cont[p] = next[p]
 			}
+		}
+	}()
+	// Runs before the one above (and after the poller's): every return
+	// hands over next, the map this fills.
+	defer func() {
+		for p, sp := range spans {
+			next[p] = sp.next
 		}
 	}()
 	for _, r := range left {
