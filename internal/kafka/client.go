@@ -273,7 +273,7 @@ func (c *Client) goesOn(assign map[int32]kgo.Offset, from Offsets) bool {
 //
 // A Read that starts where the last one ended goes on with the records the
 // consumer fetched beyond that end (see Client.left).
-func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func(*kgo.Record) error) (_ Offsets, err error) {
+func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func(*kgo.Record) error) (Offsets, error) {
 	next := Offsets{}
 	assign := map[int32]kgo.Offset{}
 	for p, o := range from {
@@ -344,12 +344,11 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 		if clean {
 			c.cont, c.left = Offsets{}, beyond
 			for _, p := range c.assigned {
-				c.cont[p] = next[p]
+				c.cont[p] = spans[p].next // every partition assigned is in from
 			}
 		}
 	}()
-	// Runs before the one above (and after the poller's): every return
-	// hands over next, the map this fills.
+	// Every return hands over next, the map this fills.
 	defer func() {
 		for p, sp := range spans {
 			next[p] = sp.next
