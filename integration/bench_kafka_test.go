@@ -65,6 +65,29 @@ func profilePhase(tb testing.TB, env string) func() {
 	}
 }
 
+// allocsPhase writes the allocation profile at the start and at the end of
+// a phase, into file.0 and file.1, if the environment variable names a
+// file: go tool pprof -sample_index=alloc_space -base file.0 file.1 shows
+// what the phase allocated (the producing before it left much).
+func allocsPhase(tb testing.TB, env string) func() {
+	path := os.Getenv(env)
+	if path == "" {
+		return func() {}
+	}
+	write := func(suffix string) {
+		f, err := os.Create(path + suffix)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	write(".0")
+	return func() { write(".1") }
+}
+
 // benchDuration reads a duration setting (e.g. "5s").
 func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration {
 	if v := os.Getenv(name); v != "" {
@@ -91,6 +114,7 @@ func benchDuration(tb testing.TB, name string, def time.Duration) time.Duration 
 //
 // LAKEPIPE_BENCH_KAFKA_PROFILE=file writes a CPU profile of the pipe's
 // phase alone (the worker runs in this process): go tool pprof file.
+// LAKEPIPE_BENCH_KAFKA_ALLOCS=file writes what it allocated (see allocsPhase).
 //
 // LAKEPIPE_BENCH_KAFKA_RAW=1 measures the lightest pipe instead (the value
 // as one string, no JSON), to tell evaluation cost from the rest.
@@ -134,6 +158,7 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	chPid := pidOf(b, "clickhouse")
 	cpu0, chCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(chPid)
 	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_KAFKA_PROFILE")
+	stopAllocs := allocsPhase(b, "LAKEPIPE_BENCH_KAFKA_ALLOCS")
 	p.run(pipeSQL)
 	for p.count("logs") < int64(n) {
 		if time.Since(start) > 20*time.Minute {
@@ -143,6 +168,7 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	}
 	pipe := time.Since(start)
 	stopProfile()
+	stopAllocs()
 	// The worker runs in this process; besides it, only the polling of
 	// the row count above (a query every 50 ms) is counted.
 	workerCPU := (cpuSeconds(os.Getpid()) - cpu0) / (float64(n) / 1e6)
