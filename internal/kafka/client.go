@@ -410,9 +410,14 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				return
 			}
-			if ferr == nil {
-				ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)
+			if ferr != nil {
+				return
 			}
+			if big, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err); ok {
+				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Limit: c.st.maxBatchBytes}
+				return
+			}
+			ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)
 		})
 		if ferr != nil {
 			return next, ferr
@@ -436,6 +441,29 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 	}
 	clean = true
 	return next, nil
+}
+
+// BatchTooLargeError is a record batch that decompresses to more than
+// Source.MaxBatchBytes: the data's fault, not a transient failure, so
+// reading the same offsets fails the same way.
+type BatchTooLargeError struct {
+	Topic     string
+	Partition int32
+	Offset    int64 // the batch's first offset
+	Limit     int64
+}
+
+func (e *BatchTooLargeError) Error() string {
+	limit := e.Limit
+	if limit <= 0 {
+		limit = 1 << 30 // the Kafka client's own bound
+	}
+	size := fmt.Sprintf("%d bytes", limit)
+	if limit%(1<<20) == 0 {
+		size = fmt.Sprintf("%d MiB", limit>>20)
+	}
+	return fmt.Sprintf("topic %s partition %d offset %d: a record batch decompresses to more than %s (LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers): a decompression bomb, or a producer batching far more than Kafka's usual 1 MiB",
+		e.Topic, e.Partition, e.Offset, size)
 }
 
 // keepBeyond adds the records of fetches polled but not read to beyond;

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +28,10 @@ type Source struct {
 	Topic     string
 	Group     string
 	Config    map[string]string
+	// MaxBatchBytes bounds a record batch decompressed (the worker's
+	// LAKEPIPE_MAX_KAFKA_BATCH_BYTES); 0 leaves the Kafka client's 1 GiB.
+	// Reading a batch past it fails with a *BatchTooLargeError.
+	MaxBatchBytes int64
 }
 
 // Settings derived from Config; see Known for the keys.
@@ -37,6 +42,7 @@ type settings struct {
 	resetLatest    bool
 	readCommitted  bool
 	maxPollRecords int
+	maxBatchBytes  int64 // as set in Source, for errors
 }
 
 // Known lists the READ_KAFKA map keys lakepipe understands, with what they
@@ -92,6 +98,10 @@ func (s Source) settings() (*settings, error) {
 	}
 	st := &settings{maxPollRecords: 500000}
 	st.opts = append(st.opts, kgo.SeedBrokers(s.Bootstrap...))
+	if s.MaxBatchBytes > 0 {
+		st.opts = append(st.opts, kgo.MaxDecompressBatchBytes(int(min(s.MaxBatchBytes, math.MaxInt32))))
+		st.maxBatchBytes = s.MaxBatchBytes
+	}
 	cfg := map[string]string{}
 	for k, v := range s.Config {
 		k = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(k)), "kafka.")

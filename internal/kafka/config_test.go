@@ -135,3 +135,24 @@ func TestTLSWithoutHostName(t *testing.T) {
 		t.Error("none accepted a certificate no trusted CA signed")
 	}
 }
+
+// TestBatchTooLargeError: the message names where the batch is, the limit
+// in force (the client's 1 GiB when none is set) and its setting.
+func TestBatchTooLargeError(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		want  string
+	}{
+		{1 << 20, "more than 1 MiB"},
+		{64 << 20, "more than 64 MiB"},
+		{1000, "more than 1000 bytes"},
+		{0, "more than 1024 MiB"},
+	} {
+		msg := (&BatchTooLargeError{Topic: "t", Partition: 2, Offset: 17, Limit: c.limit}).Error()
+		for _, w := range []string{"topic t partition 2 offset 17", c.want, "LAKEPIPE_MAX_KAFKA_BATCH_BYTES"} {
+			if !strings.Contains(msg, w) {
+				t.Errorf("limit %d: %q lacks %q", c.limit, msg, w)
+			}
+		}
+	}
+}

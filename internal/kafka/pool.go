@@ -35,7 +35,7 @@ func NewPool(idle time.Duration) *Pool {
 // settings hold credentials, so only their hash is kept.
 func (s Source) key() [32]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q\x00%q\x00%q", s.Bootstrap, s.Topic, s.Group)
+	fmt.Fprintf(h, "%q\x00%q\x00%q\x00%d", s.Bootstrap, s.Topic, s.Group, s.MaxBatchBytes)
 	keys := make([]string, 0, len(s.Config))
 	for k := range s.Config {
 		keys = append(keys, k)

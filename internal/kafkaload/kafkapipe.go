@@ -3,6 +3,7 @@ package kafkaload
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -203,6 +204,7 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, err
 	}
+	rk.Src.MaxBatchBytes = e.Cfg.Limits.WithDefaults().MaxKafkaBatchBytes
 	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, tspec, cols), keepReplaced: changes.KeepsReplaced(tspec), stageKey: changes.StageKey(tspec)}
 	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
@@ -695,11 +697,11 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		}
 		return cmp.Compare(a.offset, b.offset)
 	})
-	if err != nil && err != errStop {
-		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
-	}
-	if over() {
+	// pause gives the batch up and pauses the pipe: the data is at fault,
+	// and reading it again would fail the same way.
+	pause := func(reason string) (jobs.KafkaBatchResult, error) {
 		ins.Abort()
+		dead.abort()
 		// Blocks already sent are taken back: the batch is all or nothing.
 		if stg == nil {
 			if err := r.e.DropCommit(ctx, target, commit); err != nil {
@@ -709,13 +711,30 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		if err := r.e.AbandonLoads(ctx, target, []uint64{commit}); err != nil {
 			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
+		if r.dlt != nil {
+			if err := r.e.DropCommit(ctx, *r.dlt, commit); err != nil {
+				return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
+			if err := r.e.AbandonLoads(ctx, *r.dlt, []uint64{commit}); err != nil {
+				return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
+		}
 		// The group keeps the position before the batch, so that a pipe
-		// re-created on it with a higher max_errors goes on from there.
+		// re-created on it goes on from there.
 		_ = cl.CommitGroup(ctx, from)
-		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
-		reason := fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer; or ALTER PIPE %s SET DEAD_LETTER_TABLE = 'bad_records' and resume it (the bad records go to that table and the rest loads); or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
-			r.rk.Src.Topic, f.partition, f.offset, f.msg, r.rk.MaxErrors, in.Rejected+int64(len(bad)), r.Name, r.Name, r.rk.Src.Group)
 		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
+	}
+	if big, ok := errors.AsType[*kafka.BatchTooLargeError](err); ok {
+		return pause(fmt.Sprintf("%v; the pipe paused without loading this batch. Fix the producer and ALTER PIPE %s SET RESET_KAFKA_GROUP_OFFSETS = '<epoch millis>' to a time after the batch, then resume it; or raise LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers (each may then hold that much per partition it reads) and resume it",
+			big, r.Name))
+	}
+	if err != nil && err != errStop {
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if over() {
+		f := bad[min(int(max(budget, 0)), len(bad)-1)] // the one over the limit
+		return pause(fmt.Sprintf("topic %s partition %d offset %d: %s; the pipe tolerates max_errors = %d bad records and has met %d: it paused without loading this batch. Fix the producer; or ALTER PIPE %s SET DEAD_LETTER_TABLE = 'bad_records' and resume it (the bad records go to that table and the rest loads); or DROP PIPE %s and CREATE it again with a higher max_errors (it goes on from group %s's offsets)",
+			r.rk.Src.Topic, f.partition, f.offset, f.msg, r.rk.MaxErrors, in.Rejected+int64(len(bad)), r.Name, r.Name, r.rk.Src.Group))
 	}
 	rows, err := ins.Close()
 	if err == nil {

@@ -21,6 +21,7 @@ const (
 	DefaultMaxParquetPageBytes   = 256 << 20
 	DefaultMaxReaderMemory       = 256 << 20
 	DefaultMaxArrowMessageBytes  = 256 << 20
+	DefaultMaxKafkaBatchBytes    = 64 << 20
 )
 
 // compressionRatioGrace is the output a compressed stream may produce
@@ -46,6 +47,7 @@ const compressionRatioGrace = 64 << 20
 //	MaxParquetPageBytes     256 MiB   Parquet: reading fails at the page
 //	MaxReaderMemory         256 MiB   Parquet: reading fails at the allocation
 //	MaxArrowMessageBytes    256 MiB   Arrow IPC: reading fails at the message
+//	MaxKafkaBatchBytes      64 MiB    Kafka: the pipe pauses at the record batch
 type Limits struct {
 	// MaxLineBytes bounds one CSV record (quoted line breaks included) or
 	// one JSON line or array element. A longer one is a RowError and
@@ -92,6 +94,13 @@ type Limits struct {
 	// sent (its metadata is bounded at a quarter of it, its decompressed
 	// body at four times it).
 	MaxArrowMessageBytes int64
+	// MaxKafkaBatchBytes bounds one Kafka record batch decompressed (the
+	// Kafka client's own default is 1 GiB). Brokers take batches of
+	// about 1 MiB compressed (message.max.bytes), which real records
+	// decompress to a few MiB; a batch that would pass it is a
+	// decompression bomb or a misconfigured producer, and its pipe
+	// pauses there.
+	MaxKafkaBatchBytes int64
 }
 
 // WithDefaults fills every unset (zero or negative) field with its default.
@@ -108,6 +117,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxParquetPageBytes, DefaultMaxParquetPageBytes)
 	def(&l.MaxReaderMemory, DefaultMaxReaderMemory)
 	def(&l.MaxArrowMessageBytes, DefaultMaxArrowMessageBytes)
+	def(&l.MaxKafkaBatchBytes, DefaultMaxKafkaBatchBytes)
 	if l.MaxJSONDepth <= 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
 	}

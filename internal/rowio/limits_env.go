@@ -22,6 +22,7 @@ var LimitVars = []struct {
 	{"LAKEPIPE_MAX_PARQUET_PAGE_BYTES", "MaxParquetPageBytes", func(l *Limits, n int64) { l.MaxParquetPageBytes = n }},
 	{"LAKEPIPE_MAX_READER_MEMORY", "MaxReaderMemory", func(l *Limits, n int64) { l.MaxReaderMemory = n }},
 	{"LAKEPIPE_MAX_ARROW_MESSAGE_BYTES", "MaxArrowMessageBytes", func(l *Limits, n int64) { l.MaxArrowMessageBytes = n }},
+	{"LAKEPIPE_MAX_KAFKA_BATCH_BYTES", "MaxKafkaBatchBytes", func(l *Limits, n int64) { l.MaxKafkaBatchBytes = n }},
 }
 
 // LimitsFromEnv reads the Limits set in the environment (see LimitVars);
