@@ -69,6 +69,10 @@ func TestKafkaReadGoesOn(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := read(from, end, 137, byPart)
+		// Each Read after the first goes on where the last ended.
+		if want := map[bool]string{true: kafka.BeganNew, false: kafka.BeganContinued}[round == 0]; cl.Began() != want {
+			t.Fatalf("Read %d began %q, want %q", round, cl.Began(), want)
+		}
 		if round%5 == 4 && produced < 4000 {
 			produce(t, prod, vals(produced, 50)...) // beyond this Read's end
 			produced += 50
@@ -110,6 +114,9 @@ func TestKafkaReadGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	read(start, end, 200, again)
+	if cl.Began() != kafka.BeganReassigned {
+		t.Fatalf("the rewound Read began %q, want %q", cl.Began(), kafka.BeganReassigned)
+	}
 	n := 0
 	for p, rs := range again {
 		for i, r := range rs {

@@ -201,9 +201,13 @@ type KafkaBatchResult struct {
 	Lag        int64 // records beyond the new offsets when the batch began
 	More       bool  // the batch stopped at max.poll.records: go on at once
 	// Paused is set when the batch had more bad records than max_errors
-	// allows: nothing of it was loaded and the pipe pauses with Reason.
+	// allows, or a record batch over LAKEPIPE_MAX_KAFKA_BATCH_BYTES:
+	// nothing of it was loaded and the pipe pauses with Reason.
 	Paused bool
 	Reason string
+	// Read says how the batch's read began (kafka.Client.Began): "new",
+	// "continued" or "reassigned".
+	Read string `json:",omitempty"`
 }
 
 // TaskQueue is where lakepipe's workers listen.

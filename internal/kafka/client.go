@@ -51,7 +51,27 @@ type Client struct {
 	// and the one polled ahead).
 	cont Offsets
 	left []*kgo.Record
+	// began says how the last Read began (see Began).
+	began string
 }
+
+// How a Read began, as Began reports it.
+const (
+	// BeganNew: the client's consumer was made for this Read.
+	BeganNew = "new"
+	// BeganContinued: the Read went on where the last one ended, with
+	// what the consumer had fetched ahead.
+	BeganContinued = "continued"
+	// BeganReassigned: the consumer was moved to the Read's offsets,
+	// dropping what it had fetched ahead (a retry, a reset, a batch after
+	// another worker's, a Read after one that failed).
+	BeganReassigned = "reassigned"
+)
+
+// Began says how the last Read began: BeganNew, BeganContinued or
+// BeganReassigned; "" before any Read that had records to read. A pipe
+// whose batches stop going on fetches and decodes records twice.
+func (c *Client) Began() string { return c.began }
 
 // Open prepares a client; connections are made on first use.
 func Open(src Source) (*Client, error) {
@@ -214,10 +234,13 @@ func (c *Client) consumer(assign map[int32]kgo.Offset, from Offsets) (*kgo.Clien
 	if c.cons != nil && c.goesOn(assign, from) {
 		left := c.left
 		c.left, c.cont = nil, nil
+		c.began = BeganContinued
 		return c.cons, left, nil
 	}
 	c.left, c.cont = nil, nil
+	c.began = BeganNew
 	if c.cons != nil {
+		c.began = BeganReassigned
 		c.cons.RemoveConsumePartitions(map[string][]int32{c.src.Topic: c.assigned})
 		c.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.src.Topic: assign})
 	} else {

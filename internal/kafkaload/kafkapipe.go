@@ -678,6 +678,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		}
 		return nil
 	})
+	res.Read = cl.Began()
 	if len(chunk) > 0 && err == nil {
 		progress.Add(ctx, int64(len(chunk)))
 		chunks <- chunk
@@ -722,7 +723,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		// The group keeps the position before the batch, so that a pipe
 		// re-created on it goes on from there.
 		_ = cl.CommitGroup(ctx, from)
-		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason}, nil
+		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason, Read: res.Read}, nil
 	}
 	if big, ok := errors.AsType[*kafka.BatchTooLargeError](err); ok {
 		return pause(fmt.Sprintf("%v; the pipe paused without loading this batch. Fix the producer and ALTER PIPE %s SET RESET_KAFKA_GROUP_OFFSETS = '<epoch millis>' to a time after the batch, then resume it; or raise LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers (each may then hold that much per partition it reads) and resume it",

@@ -29,6 +29,7 @@ type Worker struct {
 	seconds  *prometheus.HistogramVec
 	records  *prometheus.CounterVec
 	kLag     *prometheus.GaugeVec
+	kReads   *prometheus.CounterVec
 	batch    *prometheus.HistogramVec
 	arrival  *prometheus.HistogramVec
 	refresh  *prometheus.HistogramVec
@@ -53,7 +54,9 @@ func New() *Worker {
 		seconds:  prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_file_seconds", Help: "Time to load one file.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 		records:  prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_kafka_records_total", Help: "Records Kafka pipes read."}, labels),
 		kLag:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakepipe_pipe_kafka_lag_records", Help: "Records waiting in the topic beyond a Kafka pipe's offsets, after its last batch."}, labels),
-		batch:    prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
+		kReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakepipe_pipe_kafka_batches_total",
+			Help: "Kafka batches by how their read began: continued (where the last batch ended, with what was fetched ahead), reassigned or new (fetching again)."}, []string{"pipe", "read"}),
+		batch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_kafka_batch_seconds", Help: "Time to load one Kafka batch.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}, labels),
 	}
 	p.arrival = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakepipe_pipe_arrival_to_visible_seconds",
 		Help:    "From a file's arrival in its volume (its last-modified time) to its rows being visible in the table.",
@@ -69,7 +72,7 @@ func New() *Worker {
 		Help:    "Listings of idle polling pipes (AwaitFiles), by how long after they were due they finished.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)})
 	p.sdk = NewSDKHandler()
-	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.batch,
+	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.kReads, p.batch,
 		p.arrival, p.refresh, p.refreshN, p.running, p.polls, p.sdk,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
@@ -157,6 +160,9 @@ func (p *Worker) KafkaBatch(pp jobs.PipeParams, r jobs.KafkaBatchResult, d time.
 	}
 	n := name(pp)
 	p.records.WithLabelValues(n).Add(float64(r.Records))
+	if r.Read != "" {
+		p.kReads.WithLabelValues(n, r.Read).Inc()
+	}
 	p.rows.WithLabelValues(n).Add(float64(r.Rows))
 	p.rejected.WithLabelValues(n).Add(float64(r.Rejected))
 	p.kLag.WithLabelValues(n).Set(float64(r.Lag))
