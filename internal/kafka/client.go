@@ -437,7 +437,7 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 				return
 			}
 			if big, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err); ok {
-				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Limit: c.st.maxBatchBytes}
+				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.st.maxBatchBytes}
 				return
 			}
 			ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)
@@ -473,6 +473,7 @@ type BatchTooLargeError struct {
 	Topic     string
 	Partition int32
 	Offset    int64 // the batch's first offset
+	Next      int64 // the offset after its last record
 	Limit     int64
 }
 
@@ -485,8 +486,12 @@ func (e *BatchTooLargeError) Error() string {
 	if limit%(1<<20) == 0 {
 		size = fmt.Sprintf("%d MiB", limit>>20)
 	}
-	return fmt.Sprintf("topic %s partition %d offset %d: a record batch decompresses to more than %s (LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers): a decompression bomb, or a producer batching far more than Kafka's usual 1 MiB",
-		e.Topic, e.Partition, e.Offset, size)
+	span := ""
+	if e.Next > e.Offset+1 {
+		span = fmt.Sprintf(" (up to offset %d)", e.Next-1)
+	}
+	return fmt.Sprintf("topic %s partition %d offset %d: a record batch%s decompresses to more than %s (LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers): a decompression bomb, or a producer batching far more than Kafka's usual 1 MiB",
+		e.Topic, e.Partition, e.Offset, span, size)
 }
 
 // keepBeyond adds the records of fetches polled but not read to beyond;

@@ -148,7 +148,10 @@ func TestBatchTooLargeError(t *testing.T) {
 		{1000, "more than 1000 bytes"},
 		{0, "more than 1024 MiB"},
 	} {
-		msg := (&BatchTooLargeError{Topic: "t", Partition: 2, Offset: 17, Limit: c.limit}).Error()
+		if msg := (&BatchTooLargeError{Topic: "t", Offset: 17, Next: 40, Limit: c.limit}).Error(); !strings.Contains(msg, "offset 17: a record batch (up to offset 39) decompresses") {
+			t.Errorf("a batch of many records: %q", msg)
+		}
+		msg := (&BatchTooLargeError{Topic: "t", Partition: 2, Offset: 17, Next: 18, Limit: c.limit}).Error()
 		for _, w := range []string{"topic t partition 2 offset 17", c.want, "LAKEPIPE_MAX_KAFKA_BATCH_BYTES"} {
 			if !strings.Contains(msg, w) {
 				t.Errorf("limit %d: %q lacks %q", c.limit, msg, w)
