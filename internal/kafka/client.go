@@ -437,7 +437,7 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 				return
 			}
 			if big, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err); ok {
-				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.st.maxBatchBytes}
+				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.src.MaxBatchBytes}
 				return
 			}
 			ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)

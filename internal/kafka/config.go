@@ -45,7 +45,6 @@ type settings struct {
 	resetLatest    bool
 	readCommitted  bool
 	maxPollRecords int
-	maxBatchBytes  int64 // as set in Source, for errors
 }
 
 // Known lists the READ_KAFKA map keys lakepipe understands, with what they
@@ -103,7 +102,6 @@ func (s Source) settings() (*settings, error) {
 	st.opts = append(st.opts, kgo.SeedBrokers(s.Bootstrap...))
 	if s.MaxBatchBytes > 0 {
 		st.opts = append(st.opts, kgo.MaxDecompressBatchBytes(int(min(s.MaxBatchBytes, math.MaxInt32))))
-		st.maxBatchBytes = s.MaxBatchBytes
 	}
 	cfg := map[string]string{}
 	for k, v := range s.Config {

@@ -52,19 +52,7 @@ func FuzzRecordBatches(f *testing.F) {
 	binary.BigEndian.PutUint32(claim[57:], 1<<20) // NumRecords
 	f.Add(claim)
 
-	st, err := Source{Bootstrap: []string{"127.0.0.1:1"}, Topic: "t", MaxBatchBytes: fuzzBatchLimit}.settings()
-	if err != nil {
-		f.Fatal(err)
-	}
-	cl, err := kgo.NewClient(st.opts...) // connects on first use only
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer cl.Close()
-	dec, ok := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
-	if !ok {
-		f.Fatal("the client has no decompressor")
-	}
+	dec := consumerDecompressor(f)
 
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		counting := &countingDecompressor{Decompressor: dec}
@@ -82,6 +70,26 @@ func FuzzRecordBatches(f *testing.F) {
 			t.Fatalf("%d bytes of batches (%d decompressed) made the client allocate %d bytes", len(raw), counting.out, alloc)
 		}
 	})
+}
+
+// consumerDecompressor is the decompressor of a client made with a pipe's
+// settings, with LAKEPIPE_MAX_KAFKA_BATCH_BYTES at fuzzBatchLimit.
+func consumerDecompressor(tb testing.TB) kgo.Decompressor {
+	tb.Helper()
+	st, err := Source{Bootstrap: []string{"127.0.0.1:1"}, Topic: "t", MaxBatchBytes: fuzzBatchLimit}.settings()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cl, err := kgo.NewClient(st.opts...) // connects on first use only
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cl.Close)
+	dec, ok := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+	if !ok {
+		tb.Fatal("the client has no decompressor")
+	}
+	return dec
 }
 
 // recordBatch encodes records as one v2 record batch at offset first,
@@ -140,16 +148,7 @@ func recordBatch(first int64, values [][]byte, codec int16) []byte {
 // (so that the fuzzer starts from batches the client reads), and the one
 // over the limit fails as too large.
 func TestRecordBatchSeeds(t *testing.T) {
-	st, err := Source{Bootstrap: []string{"127.0.0.1:1"}, Topic: "t", MaxBatchBytes: fuzzBatchLimit}.settings()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(st.opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	dec := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+	dec := consumerDecompressor(t)
 	recs := [][]byte{[]byte("one"), []byte("two"), nil}
 	for _, codec := range []int16{0, 1, 4} {
 		rp := &kmsg.FetchResponseTopicPartition{HighWatermark: 10, LastStableOffset: 10, RecordBatches: recordBatch(4, recs, codec)}
