@@ -26,7 +26,7 @@ import (
 // workflow ids it lists.
 func temporalList(t *testing.T, ctx context.Context, q string) []string {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "workflow", "list",
+	out, err := exec.CommandContext(ctx, stackBin("temporal"), "workflow", "list",
 		"--address", temporalAddr, "--query", q, "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("temporal workflow list --query %q: %v", q, err)

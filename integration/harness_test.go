@@ -63,6 +63,13 @@ func repoRoot() string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
+// stackBin is the path of a program deploy/local/install.sh installed: in
+// LAKEPIPE_BIN when the environment names it, as install.sh and start.sh read
+// it, so that the tests exec the very binaries the stack was started with.
+func stackBin(name string) string {
+	return filepath.Join(env("LAKEPIPE_BIN", filepath.Join(repoRoot(), ".bin")), name)
+}
+
 // stateDir is where deploy/local keeps the stack's data and logs.
 func stateDir() string { return env("LAKEPIPE_STATE", filepath.Join(repoRoot(), ".stack")) }
 

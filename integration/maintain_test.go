@@ -84,7 +84,7 @@ func TestMaintenanceSchedule(t *testing.T) {
 	var out []byte
 	listed := func() bool {
 		var err error
-		out, err = exec.CommandContext(s.Ctx, filepath.Join(repoRoot(), ".bin", "temporal"), "schedule", "list", "--address", temporalAddr).CombinedOutput()
+		out, err = exec.CommandContext(s.Ctx, stackBin("temporal"), "schedule", "list", "--address", temporalAddr).CombinedOutput()
 		if err != nil {
 			t.Fatalf("temporal schedule list: %v\n%s", err, out)
 		}

@@ -81,7 +81,7 @@ func TestPipeEventQueueKafka(t *testing.T) {
 // after a receive that did not delete them, and returns the queue's URL.
 func startGoaws(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(repoRoot(), ".bin", "goaws")
+	bin := stackBin("goaws")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("goaws is needed (deploy/local/install.sh): %v", err)
 	}

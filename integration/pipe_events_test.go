@@ -50,7 +50,7 @@ func startEventS3(t testing.TB, webhook string) *eventS3 {
 // its flags (--event-kafka-url …, --event-kafka-topic …).
 func startEventS3With(t testing.TB, target ...string) *eventS3 {
 	t.Helper()
-	bin := filepath.Join(repoRoot(), ".bin", "versitygw")
+	bin := stackBin("versitygw")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("versitygw is needed (deploy/local/install.sh): %v", err)
 	}

@@ -109,7 +109,7 @@ func TestSecretScan(t *testing.T) {
 
 	// Temporal histories of the pipes' workflows.
 	var histories strings.Builder
-	temporalBin := filepath.Join(repoRoot(), ".bin", "temporal")
+	temporalBin := stackBin("temporal")
 	for i := range secrets {
 		id := s.Eng.PipeWorkflowID(fmt.Sprintf("scan_pipe_%d", i))
 		out, err := exec.CommandContext(ctx, temporalBin, "workflow", "show", "--address", temporalAddr, "-w", id, "-o", "json").CombinedOutput()

@@ -49,7 +49,7 @@ func TestRequireEncryptedSignals(t *testing.T) {
 	pipeWait(t, time.Minute, "the pipe did not load a.csv", func() bool { return s.pipeCount(tbl) == 3 })
 
 	wfID := s.Eng.PipeWorkflowID("guard_pipe")
-	temporalBin := filepath.Join(repoRoot(), ".bin", "temporal")
+	temporalBin := stackBin("temporal")
 	signal := func(args ...string) {
 		t.Helper()
 		cmd := exec.CommandContext(s.Ctx, temporalBin, append([]string{"workflow", "signal", "--address", temporalAddr, "-w", wfID}, args...)...)

@@ -1,7 +1,17 @@
 # shellcheck shell=bash
 # Settings of the local stack; every value can be overridden from the environment.
 # Sourced by the other scripts in this folder and by .ci/run.
-LAKEPIPE_ROOT=${LAKEPIPE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+# The checkout is always the one this file is in. A shell that sourced another
+# checkout's env.sh carries that checkout's paths; they are not settings of this
+# one (a clone would install into, start and test the other's .bin and .stack),
+# so they are dropped, while paths a person set to something else are kept.
+lakepipe_here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [ -n "${LAKEPIPE_ROOT:-}" ] && [ "$LAKEPIPE_ROOT" != "$lakepipe_here" ]; then
+  [ "${LAKEPIPE_BIN:-}" != "$LAKEPIPE_ROOT/.bin" ] || unset LAKEPIPE_BIN
+  [ "${LAKEPIPE_STATE:-}" != "$LAKEPIPE_ROOT/.stack" ] || unset LAKEPIPE_STATE
+fi
+LAKEPIPE_ROOT=$lakepipe_here
+unset lakepipe_here
 LAKEPIPE_BIN=${LAKEPIPE_BIN:-$LAKEPIPE_ROOT/.bin}
 LAKEPIPE_STATE=${LAKEPIPE_STATE:-$LAKEPIPE_ROOT/.stack}
 TEMPORAL_CLI_VERSION=${TEMPORAL_CLI_VERSION:-v1.5.1}
