@@ -153,3 +153,45 @@ func TestInserterFencedWalksAway(t *testing.T) {
 		}
 	}
 }
+
+// TestInserterStringsReserved: the String and Nullable(String) columns an
+// INSERT sizes from its first block (reserveStrings) hold exactly the rows
+// sent, over blocks larger and smaller than the first, with NULLs in a later
+// block.
+func TestInserterStringsReserved(t *testing.T) {
+	st, ctx, db, _, _ := inserterTable(t)
+	table := chsql.Table(db, "s")
+	must(t, st.Exec(ctx, "CREATE TABLE "+table+" (s String, n Nullable(String), c UInt64) ENGINE = MergeTree ORDER BY c"))
+	in, err := st.NewInserter(ctx, db, "s", []rowio.Column{{Name: "s", Type: "String"}, {Name: "n", Type: "Nullable(String)"}}, "c", 1)
+	must(t, err)
+	in.BlockRows = 20_000
+	want := 0
+	for _, rows := range []int{20_000, 20_000, 5_000} {
+		b := &rowio.Batch{Rows: rows, Cols: []rowio.Vector{{Text: make([][]byte, rows)}, {Text: make([][]byte, rows), Null: make([]bool, rows)}}}
+		for i := range rows {
+			v := []byte(fmt.Sprintf("value %d of %d, long enough to pass the reservation's floor", want+i, rows))
+			b.Cols[0].Text[i], b.Cols[1].Text[i] = v, v
+			b.Cols[1].Null[i] = rows == 5_000 && i%2 == 0
+		}
+		want += rows
+		if errs, err := in.Add(b, []int{0, 1}); err != nil || len(errs) > 0 {
+			t.Fatal(err, errs)
+		}
+	}
+	if n, err := in.Close(); err != nil || n != int64(want) {
+		t.Fatalf("Close: %d rows, %v", n, err)
+	}
+	got, err := st.Strings(ctx, "SELECT toString(count()) || ' ' || toString(countIf(s = n)) || ' ' || toString(countIf(isNull(n))) || ' ' || toString(sum(length(s))) || ' ' || toString(countIf(s LIKE 'value % long enough to pass the reservation''s floor')) FROM "+table)
+	must(t, err)
+	wantLen := 0
+	for i := range 45_000 {
+		rows := 20_000
+		if i >= 40_000 {
+			rows = 5_000
+		}
+		wantLen += len(fmt.Sprintf("value %d of %d, long enough to pass the reservation's floor", i, rows))
+	}
+	if w := fmt.Sprintf("45000 42500 2500 %d 45000", wantLen); got[0] != w {
+		t.Fatalf("got %q, want %q", got[0], w)
+	}
+}
