@@ -108,7 +108,7 @@ func (n *castNode) eval(st *state) (v values.Value, err error) {
 	if err != nil {
 		return v, err
 	}
-	r, err := st.Cast(v, n.t)
+	r, err := st.Cast(v, &n.t)
 	if err != nil && n.try {
 		return values.Value{}, nil
 	}
@@ -712,15 +712,15 @@ func (n *intervalNode) eval(st *state) (values.Value, error) {
 	if err != nil || c.Kind == values.KNull {
 		return values.Value{}, err
 	}
-	if c, err = st.Cast(c, values.BigintTarget); err != nil {
+	if c, err = st.Cast(c, &values.BigintTarget); err != nil {
 		return values.Value{}, fmt.Errorf("INTERVAL: %w", err)
 	}
 	k := c.Int * n.sign
 	date := v.Kind == values.KDate
-	if v, err = st.Cast(v, values.TimestampTarget); err != nil {
+	if v, err = st.Cast(v, &values.TimestampTarget); err != nil {
 		return values.Value{}, fmt.Errorf("INTERVAL: %w", err)
 	}
-	t := v.Time
+	t := v.Time()
 	if d, ok := unitDurations[n.unit]; ok {
 		if k > math.MaxInt64/int64(d) || k < math.MinInt64/int64(d) {
 			return values.Value{}, fmt.Errorf("INTERVAL %d %s: out of range", k, n.unit)

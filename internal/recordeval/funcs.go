@@ -405,11 +405,11 @@ func (n *unixTimestampNode) eval(st *state) (values.Value, error) {
 		return values.Value{}, err
 	}
 	if n.layout == nil {
-		t, err := st.Cast(v, values.TimestampTarget)
+		t, err := st.Cast(v, &values.TimestampTarget)
 		if err != nil || t.Kind == values.KNull {
 			return values.Value{}, wrapFn("unix_timestamp", err)
 		}
-		return values.Int(t.Time.Unix()), nil
+		return values.Int(t.Time().Unix()), nil
 	}
 	layout, ok, err := n.layout.get(st)
 	if err != nil || !ok {
@@ -441,7 +441,7 @@ func (n *dateFormatNode) eval(st *state) (values.Value, error) {
 	if err != nil || v.Kind == values.KNull {
 		return values.Value{}, err
 	}
-	t, err := st.Cast(v, values.TimestampTarget)
+	t, err := st.Cast(v, &values.TimestampTarget)
 	if err != nil || t.Kind == values.KNull {
 		return values.Value{}, wrapFn("date_format", err)
 	}
@@ -450,7 +450,7 @@ func (n *dateFormatNode) eval(st *state) (values.Value, error) {
 		return values.Value{}, wrapFn("date_format", err)
 	}
 	start := len(st.Scratch)
-	st.Scratch = t.Time.UTC().AppendFormat(st.Scratch, layout)
+	st.Scratch = t.Time().UTC().AppendFormat(st.Scratch, layout)
 	return st.StrResult(start)
 }
 

@@ -224,7 +224,7 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 			case values.KFloat:
 				vec.Float = append(vec.Float, v.Float)
 			default:
-				vec.Time = append(vec.Time, v.Time)
+				vec.Time = append(vec.Time, v.Time())
 			}
 			vec.Null = append(vec.Null, v.Kind == values.KNull)
 			continue

@@ -64,7 +64,7 @@ func TargetOf(t sqlast.TypeName) (Target, error) {
 }
 
 // Cast converts v to t. A NULL (or JSON null) stays NULL.
-func (cx *Ctx) Cast(v Value, t Target) (Value, error) {
+func (cx *Ctx) Cast(v Value, t *Target) (Value, error) {
 	if v.Kind == KNull {
 		return v, nil
 	}
@@ -113,7 +113,7 @@ func yyyyMMdd(b []byte) bool {
 	return ok1 && ok2 && ok3 && m >= 1 && m <= 12 && d >= 1 && d <= daysIn(m, y)
 }
 
-func (cx *Ctx) castScalar(v Value, t Target) (Value, error) {
+func (cx *Ctx) castScalar(v Value, t *Target) (Value, error) {
 	switch t.Kind {
 	case KInt:
 		i, err := castInt(v)
@@ -179,7 +179,7 @@ func castInt(v Value) (int64, error) {
 		}
 		return floatToInt(f)
 	case KTime:
-		return v.Time.Unix(), nil
+		return v.Time().Unix(), nil
 	}
 	return 0, errCast
 }
@@ -219,7 +219,7 @@ func castFloat(v Value) (Value, error) {
 		}
 		return Float(f), nil
 	case KTime:
-		return Float(float64(v.Time.UnixNano()) / 1e9), nil
+		return Float(float64(v.Time().UnixNano()) / 1e9), nil
 	}
 	return Value{}, errCast
 }
@@ -246,7 +246,7 @@ func castBool(v Value) (Value, error) {
 func castTime(v Value) (time.Time, error) {
 	switch v.Kind {
 	case KTime, KDate:
-		return v.Time, nil
+		return v.Time(), nil
 	case KInt:
 		return epochTime(v.Int), nil
 	case KFloat:

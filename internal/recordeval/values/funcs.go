@@ -37,11 +37,11 @@ func Funcs() map[string]Func {
 	}
 	part := func(get func(t time.Time) int) Func {
 		return Func{Min: 1, Max: 1, Kind: KInt, Call: func(cx *Ctx, a []Value) (Value, error) {
-			t, err := cx.Cast(a[0], TimestampTarget)
+			t, err := cx.Cast(a[0], &TimestampTarget)
 			if err != nil || t.Kind == KNull {
 				return t, err
 			}
-			return Int(int64(get(t.Time))), nil
+			return Int(int64(get(t.Time()))), nil
 		}}
 	}
 	return map[string]Func{
@@ -83,7 +83,7 @@ func Funcs() map[string]Func {
 
 // IntArg converts an argument to BIGINT.
 func (cx *Ctx) IntArg(v Value, what string) (int64, error) {
-	n, err := cx.Cast(v, BigintTarget)
+	n, err := cx.Cast(v, &BigintTarget)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
@@ -520,7 +520,7 @@ var DefaultLayout, _ = JavaLayout(defaultJavaFormat)
 // ParseLayout parses v's text with a Go layout, in UTC.
 func (cx *Ctx) ParseLayout(v Value, layout string) (time.Time, error) {
 	if v.Kind == KTime || v.Kind == KDate {
-		return v.Time, nil
+		return v.Time(), nil
 	}
 	s, null := cx.Text(v)
 	if null {

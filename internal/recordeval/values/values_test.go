@@ -61,7 +61,7 @@ func TestCast(t *testing.T) {
 			t.Fatalf("TargetOf(%s): %v", c.to, err)
 		}
 		var cx Ctx
-		got, err := cx.Cast(c.in, target)
+		got, err := cx.Cast(c.in, &target)
 		if c.wantErr {
 			if err == nil {
 				t.Errorf("CAST(%s AS %s) = %s, want an error", Describe(c.in), c.to, text(&cx, got))
