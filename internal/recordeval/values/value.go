@@ -67,7 +67,9 @@ func Int(i int64) Value { return Value{Kind: KInt, Int: i} }
 
 func Float(f float64) Value { return Value{Kind: KFloat, Float: f} }
 
-func Timestamp(t time.Time) Value { return Value{Kind: KTime, Int: t.Unix(), nsec: int32(t.Nanosecond())} }
+func Timestamp(t time.Time) Value {
+	return Value{Kind: KTime, Int: t.Unix(), nsec: int32(t.Nanosecond())}
+}
 
 func Date(t time.Time) Value { return Value{Kind: KDate, Int: t.Unix(), nsec: int32(t.Nanosecond())} }
 
