@@ -166,7 +166,7 @@ func (in *Inserter) sender(ctx context.Context) {
 // block like its first. The driver copies each string into one buffer
 // grown by append (by 1.25 from a few hundred strings on), which copied
 // every byte about four times more and took ~8 % of a Kafka pipe's CPU
-// (bench:kafka, 2026-12-07); its Flush keeps the capacity for the INSERT's
+// (bench:kafka, 2026-12-06); its Flush keeps the capacity for the INSERT's
 // next blocks, but it offers no way to reserve. Appending one string of
 // the block's bytes with as many empty ones as rows, then resetting, does:
 // the driver allocates exactly what that append needs. Columns the
