@@ -175,13 +175,20 @@ func reserveStrings(batch driver.Batch, values []any) {
 	const minBytes = 64 << 10 // growing a small column costs little
 	var cols []chcolumn.Interface
 	for i, v := range values {
-		vals, ok := v.([]string)
-		if !ok || len(vals) == 0 {
-			continue
-		}
-		n := 0
-		for _, s := range vals {
-			n += len(s)
+		rows, n := 0, 0
+		switch vals := v.(type) {
+		case []string:
+			rows = len(vals)
+			for _, s := range vals {
+				n += len(s)
+			}
+		case []*string: // a Nullable block with NULLs (nullableValues)
+			rows = len(vals)
+			for _, s := range vals {
+				if s != nil {
+					n += len(*s)
+				}
+			}
 		}
 		if n < minBytes {
 			continue
@@ -202,7 +209,7 @@ func reserveStrings(batch driver.Batch, values []any) {
 			if c.Rows() != 0 {
 				continue
 			}
-			placeholder := make([]string, len(vals))
+			placeholder := make([]string, rows)
 			// Its bytes are never read but by that copy: zeroed memory
 			// fresh from the heap, not written here.
 			zeros := make([]byte, n)
