@@ -127,7 +127,8 @@ func (in *Inserter) sender(ctx context.Context) {
 		if err != nil {
 			continue // drain after a failure
 		}
-		if batch == nil {
+		first := batch == nil
+		if first {
 			// The INSERT outlives a cancelled ctx: a cancelled caller
 			// aborts, and an abort must end the INSERT, not walk away
 			// from it (see Abort). The caller stops handing blocks over.
@@ -135,9 +136,8 @@ func (in *Inserter) sender(ctx context.Context) {
 				err = fmt.Errorf("insert into %s.%s: %w", in.db, in.table, Error(err))
 				continue
 			}
-			reserveStrings(batch, b.values)
 		}
-		err = in.appendBlock(batch, b)
+		err = in.appendBlock(batch, b, first)
 	}
 	switch {
 	case batch != nil && fenced(ctx):
@@ -214,14 +214,15 @@ func reserveStrings(batch driver.Batch, values []any) {
 			// fresh from the heap, not written here.
 			zeros := make([]byte, n)
 			placeholder[0] = unsafe.String(unsafe.SliceData(zeros), n)
-			if _, err := c.Append(placeholder); err == nil {
-				c.Reset()
-			}
+			_, _ = c.Append(placeholder)
+			c.Reset() // it had no rows: nothing of the block is lost
 		}
 	}
 }
 
-func (in *Inserter) appendBlock(batch driver.Batch, b block) (err error) {
+// appendBlock hands a block to the driver and sends it; first is the
+// INSERT's first block.
+func (in *Inserter) appendBlock(batch driver.Batch, b block, first bool) (err error) {
 	// The sender is a goroutine of its own: a panic in the driver over an
 	// odd value would end the process, so it becomes this insert's error.
 	defer func() {
@@ -229,6 +230,9 @@ func (in *Inserter) appendBlock(batch driver.Batch, b block) (err error) {
 			err = fmt.Errorf("insert into %s.%s: the ClickHouse driver failed on a block: %v", in.db, in.table, p)
 		}
 	}()
+	if first {
+		reserveStrings(batch, b.values)
+	}
 	for i, v := range b.values {
 		if err := batch.Column(i).Append(v); err != nil {
 			return fmt.Errorf("insert into %s.%s column %s: %w", in.db, in.table, in.cols[i].Name, Error(err))
