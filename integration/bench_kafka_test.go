@@ -26,15 +26,8 @@ import (
 // pipe could possibly go on this machine.
 func kafkaBaseline(tb testing.TB, topic string, partitions int32, n int) time.Duration {
 	tb.Helper()
-	parts := map[int32]kgo.Offset{}
-	for p := int32(0); p < partitions; p++ {
-		parts[p] = kgo.NewOffset().AtStart()
-	}
 	start := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cl := benchConsumer(tb, topic, partitions)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -47,6 +40,21 @@ func kafkaBaseline(tb testing.TB, topic string, partitions int32, n int) time.Du
 		got += fs.NumRecords()
 	}
 	return time.Since(start)
+}
+
+// benchConsumer is a plain franz-go consumer of every partition of the
+// topic from its beginning, no group.
+func benchConsumer(tb testing.TB, topic string, partitions int32) *kgo.Client {
+	tb.Helper()
+	parts := map[int32]kgo.Offset{}
+	for p := int32(0); p < partitions; p++ {
+		parts[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cl
 }
 
 // benchRows are the rows the bench's records stand for, made while
@@ -85,18 +93,11 @@ func (br *benchRows) add(tb testing.TB, r *kgo.Record, j int, level string) {
 // process spent.
 func kafkaFloor(tb testing.TB, conn driver.Conn, table, topic string, partitions int32, rows *benchRows, n int) (time.Duration, float64) {
 	tb.Helper()
-	parts := map[int32]kgo.Offset{}
-	for p := int32(0); p < partitions; p++ {
-		parts[p] = kgo.NewOffset().AtStart()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cpu0 := cpuSeconds(os.Getpid())
 	start := time.Now()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cl := benchConsumer(tb, topic, partitions)
 	defer cl.Close()
 	batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" (log_time, level, message)")
 	if err != nil {

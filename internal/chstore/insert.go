@@ -199,24 +199,20 @@ func reserveStrings(batch driver.Batch, values []any) {
 		if i >= len(cols) {
 			return
 		}
-		switch c := cols[i].(type) {
-		case *chcolumn.String, *chcolumn.Nullable:
-			if c, ok := c.(*chcolumn.Nullable); ok {
-				if _, ok := c.Base().(*chcolumn.String); !ok {
-					continue
-				}
-			}
-			if c.Rows() != 0 {
-				continue
-			}
-			placeholder := make([]string, rows)
-			// Its bytes are never read but by that copy: zeroed memory
-			// fresh from the heap, not written here.
-			zeros := make([]byte, n)
-			placeholder[0] = unsafe.String(unsafe.SliceData(zeros), n)
-			_, _ = c.Append(placeholder)
-			c.Reset() // it had no rows: nothing of the block is lost
+		c, base := cols[i], cols[i]
+		if nc, ok := c.(*chcolumn.Nullable); ok {
+			base = nc.Base()
 		}
+		if _, ok := base.(*chcolumn.String); !ok || c.Rows() != 0 {
+			continue
+		}
+		placeholder := make([]string, rows)
+		// Its bytes are never read but by that copy: zeroed memory fresh
+		// from the heap, not written here.
+		zeros := make([]byte, n)
+		placeholder[0] = unsafe.String(unsafe.SliceData(zeros), n)
+		_, _ = c.Append(placeholder)
+		c.Reset() // it had no rows: nothing of the block is lost
 	}
 }
 
