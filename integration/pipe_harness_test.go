@@ -103,7 +103,7 @@ func pipeWorkerWith(tb testing.TB, eng *engine.Engine, schema string, cfg orches
 	addr := startInProcessWorkerWith(tb, cfg, opts...)
 	// Registered after the worker's cleanup, so it runs first.
 	tb.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer ccancel()
 		terminateSchemaWorkflows(cctx, orch, eng, schema)
 		orch.Close()
@@ -116,10 +116,11 @@ func pipeWorkerWith(tb testing.TB, eng *engine.Engine, schema string, cfg orches
 // runs for objects already dropped (a drop signal the stopped worker never
 // handled).
 func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, eng *engine.Engine, schema string) {
+	ids := map[string]bool{}
 	if _, c, err := openCatalog(); err == nil {
 		pipes, _ := c.List(ctx, catalog.KindPipe, schema)
 		for _, p := range pipes {
-			_ = orch.Terminate(ctx, eng.PipeWorkflowID(p.Name), "test finished")
+			ids[eng.PipeWorkflowID(p.Name)] = true
 		}
 	}
 	cl, err := orch.Client()
@@ -127,15 +128,41 @@ func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, 
 		return
 	}
 	for _, kind := range []string{"pipe", "dt"} {
-		resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s.default.%s.' AND ExecutionStatus = 'Running'", kind, schema)})
-		if err != nil {
-			continue
-		}
-		for _, ex := range resp.GetExecutions() {
-			_ = orch.Terminate(ctx, ex.GetExecution().GetWorkflowId(), "test finished")
+		// Every page: a benchmark of 1,000 pipes leaves more than one.
+		var token []byte
+		for {
+			resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token,
+				Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s.default.%s.' AND ExecutionStatus = 'Running'", kind, schema)})
+			if err != nil {
+				break
+			}
+			for _, ex := range resp.GetExecutions() {
+				ids[ex.GetExecution().GetWorkflowId()] = true
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				break
+			}
 		}
 	}
+	// Several at a time: one by one, 1,000 terminations outlast the
+	// cleanup's timeout and leave workflows running on a queue no worker
+	// polls again.
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range work {
+				_ = orch.Terminate(ctx, id, "test finished")
+			}
+		}()
+	}
+	for id := range ids {
+		work <- id
+	}
+	close(work)
+	wg.Wait()
 }
 
 // startInProcessWorker runs a worker in this

@@ -162,7 +162,11 @@ launch_s3() {
   need_bin "$LAKEPIPE_BIN/versitygw" s3
   # In the posix backend every directory under the root is a bucket.
   mkdir -p "$d/root/$LAKEPIPE_S3_BUCKET"
-  args=(--port "127.0.0.1:$LAKEPIPE_S3_PORT" --region "$LAKEPIPE_S3_REGION" --health /health --quiet)
+  # --keep-alive: versitygw closes every connection after one request unless
+  # told otherwise, where S3 and OSS keep them open; without it each PUT and
+  # GET pays a new TCP connection (and leaves a TIME_WAIT socket) on both
+  # sides, which skewed bench:smallfiles.
+  args=(--port "127.0.0.1:$LAKEPIPE_S3_PORT" --region "$LAKEPIPE_S3_REGION" --health /health --quiet --keep-alive)
   if [ -n "$LAKEPIPE_S3_EVENT_WEBHOOK_URL" ] && [ -n "$LAKEPIPE_S3_EVENT_KAFKA_TOPIC" ]; then
     die "s3: set LAKEPIPE_S3_EVENT_WEBHOOK_URL or LAKEPIPE_S3_EVENT_KAFKA_TOPIC, not both (versitygw sends events to one target)"
   fi
