@@ -61,6 +61,11 @@ func Compile(sel *sqlast.Select, keyFormat, valueFormat string) (*Program, error
 	}
 	for _, n := range p.cols {
 		p.kinds = append(p.kinds, staticKind(n))
+		f, _ := n.(*castNode)
+		if f != nil && f.field == nil {
+			f = nil
+		}
+		p.fields = append(p.fields, f)
 	}
 	if sel.Where != nil {
 		if p.where, err = c.expr(sel.Where); err != nil {
@@ -162,7 +167,9 @@ func (c *compiler) expr(e sqlast.Expr) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newCast(x, t, e.Try), nil
+		n := newCast(x, t, e.Try)
+		n.same = t.Kind == values.KString && c.rawColumn(x)
+		return n, nil
 	case *sqlast.IndexExpr:
 		return c.index(e)
 	case *sqlast.CaseExpr:
@@ -200,6 +207,13 @@ func (c *compiler) expr(e sqlast.Expr) (node, error) {
 		return nil, errors.New("* is only allowed as SELECT *")
 	}
 	return nil, fmt.Errorf("unsupported expression %s", sqlast.FormatExpr(e))
+}
+
+// rawColumn reports whether x is the key or value of a record read with
+// the 'raw' format: bytes, or NULL.
+func (c *compiler) rawColumn(x node) bool {
+	col, ok := x.(*colNode)
+	return ok && (col.col == colKey && !c.keyJSON || col.col == colValue && !c.valueJSON)
 }
 
 func (c *compiler) exprs(es []sqlast.Expr) ([]node, error) {
@@ -359,7 +373,7 @@ func (c *compiler) index(e *sqlast.IndexExpr) (node, error) {
 		return nil, err
 	}
 	k := staticKind(x)
-	if col, ok := x.(*colNode); ok && (col.col == colKey && !c.keyJSON || col.col == colValue && !c.valueJSON) {
+	if c.rawColumn(x) {
 		k = values.KString
 	}
 	if k != values.KJSON && k != values.KUnknown && k != values.KNull {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/recordeval/rawjson"
 	"github.com/lakepipe/lakepipe/internal/recordeval/values"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
 // node is a compiled expression.
@@ -97,9 +98,16 @@ type castNode struct {
 	t     values.Target
 	try   bool
 	field *indexNode // x, when it is PARSE_JSON(…)['key']
+	// same: x is the key or value of a 'raw' record (bytes or NULL) and t
+	// a STRING type, a cast that gives x back as it is: VALUE::STRING, the
+	// argument of most PARSE_JSONs.
+	same bool
 }
 
 func (n *castNode) eval(st *state) (v values.Value, err error) {
+	if n.same {
+		return n.x.eval(st)
+	}
 	if n.field != nil {
 		v, err = n.field.parsedKey(st)
 	} else {
@@ -153,7 +161,8 @@ func (n *indexNode) eval(st *state) (values.Value, error) {
 	}
 	if isKey {
 		if n.root >= 0 {
-			return values.JSONOrNull(st.memo[n.root].get(v.Bytes, key, &st.tmp)), nil
+			m, _ := st.memo[n.root].get(v.Bytes, key, &st.tmp)
+			return values.JSONOrNull(m), nil
 		}
 		return values.JSONOrNull(rawjson.ObjectGet(v.Bytes, key, &st.tmp)), nil
 	}
@@ -163,18 +172,63 @@ func (n *indexNode) eval(st *state) (values.Value, error) {
 // parsedKey is eval of PARSE_JSON(…)['key'] (n.parsed set): the same steps,
 // with no interface call and no Value handed between them.
 func (n *indexNode) parsedKey(st *state) (values.Value, error) {
+	m, _, err := n.member(st)
+	return values.JSONOrNull(m), err
+}
+
+// member is parsedKey's raw JSON member, nil when the value is NULL;
+// plain is true when it is a plain string (rawjson.MemberFunc).
+func (n *indexNode) member(st *state) (m []byte, plain bool, err error) {
 	p := n.parsed
 	raw, err := st.parseMemo(p.x, p.slot, p.what)
 	if err != nil {
 		if p.try && errors.Is(err, errNotJSON) {
-			return values.Value{}, nil
+			return nil, false, nil
 		}
-		return values.Value{}, err
+		return nil, false, err
 	}
 	if values.JSONOrNull(raw).Kind != values.KJSON {
-		return values.Value{}, nil
+		return nil, false, nil
 	}
-	return values.JSONOrNull(st.memo[n.root].get(raw, n.key, &st.tmp)), nil
+	m, plain = st.memo[n.root].get(raw, n.key, &st.tmp)
+	return m, plain, nil
+}
+
+// emit is eval of CAST(PARSE_JSON(…)['key'] AS t) (n.field set) writing
+// its cell straight into vec, column i of the row Program.append is
+// building. A member that is a plain JSON string (no escape, only ASCII:
+// its text is between its quotes) cast to STRING, or to TIMESTAMP when it
+// reads as one, skips the general cast and the value handed between nodes;
+// everything else, errors included, takes the general steps, so the cell
+// is the one eval gives.
+func (n *castNode) emit(st *state, i int, vec *rowio.Vector) error {
+	m, plain, err := n.field.member(st)
+	if err != nil {
+		return err
+	}
+	if plain {
+		s := m[1 : len(m)-1]
+		switch {
+		case n.t.Kind == values.KString && vec.Text != nil:
+			vec.Text = append(vec.Text, st.out.put(s))
+			vec.Null = append(vec.Null, false)
+			return nil
+		case n.t.Kind == values.KTime && vec.Time != nil:
+			if tm, err := values.TextTimestamp(s); err == nil {
+				vec.Time = append(vec.Time, values.Timestamp(tm).Time())
+				vec.Null = append(vec.Null, false)
+				return nil
+			}
+		}
+	}
+	v, err := st.Cast(values.JSONOrNull(m), &n.t)
+	if err != nil {
+		if !n.try {
+			return err
+		}
+		v = values.Value{}
+	}
+	return st.p.put(st, i, v, vec)
 }
 
 // parseJSONNode is PARSE_JSON(x) and TRY_PARSE_JSON(x), memoized per record

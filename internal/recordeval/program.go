@@ -54,10 +54,15 @@ type Program struct {
 	keyJSON   bool
 	valueJSON bool
 	kinds     []values.Kind // static kind of each output column, or KUnknown
-	nslots    int           // memoized JSON parses
-	keySlot   int           // memo slots of the 'json' key and value, or -1
-	valSlot   int
-	pool      sync.Pool
+	// fields[i] is column i when it is CAST(PARSE_JSON(…)['key'] AS T),
+	// which writes its cell itself (castNode.emit); general turns that
+	// off (tests compare both ways).
+	fields  []*castNode
+	general bool
+	nslots  int // memoized JSON parses
+	keySlot int // memo slots of the 'json' key and value, or -1
+	valSlot int
+	pool    sync.Pool
 }
 
 // Typed is the type output column i always has when it can be handed over
@@ -149,7 +154,7 @@ func (p *Program) Evaluator() *Evaluator { return &Evaluator{p: p, st: p.getStat
 func (e *Evaluator) Append(b *rowio.Batch, r *Record) (bool, error) {
 	kept, err, ok := e.p.append(e.st, b, r)
 	if !ok {
-		e.st = &state{p: e.p, memo: make([]memo, e.p.nslots), outs: make([]values.Value, 0, len(e.p.cols))}
+		e.st = e.p.newState()
 	}
 	e.st.r = nil // the record is the caller's again
 	return kept, err
@@ -170,15 +175,7 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 	ok = true
 	defer func() {
 		if v := recover(); v != nil {
-			for i := range b.Cols {
-				v := &b.Cols[i]
-				v.Text = v.Text[:min(rows, len(v.Text))]
-				v.Null = v.Null[:min(rows, len(v.Null))]
-				v.Int = v.Int[:min(rows, len(v.Int))]
-				v.Float = v.Float[:min(rows, len(v.Float))]
-				v.Time = v.Time[:min(rows, len(v.Time))]
-			}
-			b.Line, b.Rows = b.Line[:min(rows, len(b.Line))], rows
+			truncate(b, rows)
 			kept, err, ok = false, fmt.Errorf("the record could not be evaluated: %s", errtext.Cap(fmt.Sprint(v), errtext.MaxValue)), false
 		}
 	}()
@@ -198,59 +195,82 @@ func (p *Program) append(st *state, b *rowio.Batch, r *Record) (kept bool, err e
 			return false, fmt.Errorf("WHERE: %w", err), true
 		}
 	}
-	outs := st.outs[:0]
+	// Each column writes its cell straight into its vector; a column that
+	// fails takes back the cells the columns before it wrote.
 	for i, n := range p.cols {
-		v, err := n.eval(st)
+		vec := &b.Cols[i]
+		var err error
+		if f := p.fields[i]; f != nil && !p.general {
+			err = f.emit(st, i, vec)
+		} else {
+			var v values.Value
+			if v, err = n.eval(st); err == nil {
+				err = p.put(st, i, v, vec)
+			}
+		}
 		if err != nil {
+			truncate(b, rows)
 			return false, fmt.Errorf("column %s: %w", p.Columns[i], err), true
 		}
-		outs = append(outs, v)
-	}
-	st.outs = outs
-	for i := range outs {
-		vec := &b.Cols[i]
-		if vec.Text == nil && outs[i].Kind != values.KNull && outs[i].Kind != p.kinds[i] && !(p.kinds[i] == values.KTime && outs[i].Kind == values.KDate) {
-			// Typed columns have a static kind: anything else is a bug,
-			// which this record reports rather than a wrong value.
-			return false, fmt.Errorf("column %s: a %s where a %s was expected", p.Columns[i], outs[i].Kind, p.kinds[i]), true
-		}
-	}
-	for i := range outs {
-		vec := &b.Cols[i]
-		if v := outs[i]; vec.Text == nil {
-			switch p.kinds[i] {
-			case values.KInt:
-				vec.Int = append(vec.Int, v.Int)
-			case values.KFloat:
-				vec.Float = append(vec.Float, v.Float)
-			default:
-				vec.Time = append(vec.Time, v.Time())
-			}
-			vec.Null = append(vec.Null, v.Kind == values.KNull)
-			continue
-		}
-		s, null := st.Text(outs[i])
-		var cell []byte
-		if !null {
-			cell = st.out.put(s)
-		}
-		vec.Text = append(vec.Text, cell)
-		vec.Null = append(vec.Null, null)
 	}
 	b.Line = append(b.Line, r.Offset)
 	b.Rows++
 	return true, nil, true
 }
 
+// put appends v to vec, output column i.
+func (p *Program) put(st *state, i int, v values.Value, vec *rowio.Vector) error {
+	if vec.Text == nil {
+		k := p.kinds[i]
+		if v.Kind != values.KNull && v.Kind != k && !(k == values.KTime && v.Kind == values.KDate) {
+			// Typed columns have a static kind: anything else is a bug,
+			// which this record reports rather than a wrong value.
+			return fmt.Errorf("a %s where a %s was expected", v.Kind, k)
+		}
+		switch k {
+		case values.KInt:
+			vec.Int = append(vec.Int, v.Int)
+		case values.KFloat:
+			vec.Float = append(vec.Float, v.Float)
+		default:
+			vec.Time = append(vec.Time, v.Time())
+		}
+		vec.Null = append(vec.Null, v.Kind == values.KNull)
+		return nil
+	}
+	s, null := st.Text(v)
+	var cell []byte
+	if !null {
+		cell = st.out.put(s)
+	}
+	vec.Text = append(vec.Text, cell)
+	vec.Null = append(vec.Null, null)
+	return nil
+}
+
+// truncate takes b back to its first rows rows.
+func truncate(b *rowio.Batch, rows int) {
+	for i := range b.Cols {
+		v := &b.Cols[i]
+		v.Text = v.Text[:min(rows, len(v.Text))]
+		v.Null = v.Null[:min(rows, len(v.Null))]
+		v.Int = v.Int[:min(rows, len(v.Int))]
+		v.Float = v.Float[:min(rows, len(v.Float))]
+		v.Time = v.Time[:min(rows, len(v.Time))]
+	}
+	b.Line, b.Rows = b.Line[:min(rows, len(b.Line))], rows
+}
+
 func (p *Program) getState() *state {
 	if st, ok := p.pool.Get().(*state); ok {
 		return st
 	}
-	return &state{p: p, memo: make([]memo, p.nslots), outs: make([]values.Value, 0, len(p.cols))}
+	return p.newState()
 }
 
+func (p *Program) newState() *state { return &state{p: p, memo: make([]memo, p.nslots)} }
+
 func (p *Program) putState(st *state) {
-	clear(st.outs[:cap(st.outs)]) // drop references to the record
 	st.r = nil
 	p.pool.Put(st)
 }
@@ -266,8 +286,7 @@ type state struct {
 	values.Ctx
 	tmp     []byte         // short-lived: JSON keys being compared
 	stack   []values.Value // function arguments
-	outs    []values.Value
-	keyRaw  []byte // validated JSON of the key and value ('json' formats)
+	keyRaw  []byte         // validated JSON of the key and value ('json' formats)
 	valRaw  []byte
 	headers []byte // JSON of the headers, built on first use
 	hdrGen  uint64
@@ -286,8 +305,8 @@ type memo struct {
 }
 
 type member struct {
-	k, v  []byte
-	plain bool
+	k, v          []byte
+	plain, vplain bool // see rawjson.MemberFunc
 }
 
 // set records the parse of this record.
@@ -299,33 +318,34 @@ func (m *memo) set(gen uint64, raw []byte, err error) {
 // members indexed from the same pass when it is an object.
 func (m *memo) parse(gen uint64, s []byte) ([]byte, error) {
 	m.members = m.members[:0]
-	raw, err := rawjson.ValidMembers(s, func(k []byte, plain bool, v []byte) {
-		m.members = append(m.members, member{k: k, v: v, plain: plain})
-	})
+	raw, err := rawjson.ValidMembers(s, m.add)
 	m.set(gen, raw, err)
 	m.indexed = err == nil && len(raw) > 0 && raw[0] == '{'
 	return raw, err
 }
 
+func (m *memo) add(k []byte, plain bool, v []byte, vplain bool) {
+	m.members = append(m.members, member{k: k, v: v, plain: plain, vplain: vplain})
+}
+
 // get returns the value of key in the memoized object raw (which must be
 // m.raw), or nil; the last of duplicate keys wins, as in objectGet.
-func (m *memo) get(raw, key []byte, tmp *[]byte) []byte {
+// vplain is true when the value is a plain string (rawjson.MemberFunc).
+func (m *memo) get(raw, key []byte, tmp *[]byte) (v []byte, vplain bool) {
 	if len(raw) == 0 || len(raw) != len(m.raw) || &raw[0] != &m.raw[0] {
-		return rawjson.ObjectGet(raw, key, tmp)
+		return rawjson.ObjectGet(raw, key, tmp), false
 	}
 	if !m.indexed {
 		m.members = m.members[:0]
-		rawjson.EachMember(m.raw, func(k []byte, plain bool, v []byte) {
-			m.members = append(m.members, member{k: k, v: v, plain: plain})
-		})
+		rawjson.EachMember(m.raw, m.add)
 		m.indexed = true
 	}
 	for i := len(m.members) - 1; i >= 0; i-- {
 		if e := &m.members[i]; rawjson.KeyEqual(e.k, e.plain, key, tmp) {
-			return e.v
+			return e.v, e.vplain
 		}
 	}
-	return nil
+	return nil, false
 }
 
 func (st *state) begin(r *Record) error {

@@ -2,6 +2,8 @@ package recordeval
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -1082,10 +1084,15 @@ func FuzzAppend(f *testing.F) {
 	})
 }
 
-// BenchmarkDocPipeProgram measures records/s through the documentation's pipe's SELECT for
-// ~100-byte JSON log lines.
+// BenchmarkDocPipeProgram measures records/s through the documentation's
+// pipe's SELECT for ~100-byte JSON log lines, into the vectors a Kafka pipe
+// uses (the TIMESTAMP as a time). "direct" is the program as pipes run it,
+// its CAST(PARSE_JSON(…)['key'] AS T) columns writing their cells
+// themselves; "general" evaluates them through the general steps. Run both
+// and read the ratio:
+//
+//	go test ./internal/recordeval -run XXX -bench DocPipeProgram
 func BenchmarkDocPipeProgram(b *testing.B) {
-	p := compilePipe(b, docPipe)
 	levels := []string{"INFO", "WARN", "ERROR", "DEBUG"}
 	recs := make([]*Record, 1024)
 	size := 0
@@ -1095,20 +1102,31 @@ func BenchmarkDocPipeProgram(b *testing.B) {
 		recs[i] = &Record{Value: v, Topic: "app_logs", Offset: int64(i)}
 		size += len(v)
 	}
-	b.SetBytes(int64(size / len(recs)))
-	b.ReportAllocs()
-	batch := p.NewBatch(4096, nil)
-	n := 0
-	for b.Loop() {
-		if batch.Rows == 4096 {
-			ResetBatch(batch)
-		}
-		if _, err := p.Append(batch, recs[n%len(recs)]); err != nil {
-			b.Fatal(err)
-		}
-		n++
+	for _, mode := range []string{"direct", "general"} {
+		b.Run(mode, func(b *testing.B) {
+			p := compilePipe(b, docPipe)
+			p.general = mode == "general"
+			typed := make([]bool, len(p.Columns))
+			for i := range typed {
+				typed[i] = p.Typed(i) != ""
+			}
+			b.SetBytes(int64(size / len(recs)))
+			b.ReportAllocs()
+			batch := p.NewBatch(4096, typed)
+			ev := p.Evaluator()
+			n := 0
+			for b.Loop() {
+				if batch.Rows == 4096 {
+					ResetBatch(batch)
+				}
+				if _, err := ev.Append(batch, recs[n%len(recs)]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+		})
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
 // TestAppendPanicIsBadRecord: a panic while evaluating a record (here a
@@ -1199,4 +1217,108 @@ func TestTypedBatch(t *testing.T) {
 			t.Errorf("column %d grew on a failed record: %d nulls", c, n)
 		}
 	}
+}
+
+// fieldCastLists are SELECT lists whose columns are mostly
+// CAST(PARSE_JSON(…)['key'] AS T), the columns that write their cells
+// themselves (castNode.emit); each list stops at its first failing
+// column, so failing casts get lists of their own.
+var fieldCastLists = []string{
+	`CAST(PARSE_JSON(value::STRING)['t'] AS TIMESTAMP), PARSE_JSON(value::STRING)['s']::STRING,
+	 CAST(PARSE_JSON(value::STRING)['t'] AS STRING), PARSE_JSON(value::STRING)['s']::VARCHAR(3),
+	 offset, CAST(PARSE_JSON(value::STRING)['missing'] AS STRING)`,
+	`TRY_CAST(PARSE_JSON(value::STRING)['t'] AS TIMESTAMP), TRY_CAST(PARSE_JSON(value::STRING)['s'] AS TIMESTAMP),
+	 TRY_CAST(PARSE_JSON(value::STRING)['s'] AS BIGINT), TRY_CAST(PARSE_JSON(value::STRING)['t'] AS DOUBLE),
+	 TRY_CAST(PARSE_JSON(value::STRING)['t'] AS DATE), TRY_CAST(PARSE_JSON(value::STRING)['s'] AS DECIMAL(5,2)),
+	 TRY_CAST(PARSE_JSON(value::STRING)['s'] AS BOOLEAN), CAST(PARSE_JSON(value::STRING)['s'] AS JSON)`,
+	`CAST(TRY_PARSE_JSON(value::STRING)['s'] AS STRING), TRY_CAST(TRY_PARSE_JSON(value::STRING)['t'] AS TIMESTAMP)`,
+	`CAST(PARSE_JSON(value::STRING)['s'] AS TIMESTAMP)`,
+	`CAST(PARSE_JSON(value::STRING)['t'] AS BIGINT), PARSE_JSON(value::STRING)['s']::STRING`,
+}
+
+// bothWays compiles list twice: with its direct field casts, and with the
+// general steps only.
+func bothWays(tb testing.TB, list string) [2]*Program {
+	tb.Helper()
+	var ps [2]*Program
+	for k := range ps {
+		p, err := compileSelect(list, "", "raw", "raw")
+		if err != nil {
+			tb.Fatalf("%s: %v", list, err)
+		}
+		p.general = k == 1
+		ps[k] = p
+	}
+	return ps
+}
+
+// appendBothWays appends v through both programs of bothWays, with typed
+// vectors where they have them or with text only, and fails when the two
+// differ in anything.
+func appendBothWays(t *testing.T, ps [2]*Program, v []byte) {
+	t.Helper()
+	p := ps[0]
+	typed := make([]bool, len(p.Columns))
+	for i := range typed {
+		typed[i] = p.Typed(i) != ""
+	}
+	for _, ty := range [][]bool{nil, typed} {
+		var bs [2]*rowio.Batch
+		var kept [2]bool
+		var errs [2]string
+		for k, q := range ps {
+			bs[k] = q.NewBatch(2, ty)
+			// A first record (kept by most lists), so that a failing
+			// second one must leave it as it was.
+			_, _ = q.Append(bs[k], &Record{Value: []byte(`{"t":"2024-01-15 10:30:00","s":"2024-01-15"}`), Offset: 1})
+			var err error
+			kept[k], err = q.Append(bs[k], &Record{Value: v, Offset: 2})
+			if err != nil {
+				errs[k] = err.Error()
+			}
+		}
+		if kept[0] != kept[1] || errs[0] != errs[1] {
+			t.Fatalf("%q: direct kept=%v err=%q; general kept=%v err=%q", v, kept[0], errs[0], kept[1], errs[1])
+		}
+		if !reflect.DeepEqual(bs[0], bs[1]) {
+			t.Fatalf("%q (typed %v): direct %+v\ngeneral %+v", v, ty, bs[0], bs[1])
+		}
+	}
+}
+
+// TestFieldCastDirect: the columns that write their cells themselves give
+// exactly what the general steps give, errors included.
+func TestFieldCastDirect(t *testing.T) {
+	values := []string{
+		`{"t":"2024-01-15T10:30:00.123Z","s":"hello"}`, `{"t":"2024/01/15 10:30:00+05:30","s":"héllo"}`,
+		`{"t":1705314600,"s":"12.5"}`, `{"t":"yesterday","s":"\u00e9\n"}`, `{"t":null,"s":null}`, `{"t":"","s":""}`,
+		`{"t":" 2024-01-15 ","s":" true "}`, `{"t":{"a":1},"s":[1, 2]}`, `{"s":"a","s":"b"}`, `{"t":"20240115","s":"20240115"}`,
+		`{"t":"9999-12-31T23:59:59.999999999-23:59","s":"\ud800"}`, `not json`, `[1,2]`, `"{\"t\":\"2024-01-15\"}"`, `null`, ``,
+		"{\"t\":\"2024-01-15\",\"s\":\"\xff\"}",
+	}
+	for _, list := range fieldCastLists {
+		ps := bothWays(t, list)
+		if !slices.ContainsFunc(ps[0].fields, func(f *castNode) bool { return f != nil }) {
+			t.Fatalf("%s: no column writes its cell itself", list)
+		}
+		for _, v := range values {
+			appendBothWays(t, ps, []byte(v))
+		}
+	}
+}
+
+// FuzzFieldCastDirect is TestFieldCastDirect on any record value.
+func FuzzFieldCastDirect(f *testing.F) {
+	for _, s := range []string{`{"t":"2024-01-15T10:30:00Z","s":"disk full"}`, `{"t":17e2,"s":"\\u0041"}`, `{"s":"a","s":1}`} {
+		f.Add([]byte(s))
+	}
+	var progs [][2]*Program
+	for _, list := range fieldCastLists {
+		progs = append(progs, bothWays(f, list))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		for _, ps := range progs {
+			appendBothWays(t, ps, v)
+		}
+	})
 }

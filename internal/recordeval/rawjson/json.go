@@ -56,7 +56,7 @@ func Valid(b []byte) ([]byte, error) {
 // object, with each of its members in order (as EachMember would), from
 // the same pass: a caller that looks members up next need not scan the
 // object again. The calls mean nothing when it returns an error.
-func ValidMembers(b []byte, member func(k []byte, plain bool, v []byte)) ([]byte, error) {
+func ValidMembers(b []byte, member MemberFunc) ([]byte, error) {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return Valid(b)
@@ -71,16 +71,11 @@ func ValidMembers(b []byte, member func(k []byte, plain bool, v []byte)) ([]byte
 	return b[i:end:end], nil
 }
 
-// plainKey reports whether a valid key's text is its value: no escape and
-// no byte past ASCII (what scanString calls plain).
-func plainKey(k []byte) bool {
-	for _, c := range k {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
+// MemberFunc takes one member of an object: its raw key (without quotes),
+// whether the key is plain, and its raw value, with vplain true when the
+// value is a plain string. A plain string's text is the bytes between its
+// quotes: no escape and no byte past ASCII (see scanString).
+type MemberFunc func(k []byte, plain bool, v []byte, vplain bool)
 
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
@@ -102,7 +97,8 @@ func checkValue(b []byte, i, depth int) (int, error) {
 	case c == '[':
 		return checkArray(b, i, depth+1)
 	case c == '"':
-		return checkString(b, i)
+		end, _, err := checkString(b, i)
+		return end, err
 	case c == 't':
 		return checkLiteral(b, i, "true")
 	case c == 'f':
@@ -126,7 +122,7 @@ func checkLiteral(b []byte, i int, lit string) (int, error) {
 
 // checkObject checks the object at b[i] (its depth counted); member, when
 // not nil, is called with each of its members once checked.
-func checkObject(b []byte, i, depth int, member func(k []byte, plain bool, v []byte)) (int, error) {
+func checkObject(b []byte, i, depth int, member MemberFunc) (int, error) {
 	if depth > maxJSONDepth {
 		return i, &jsonError{"exceeded max depth", i}
 	}
@@ -138,7 +134,7 @@ func checkObject(b []byte, i, depth int, member func(k []byte, plain bool, v []b
 		if i >= len(b) || b[i] != '"' {
 			return i, jsonErrAt(b, i, "looking for beginning of object key string")
 		}
-		ke, err := checkString(b, i)
+		ke, kplain, err := checkString(b, i)
 		if err != nil {
 			return ke, err
 		}
@@ -148,11 +144,17 @@ func checkObject(b []byte, i, depth int, member func(k []byte, plain bool, v []b
 			return i, jsonErrAt(b, i, "after object key")
 		}
 		vs := skipWS(b, i+1)
-		if i, err = checkValue(b, vs, depth); err != nil {
+		vplain := false
+		if vs < len(b) && b[vs] == '"' {
+			i, vplain, err = checkString(b, vs)
+		} else {
+			i, err = checkValue(b, vs, depth)
+		}
+		if err != nil {
 			return i, err
 		}
 		if member != nil {
-			member(k, plainKey(k), b[vs:i:i])
+			member(k, kplain, b[vs:i:i], vplain)
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {
@@ -198,19 +200,26 @@ func checkArray(b []byte, i, depth int) (int, error) {
 }
 
 // strPlain marks the bytes a JSON string holds as they are: not its end,
-// not an escape, not a control character.
-var strPlain = func() (t [256]bool) {
+// not an escape, not a control character; strASCII those of them below
+// utf8.RuneSelf.
+var strPlain, strASCII = func() (t, a [256]bool) {
 	for c := 0x20; c < 256; c++ {
 		t[c] = c != '"' && c != '\\'
+		a[c] = t[c] && c < utf8.RuneSelf
 	}
-	return t
+	return t, a
 }()
 
-func checkString(b []byte, i int) (int, error) {
+// checkString checks the string at b[i] and returns its end, and whether
+// it is plain (see MemberFunc).
+func checkString(b []byte, i int) (end int, plain bool, err error) {
+	// Most bytes of most strings need no look: skip them in a tight loop
+	// (a third of the validation's time went to the switch), over ASCII
+	// while the string is plain.
+	plain = true
+	tbl := &strASCII
 	for j := i + 1; j < len(b); j++ {
-		// Most bytes of most strings need no look: skip them in a tight
-		// loop (a third of the validation's time went to the switch).
-		for j < len(b) && strPlain[b[j]] {
+		for j < len(b) && tbl[b[j]] {
 			j++
 		}
 		if j >= len(b) {
@@ -218,29 +227,32 @@ func checkString(b []byte, i int) (int, error) {
 		}
 		switch c := b[j]; {
 		case c == '"':
-			return j + 1, nil
+			return j + 1, plain, nil
+		case c >= utf8.RuneSelf:
+			plain, tbl = false, &strPlain
 		case c == '\\':
+			plain, tbl = false, &strPlain
 			j++
 			if j >= len(b) {
-				return j, jsonErrAt(b, j, "")
+				return j, false, jsonErrAt(b, j, "")
 			}
 			switch b[j] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				for k := 1; k <= 4; k++ {
 					if j+k >= len(b) || !isHex(b[j+k]) {
-						return j + k, jsonErrAt(b, j+k, "in \\u hexadecimal character escape")
+						return j + k, false, jsonErrAt(b, j+k, "in \\u hexadecimal character escape")
 					}
 				}
 				j += 4
 			default:
-				return j, jsonErrAt(b, j, "in string escape code")
+				return j, false, jsonErrAt(b, j, "in string escape code")
 			}
 		case c < 0x20:
-			return j, jsonErrAt(b, j, "in string literal")
+			return j, false, jsonErrAt(b, j, "in string literal")
 		}
 	}
-	return len(b), jsonErrAt(b, len(b), "")
+	return len(b), false, jsonErrAt(b, len(b), "")
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
@@ -343,7 +355,7 @@ func skipValue(b []byte, i int) int {
 // scratch space for keys with escapes.
 func ObjectGet(obj, key []byte, tmp *[]byte) []byte {
 	var found []byte
-	EachMember(obj, func(k []byte, plain bool, v []byte) {
+	EachMember(obj, func(k []byte, plain bool, v []byte, _ bool) {
 		if KeyEqual(k, plain, key, tmp) {
 			found = v
 		}
@@ -351,10 +363,9 @@ func ObjectGet(obj, key []byte, tmp *[]byte) []byte {
 	return found
 }
 
-// EachMember calls f with the raw key (without quotes), whether it is plain
-// (see scanString) and the raw value of each member of the object obj, in
-// order. It does nothing when obj is not an object.
-func EachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
+// EachMember calls f with each member of the object obj, in order (see
+// MemberFunc). It does nothing when obj is not an object.
+func EachMember(obj []byte, f MemberFunc) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return
 	}
@@ -368,8 +379,14 @@ func EachMember(obj []byte, f func(k []byte, plain bool, v []byte)) {
 		k := obj[i+1 : max(i+1, ke-1)]
 		i = skipWS(obj, ke) + 1 // ':'
 		i = skipWS(obj, i)
-		ve := skipValue(obj, i)
-		f(k, plain, obj[i:ve:ve])
+		var ve int
+		vplain := false
+		if i < len(obj) && obj[i] == '"' {
+			ve, vplain = scanString(obj, i)
+		} else {
+			ve = skipValue(obj, i)
+		}
+		f(k, plain, obj[i:ve:ve], vplain)
 		i = skipWS(obj, ve)
 		if i >= len(obj) || obj[i] != ',' {
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var jsonSamples = []string{
@@ -38,22 +39,44 @@ func checkJSON(t *testing.T, b []byte) {
 	}
 	// ValidMembers judges the same, and its members are EachMember's.
 	type member struct {
-		k, v  string
-		plain bool
+		k, v          string
+		plain, vplain bool
 	}
 	var got, wantMembers []member
-	raw2, err2 := ValidMembers(b, func(k []byte, plain bool, v []byte) { got = append(got, member{string(k), string(v), plain}) })
+	raw2, err2 := ValidMembers(b, func(k []byte, plain bool, v []byte, vplain bool) {
+		got = append(got, member{string(k), string(v), plain, vplain})
+	})
 	if (err2 == nil) != (err == nil) || (err != nil && err.Error() != err2.Error()) || !bytes.Equal(raw, raw2) {
 		t.Fatalf("%q: ValidMembers = %q, %v; Valid = %q, %v", b, raw2, err2, raw, err)
 	}
 	if err != nil {
 		return
 	}
-	EachMember(raw, func(k []byte, plain bool, v []byte) {
-		wantMembers = append(wantMembers, member{string(k), string(v), plain})
+	EachMember(raw, func(k []byte, plain bool, v []byte, vplain bool) {
+		wantMembers = append(wantMembers, member{string(k), string(v), plain, vplain})
 	})
 	if fmt.Sprint(got) != fmt.Sprint(wantMembers) {
 		t.Fatalf("%q: ValidMembers gave members %+v, EachMember %+v", b, got, wantMembers)
+	}
+	// Plain means the text between the quotes is the string's text, and
+	// every such ASCII text without a backslash is plain.
+	isPlain := func(quoted string) bool {
+		c := quoted[1 : len(quoted)-1]
+		return !strings.ContainsAny(c, "\\") && !strings.ContainsFunc(c, func(r rune) bool { return r >= utf8.RuneSelf })
+	}
+	for _, m := range got {
+		if m.plain != isPlain(`"`+m.k+`"`) {
+			t.Fatalf("%q: key %q plain=%v", b, m.k, m.plain)
+		}
+		if str := m.v[0] == '"'; m.vplain != (str && isPlain(m.v)) {
+			t.Fatalf("%q: value %q vplain=%v", b, m.v, m.vplain)
+		}
+		if m.vplain {
+			var text string
+			if err := json.Unmarshal([]byte(m.v), &text); err != nil || text != m.v[1:len(m.v)-1] {
+				t.Fatalf("%q: plain value %q reads as %q (%v)", b, m.v, text, err)
+			}
+		}
 	}
 	if !bytes.Equal(raw, bytes.TrimSpace(b)) {
 		t.Fatalf("%q: raw = %q", b, raw)

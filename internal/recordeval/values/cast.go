@@ -462,6 +462,9 @@ func (cx *Ctx) castJSON(v Value) (Value, error) {
 
 // parseTimestamp reads timestamp text (see recordeval's package documentation);
 // text that is only a number is Unix time (epochTime).
+// TextTimestamp is CAST(text AS TIMESTAMP) for text that is not NULL.
+func TextTimestamp(b []byte) (time.Time, error) { return parseTimestamp(b) }
+
 func parseTimestamp(b []byte) (time.Time, error) {
 	b = trimBlank(b)
 	if t, ok := parseISO(b); ok {
