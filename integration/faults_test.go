@@ -74,6 +74,9 @@ func (w *workerProc) start() {
 	fi, _ := logf.Stat()
 	from := fi.Size()
 	w.starts++
+	if w.starts == 1 {
+		w.t.Cleanup(func() { dropQueueMaintenance(w.queue) })
+	}
 	fmt.Fprintf(logf, "---- start %d at %s\n", w.starts, time.Now().Format("15:04:05.000"))
 	cmd := exec.Command(w.bin, "worker", "--task-queue", w.queue, "--http", w.http, "--log-format", "text")
 	cmd.Env = append(os.Environ(),

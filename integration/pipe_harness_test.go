@@ -17,6 +17,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/engine"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
 	"github.com/lakepipe/lakepipe/internal/payloadcodec"
 	"github.com/lakepipe/lakepipe/worker"
@@ -163,6 +164,35 @@ func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, 
 	}
 	close(work)
 	wg.Wait()
+}
+
+// dropQueueMaintenance deletes the maintenance Schedule that a lakepipe
+// worker process made for a test's own task queue, and ends its runs: no
+// worker polls that queue after the test, and the Schedule would start a
+// run every hour that waits there for ever (two were found on a dev
+// server). The stack's own Schedule, of the default queue, stays.
+func dropQueueMaintenance(queue string) {
+	id := jobs.MaintenanceScheduleID(queue)
+	if id == jobs.MaintenanceScheduleID("") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	orch := orchestrator.New(temporalConfig(queue))
+	defer orch.Close()
+	cl, err := orch.Client()
+	if err != nil {
+		return
+	}
+	_ = cl.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
+	resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s-' AND ExecutionStatus = 'Running'", id)})
+	if err != nil {
+		return
+	}
+	for _, ex := range resp.GetExecutions() {
+		_ = orch.Terminate(ctx, ex.GetExecution().GetWorkflowId(), "test finished")
+	}
 }
 
 // startInProcessWorker runs a worker in this
