@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chstore"
@@ -129,35 +130,42 @@ func terminateSchemaWorkflows(ctx context.Context, orch *orchestrator.Temporal, 
 		return
 	}
 	for _, kind := range []string{"pipe", "dt"} {
-		// Every page: a benchmark of 1,000 pipes leaves more than one.
-		var token []byte
-		for {
-			resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token,
-				Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s.default.%s.' AND ExecutionStatus = 'Running'", kind, schema)})
-			if err != nil {
-				break
-			}
-			for _, ex := range resp.GetExecutions() {
-				ids[ex.GetExecution().GetWorkflowId()] = true
-			}
-			if token = resp.GetNextPageToken(); len(token) == 0 {
-				break
-			}
+		addRunning(ctx, cl, fmt.Sprintf("WorkflowId STARTS_WITH '%s.default.%s.'", kind, schema), ids)
+	}
+	terminateAll(ctx, orch, ids)
+}
+
+// addRunning adds to ids the running workflows that match query, from
+// every page: a benchmark of 1,000 pipes leaves more than one.
+func addRunning(ctx context.Context, cl client.Client, query string, ids map[string]bool) {
+	var token []byte
+	for {
+		resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{NextPageToken: token,
+			Query: query + " AND ExecutionStatus = 'Running'"})
+		if err != nil {
+			return
+		}
+		for _, ex := range resp.GetExecutions() {
+			ids[ex.GetExecution().GetWorkflowId()] = true
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return
 		}
 	}
-	// Several at a time: one by one, 1,000 terminations outlast the
-	// cleanup's timeout and leave workflows running on a queue no worker
-	// polls again.
+}
+
+// terminateAll terminates the workflows ids, several at a time: one by
+// one, 1,000 terminations outlast a cleanup's timeout and leave workflows
+// running on a queue no worker polls again.
+func terminateAll(ctx context.Context, orch *orchestrator.Temporal, ids map[string]bool) {
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for id := range work {
 				_ = orch.Terminate(ctx, id, "test finished")
 			}
-		}()
+		})
 	}
 	for id := range ids {
 		work <- id
@@ -185,14 +193,9 @@ func dropQueueMaintenance(queue string) {
 		return
 	}
 	_ = cl.ScheduleClient().GetHandle(ctx, id).Delete(ctx)
-	resp, err := cl.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s-' AND ExecutionStatus = 'Running'", id)})
-	if err != nil {
-		return
-	}
-	for _, ex := range resp.GetExecutions() {
-		_ = orch.Terminate(ctx, ex.GetExecution().GetWorkflowId(), "test finished")
-	}
+	runs := map[string]bool{}
+	addRunning(ctx, cl, fmt.Sprintf("WorkflowId STARTS_WITH '%s-'", id), runs)
+	terminateAll(ctx, orch, runs)
 }
 
 // startInProcessWorker runs a worker in this
