@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -144,6 +145,90 @@ func kafkaFloor(tb testing.TB, conn driver.Conn, table, topic string, partitions
 	return time.Since(start), cpuSeconds(os.Getpid()) - cpu0
 }
 
+// machineCPU is what every process of the machine has used so far, in
+// CPU seconds: the busy time of /proc/stat (all but idle and iowait).
+func machineCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var busy float64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest times are in user already
+			busy += v
+		}
+	}
+	return busy / 100
+}
+
+// phaseCPU is the CPU the bench's processes and the whole machine spent
+// over one phase, so that a phase's time can be told from the machine
+// having had no more to give.
+type phaseCPU struct {
+	names []string // "worker" (this process), then the stack's services
+	pids  []int
+	start []float64
+	mach  float64
+	began time.Time
+}
+
+// newPhaseCPU follows this process and the stack's services (pidOf names)
+// from now on.
+func newPhaseCPU(tb testing.TB, services ...string) *phaseCPU {
+	pc := &phaseCPU{names: []string{"worker"}, pids: []int{os.Getpid()}}
+	for _, svc := range services {
+		pc.names = append(pc.names, svc)
+		pc.pids = append(pc.pids, pidOf(tb, svc))
+	}
+	pc.reset()
+	return pc
+}
+
+// reset starts a new phase.
+func (pc *phaseCPU) reset() {
+	pc.start = pc.start[:0]
+	for _, pid := range pc.pids {
+		pc.start = append(pc.start, cpuSeconds(pid))
+	}
+	pc.mach, pc.began = machineCPU(), time.Now()
+}
+
+// machineSeconds is the CPU the whole machine spent since reset.
+func (pc *phaseCPU) machineSeconds() float64 { return machineCPU() - pc.mach }
+
+// String says how many cores the machine and each process used on
+// average since reset.
+func (pc *phaseCPU) String() string {
+	d := time.Since(pc.began).Seconds()
+	out := fmt.Sprintf("machine %.2f of %d cores:", (machineCPU()-pc.mach)/d, runtime.NumCPU())
+	for i, name := range pc.names {
+		if i > 0 {
+			out += ","
+		}
+		out += fmt.Sprintf(" %s %.2f", name, (cpuSeconds(pc.pids[i])-pc.start[i])/d)
+	}
+	return out
+}
+
+// gcStats is what this process's garbage collector has done so far.
+type gcStats struct {
+	alloc  uint64  // bytes allocated
+	cycles uint64  // collections finished
+	cpu    float64 // CPU seconds spent collecting (estimated by the runtime)
+}
+
+func gcOf() gcStats {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	return gcStats{alloc: s[0].Value.Uint64(), cycles: s[1].Value.Uint64(), cpu: s[2].Value.Float64()}
+}
+
+func (g gcStats) minus(o gcStats) gcStats {
+	return gcStats{alloc: g.alloc - o.alloc, cycles: g.cycles - o.cycles, cpu: g.cpu - o.cpu}
+}
+
 // profilePhase starts a CPU profile into the file the environment
 // variable names, if it names one; the returned function stops it.
 func profilePhase(tb testing.TB, env string) func() {
@@ -262,7 +347,9 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	// read first, so that both sides read it warm.
 	kafkaBaseline(b, topic, 6, n)
 	b.ResetTimer()
+	phase := newPhaseCPU(b, "clickhouse", "kafka", "temporal")
 	base1 := kafkaBaseline(b, topic, 6, n)
+	baseCores := phase.String()
 	start := time.Now()
 	pipeSQL := kafkaPipeSQL("bench_pipe", "logs", topic, "bench_"+p.id, 0, "")
 	if os.Getenv("LAKEPIPE_BENCH_KAFKA_RAW") != "" {
@@ -276,6 +363,8 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	cpu0, chCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(chPid)
 	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_KAFKA_PROFILE")
 	stopAllocs := allocsPhase(b, "LAKEPIPE_BENCH_KAFKA_ALLOCS")
+	phase.reset()
+	gc0 := gcOf()
 	p.run(pipeSQL)
 	for p.count("logs") < int64(n) {
 		if time.Since(start) > 20*time.Minute {
@@ -284,6 +373,8 @@ func BenchmarkKafkaPipe(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	pipe := time.Since(start)
+	pipeCores, pipeMachine := phase.String(), phase.machineSeconds()
+	gc := gcOf().minus(gc0)
 	stopProfile()
 	stopAllocs()
 	// The worker runs in this process; besides it, only the polling of
@@ -301,7 +392,9 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	if err := p.st.Exec(p.ctx, "CREATE TABLE "+floorTable+" AS "+chsql.Table(p.schema, "logs")); err != nil {
 		b.Fatal(err)
 	}
+	phase.reset()
 	floor, floorCPU := kafkaFloor(b, p.st.Conn(), floorTable, topic, 6, &rows, n)
+	floorCores, floorMachine := phase.String(), phase.machineSeconds()
 	floorCPU /= float64(n) / 1e6
 	if got := p.count("logs_floor"); got != int64(n) {
 		b.Fatalf("floor loaded %d rows, want %d", got, n)
@@ -341,6 +434,8 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	b.ReportMetric(base.Seconds()/floor.Seconds(), "floor_ratio")
 	b.ReportMetric(floor.Seconds()/pipe.Seconds(), "pipe_of_floor")
 	b.ReportMetric(workerCPU, "worker_cpu_s/M_records")
+	b.ReportMetric(float64(gc.alloc)/float64(n), "worker_alloc_B/record")
+	b.ReportMetric(gc.cpu/(float64(n)/1e6), "worker_gc_cpu_s/M_records")
 	b.ReportMetric(floorCPU, "floor_cpu_s/M_records")
 	b.ReportMetric(chCPU, "clickhouse_cpu_s/M_records")
 	b.ReportMetric(benchMS(benchPercentile(lat, 50)), "latency_p50_ms")
@@ -352,6 +447,18 @@ func BenchmarkKafkaPipe(b *testing.B) {
 	fmt.Printf("  ratio %.2f (target ≥ 0.5); the floor's ratio %.2f; the pipe at %.2f of the floor's speed\n", ratio, base.Seconds()/floor.Seconds(), floor.Seconds()/pipe.Seconds())
 	fmt.Printf("  worker CPU %.2f s per million records (target ≤ 1.2; the floor's %.2f); ClickHouse %.2f s; the pipe took %.2f cores of 2 for %v\n",
 		workerCPU, floorCPU, chCPU, (workerCPU+chCPU)*float64(n)/1e6/pipe.Seconds(), pipe.Round(time.Millisecond))
+	// Where the time went: a phase that kept the machine's cores busy was
+	// bound by the CPU there was, not by waiting.
+	fmt.Printf("  the worker's heap during the pipe: %.0f bytes allocated per record, %d collections, %.2f CPU-s per million records collecting\n",
+		float64(gc.alloc)/float64(n), gc.cycles, gc.cpu/(float64(n)/1e6))
+	fmt.Printf("  CPU during the first consumer read: %s\n", baseCores)
+	fmt.Printf("  CPU during the pipe:                %s\n", pipeCores)
+	fmt.Printf("  CPU during the floor:               %s\n", floorCores)
+	// The most a side could reach here with the CPU it costs: every
+	// core busy for it from start to end.
+	cores := float64(runtime.NumCPU())
+	fmt.Printf("  with every core busy, the CPU they cost would allow a ratio of at most %.2f (the pipe) and %.2f (the floor)\n",
+		base.Seconds()*cores/pipeMachine, base.Seconds()*cores/floorMachine)
 	fmt.Printf("Kafka pipe latency, BATCH_INTERVAL_IN_SECONDS = '1', %d records produced at random moments:\n", nLat)
 	fmt.Printf("  p50 %.0f ms  p95 %.0f ms  min %.0f ms  max %.0f ms (target p50 < 1500 ms)\n",
 		benchMS(benchPercentile(lat, 50)), benchMS(benchPercentile(lat, 95)), benchMS(lat[0]), benchMS(lat[len(lat)-1]))

@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,9 @@ import (
 // fast files can arrive here at all. It reports both rates and their ratio,
 // and checks every row arrived once. LAKEPIPE_BENCH_SMALL_PROFILE=file
 // writes a CPU profile of the pipe phase (the uploaders run in the same
-// process).
+// process); LAKEPIPE_BENCH_SMALL_PROPS adds properties to the pipe (for
+// instance COPY_JOB_HINT = '{"parallelism": 8}'). It prints the CPU the
+// machine and each process spent while the files were uploaded and after.
 // Run: ./task bench:smallfiles
 func BenchmarkPipeSmallFiles(b *testing.B) {
 	n := benchInt(b, "LAKEPIPE_BENCH_SMALL_FILES", 20_000)
@@ -77,9 +80,12 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 		p.id, s3Bucket, p.prefix, p.id))
 	p.dropAtEnd("VOLUME", "bench_small_vol_"+p.id)
 	p.run(`CREATE TABLE small (id BIGINT, note STRING)`)
-	p.run(fmt.Sprintf(`CREATE PIPE small_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO small FROM VOLUME bench_small_vol_%s USING CSV`, p.id))
+	p.run(fmt.Sprintf(`CREATE PIPE small_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' %s AS COPY INTO small FROM VOLUME bench_small_vol_%s USING CSV`, os.Getenv("LAKEPIPE_BENCH_SMALL_PROPS"), p.id))
 
 	var firstUp time.Time
+	phase := newPhaseCPU(b, "clickhouse", "s3", "temporal")
+	var upCores, afterCores string
+	var atUpEnd int64 // rows visible when the last upload ended
 	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_SMALL_PROFILE")
 	b.StartTimer()
 	upDone := make(chan error, 1)
@@ -87,6 +93,9 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 	go func() {
 		d, err := upload(p.prefix+"small/", func() { firstUp = time.Now() })
 		upTook = d
+		upCores = phase.String()
+		atUpEnd = p.count("small")
+		phase.reset()
 		upDone <- err
 	}()
 	deadline := time.Now().Add(20 * time.Minute)
@@ -115,6 +124,9 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 	}
 	visible := time.Now()
 	b.StopTimer()
+	if uploaded {
+		afterCores = phase.String()
+	}
 	stopProfile()
 	if !uploaded {
 		if err := <-upDone; err != nil {
@@ -132,5 +144,10 @@ func BenchmarkPipeSmallFiles(b *testing.B) {
 	fmt.Printf("\nSmall files: %d one-row CSV files, a LIST pipe polling every second (target ≥ 1,000 files/s)\n", n)
 	fmt.Printf("  uploads alone (16 at a time, no pipe):       %7.2fs  %7.0f files/s  (baseline)\n", base.Seconds(), baseRate)
 	fmt.Printf("  pipe, first upload → all rows visible:       %7.2fs  %7.0f files/s  ratio %.2f\n", pipeT.Seconds(), pipeRate, pipeRate/baseRate)
-	fmt.Printf("  (its uploads took %.2fs, beside the pipe)\n", upTook.Seconds())
+	fmt.Printf("  (its uploads took %.2fs, beside the pipe; %d of the rows were visible when they ended)\n", upTook.Seconds(), atUpEnd)
+	// A phase that kept every core busy was bound by the machine.
+	fmt.Printf("  CPU while the files were uploaded:  %s\n", upCores)
+	if afterCores != "" {
+		fmt.Printf("  CPU after the last upload:          %s\n", afterCores)
+	}
 }
