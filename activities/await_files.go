@@ -19,7 +19,8 @@ import (
 const awaitBeat = 30 * time.Second
 
 // AwaitFiles is how an idle polling pipe waits: it lists the pipe's volume
-// every poll interval, as a turn would, and returns the first listing that
+// every poll interval (counted from the last turn's listing), as a turn
+// would, and returns the first listing that
 // finds files, which the workflow then copies. An idle poll is a listing
 // and nothing else: no workflow task, no history event, no activity task
 // (Temporal's advice for frequent polling). After in.For it returns with
@@ -36,7 +37,7 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 	poll := max(time.Duration(in.Params.PollSeconds)*time.Second, time.Second)
 	start := time.Now()
 	end := start.Add(in.For)
-	due := start.Add(poll)
+	due, hurry := firstListing(start, in.Since, poll)
 	res := jobs.AwaitResult{ListResult: jobs.ListResult{State: in.State}}
 	var last time.Time
 	// Every heartbeat carries the progress (DESC PIPE adds its polls to
@@ -66,7 +67,8 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 		}
 		// A snapshot: the listing's heartbeats run beside this loop.
 		now := progress()
-		listed, err := a.listOnce(ctx, in.Params, res.State, func() []any { return now })
+		listed, err := a.listOnce(ctx, in.Params, res.State, hurry, func() []any { return now })
+		hurry = false
 		res.Polls++
 		last = time.Now()
 		a.Metrics.Poll(last.Sub(due))
@@ -86,13 +88,41 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 	}
 }
 
+// firstListing says when a wait that began at start lists first: one poll
+// interval after the turn before it began (since), not after the wait
+// began, so that a pipe lists every interval however long its turns take.
+// A turn that took longer than the interval (a backlog) is followed by a
+// listing at once, in a hurry: it does not wait to join other pipes'
+// catalog checks. Never before start nor later than one interval after it,
+// so that clocks that disagree (Temporal's, which since is on, and this
+// worker's) cost at most one early listing per turn, and delay none. A zero since (workflows recorded before it was
+// sent, and the waits after the first) counts from start.
+func firstListing(start, since time.Time, poll time.Duration) (due time.Time, hurry bool) {
+	if since.IsZero() {
+		return start.Add(poll), false
+	}
+	due = since.Add(poll)
+	switch {
+	case !due.After(start):
+		return start, true
+	case due.After(start.Add(poll)):
+		return start.Add(poll), false
+	}
+	return due, false
+}
+
 // listOnce is one listing of an AwaitFiles; it heartbeats (progress())
 // while it lists, as a full listing of a large volume takes a while.
-func (a *Activities) listOnce(ctx context.Context, p jobs.PipeParams, state jobs.ListState, progress func() []any) (jobs.ListResult, error) {
+func (a *Activities) listOnce(ctx context.Context, p jobs.PipeParams, state jobs.ListState, hurry bool, progress func() []any) (jobs.ListResult, error) {
 	_, stop := heartbeat(ctx, &lease{beat: asyncBeat}, 5*time.Second, 0, nil, progress)
 	defer stop()
-	// Not in a hurry: its catalog check may join other pipes'.
-	run, err := a.open(loading.Unhurried(ctx), p)
+	// An idle pipe's listing is not in a hurry: its catalog check may join
+	// other pipes'.
+	octx := ctx
+	if !hurry {
+		octx = loading.Unhurried(ctx)
+	}
+	run, err := a.open(octx, p)
 	if err != nil {
 		return jobs.ListResult{}, err
 	}

@@ -78,6 +78,13 @@ func TestIdlePipeWaitsInAwaitFiles(t *testing.T) {
 	}
 	a.mu.Lock()
 	eq(t, "cursors", []string{a.inputs[1].State.Cursor, a.inputs[2].State.Cursor, a.inputs[3].State.Cursor}, []string{"after-", "after-after-", "after-after-after-"})
+	// The wait after a turn counts the interval from the turn's start (0 s,
+	// then 30 s); the waits that follow a wait, from their own start.
+	if a.inputs[0].Since.IsZero() || !a.inputs[1].Since.IsZero() || !a.inputs[2].Since.IsZero() ||
+		a.inputs[3].Since.Sub(a.inputs[0].Since) != 30*time.Second {
+		t.Errorf("Since of the waits = %v, %v, %v, %v: want the first turn's start, zero, zero, 30 s later",
+			a.inputs[0].Since, a.inputs[1].Since, a.inputs[2].Since, a.inputs[3].Since)
+	}
 	eq(t, "poll interval asked", a.inputs[0].Params.PollSeconds, 10)
 	a.mu.Unlock()
 	// The first turn, the idle polls at 10, 20 and 40, and the turn that

@@ -80,6 +80,7 @@ type pipeWorkflow struct {
 	kst                            *jobs.KafkaState
 	hints                          []string
 	list                           jobs.ListState
+	turnBegan                      time.Time // the last turn's start: the poll interval counts from it
 
 	// versions of this run's history (workflow.GetVersion)
 	signalsDuringTurn, localListing, fixedEnd, awaitListing bool
@@ -289,6 +290,7 @@ func (w *pipeWorkflow) loop() error {
 		}
 
 		// One turn.
+		w.turnBegan = workflow.Now(ctx)
 		w.wake = false
 		w.running = true
 		var more bool
@@ -373,6 +375,7 @@ func (w *pipeWorkflow) loop() error {
 // serves its queue, its worker died, a listing failed), and the pipe then
 // waits on its timer this once, so that a failing wait never spins.
 func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
+	since := w.turnBegan
 	for {
 		ctx, cancel := workflow.WithCancel(w.ctx)
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -385,7 +388,10 @@ func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
 			// pipe knows.
 			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
 		})
-		f := workflow.ExecuteActivity(actx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor})
+		// The first wait after a turn counts the interval from the turn's
+		// start; the waits after it from their own.
+		f := workflow.ExecuteActivity(actx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor, Since: since})
+		since = time.Time{}
 		done := false
 		sel := workflow.NewSelector(w.ctx)
 		sel.AddFuture(f, func(workflow.Future) { done = true })

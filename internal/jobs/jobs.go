@@ -413,6 +413,12 @@ type AwaitInput struct {
 	// state, and the workflow starts another (a few history events per
 	// For, however short the poll interval).
 	For time.Duration
+	// Since is when the turn before the wait began (its listing): the
+	// first listing is due one poll interval after it, at once if that has
+	// passed, so that a pipe lists every interval however long its turns
+	// take. Zero (workflows recorded before 2026-12-06, and the waits
+	// after the first): one interval after the wait starts.
+	Since time.Time `json:",omitempty"`
 }
 
 // AwaitResult is the listing that found files (Files empty: For passed,
