@@ -19,9 +19,9 @@ import (
 const awaitBeat = 30 * time.Second
 
 // AwaitFiles is how an idle polling pipe waits: it lists the pipe's volume
-// every poll interval (counted from the last turn's listing), as a turn
-// would, and returns the first listing that
-// finds files, which the workflow then copies. An idle poll is a listing
+// every poll interval (counted from the start of the last turn), as a turn
+// would, and returns the first listing that finds files, which the
+// workflow then copies. An idle poll is a listing
 // and nothing else: no workflow task, no history event, no activity task
 // (Temporal's advice for frequent polling). After in.For it returns with
 // no files and its state, so that the workflow records its figures and,
@@ -95,8 +95,9 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 // listing at once, in a hurry: it does not wait to join other pipes'
 // catalog checks. Never before start nor later than one interval after it,
 // so that clocks that disagree (Temporal's, which since is on, and this
-// worker's) cost at most one early listing per turn, and delay none. A zero since (workflows recorded before it was
-// sent, and the waits after the first) counts from start.
+// worker's) cost at most one early listing per turn, and delay none. A
+// zero since (workflows recorded before it was sent, and the waits after
+// the first) counts from start.
 func firstListing(start, since time.Time, poll time.Duration) (due time.Time, hurry bool) {
 	if since.IsZero() {
 		return start.Add(poll), false

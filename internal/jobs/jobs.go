@@ -418,7 +418,7 @@ type AwaitInput struct {
 	// passed, so that a pipe lists every interval however long its turns
 	// take. Zero (workflows recorded before 2026-12-06, and the waits
 	// after the first): one interval after the wait starts.
-	Since time.Time `json:",omitempty"`
+	Since time.Time `json:",omitzero"`
 }
 
 // AwaitResult is the listing that found files (Files empty: For passed,
