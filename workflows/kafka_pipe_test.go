@@ -29,6 +29,7 @@ type topic struct {
 	starts   int      // KafkaOffsets calls for the start
 	resets   []string // KafkaOffsets calls for a RESET_KAFKA_GROUP_OFFSETS
 	batches  []batchCall
+	endCalls []int // seconds since t0 of each KafkaEnd
 	batchErr func(n int, attempt int32) error
 	// poison pauses the pipe on the n-th batch call.
 	poison map[int]string
@@ -61,6 +62,7 @@ func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironmen
 func (tp *topic) end(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
+	tp.endCalls = append(tp.endCalls, int(tp.env.Now().Sub(t0)/time.Second))
 	var out []jobs.PartitionOffset
 	for p, e := range tp.ends {
 		out = append(out, jobs.PartitionOffset{Partition: int32(p), Offset: e})
@@ -155,21 +157,25 @@ func batchTimes(calls []batchCall) []int {
 }
 
 // The pipe asks where to start once, then hands every batch the offsets
-// the previous one returned, one batch per interval.
+// the previous one returned, one turn per interval. A turn that finds
+// nothing beyond the offsets (120 s) runs no batch.
 func TestKafkaPipeKeepsOffsets(t *testing.T) {
 	env, tp := newKafkaEnv(t, 5, 3)
 	at(env, 30*time.Second, func() { tp.produce(1, 4) })
 	st := statusAt(t, env, 65*time.Second)
-	signal(env, 125*time.Second, jobs.SignalDrop, nil)
+	at(env, 150*time.Second, func() { tp.produce(0, 2) })
+	signal(env, 185*time.Second, jobs.SignalDrop, nil)
 	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	requireClean(t, env)
 
 	calls := tp.calls()
 	eq(t, "KafkaOffsets calls", tp.starts, 1)
-	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60, 120})
+	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 60, 120, 180})
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60, 180})
 	eq(t, "offsets of batch 1", calls[0].offsets, offs(0, 0))
 	eq(t, "offsets of batch 2", calls[1].offsets, offs(5, 3))
 	eq(t, "offsets of batch 3", calls[2].offsets, offs(5, 7))
+	eq(t, "end of batch 3", calls[2].end, offs(7, 7))
 	eq(t, "status offsets", st.Kafka.Offsets, offs(5, 7))
 	eq(t, "rows loaded", st.Counters.RowsLoaded, int64(12))
 	eq(t, "last load", st.Counters.LastLoadTime, t0.Add(60*time.Second))
@@ -246,7 +252,7 @@ func TestKafkaPipeContinueAsNewCarriesOffsets(t *testing.T) {
 	eq(t, "kafka state", *in.Kafka, jobs.KafkaState{Offsets: offs(4, 2)})
 	eq(t, "rows", in.Counters.RowsLoaded, int64(6))
 
-	env2, tp2 := newKafkaEnv(t, 4, 2)
+	env2, tp2 := newKafkaEnv(t, 6, 2) // two records more
 	signal(env2, 10*time.Second, jobs.SignalDrop, nil)
 	run(env2, in)
 	requireClean(t, env2)
@@ -270,13 +276,17 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 		})
 	}
 	at(env, 120*time.Second, func() { tp.produce(0, 2) })
+	st := statusAt(t, env, 170*time.Second)
 	signal(env, 200*time.Second, jobs.SignalDrop, nil)
 	run(env, jobs.PipeInput{Params: kafkaParams(60)})
 	requireClean(t, env)
 
 	calls := tp.calls()
 	eq(t, "resets", tp.resets, []string{"earliest", "latest"})
-	eq(t, "batch times (s)", batchTimes(calls), []int{0, 90, 160})
+	// At 160 s the reset to 'latest' moves past what waits, and the turn
+	// has nothing left to load: no batch.
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 90})
 	eq(t, "offsets of the batch after the reset to earliest", calls[1].offsets, offs(0, 0))
-	eq(t, "offsets of the batch after the reset to latest", calls[2].offsets, offs(7, 3))
+	eq(t, "offsets after the reset to latest", st.Kafka.Offsets, offs(7, 3))
+	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 90, 160})
 }

@@ -60,6 +60,10 @@ import (
 //   - pipe_kafka_reset.json: RESET_KAFKA_GROUP_OFFSETS to earliest, latest
 //     and a time, each a KafkaOffsets activity before the next batch
 //     (TestKafkaPipeResetOffsets).
+//   - pipe_kafka_skip_idle.json: the "kafka-skip-idle" version: turns
+//     whose end offsets show nothing new run no batch (three here, after a
+//     reset to 'latest'), between resets and batches
+//     (TestKafkaPipeResetOffsets, recorded in clear).
 //   - the "await-listing" version, idle pipes waiting in AwaitFiles on the
 //     await queue: pipe_await_alter_set.json (waits cancelled by the set
 //     update and started again under the new interval, files found by a
