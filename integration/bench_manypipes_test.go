@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,4 +249,71 @@ func cpuSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return (utime + stime) / 100 // clock ticks: 100 a second on Linux
+}
+
+// machineCPU is what every process of the machine has used so far, in
+// CPU seconds: the busy time of /proc/stat (all but idle and iowait).
+func machineCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var busy float64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest times are in user already
+			busy += v
+		}
+	}
+	return busy / 100
+}
+
+// phaseCPU is the CPU the bench's processes and the whole machine spent
+// over one phase, so that a phase's time can be told from the machine
+// having had no more to give.
+type phaseCPU struct {
+	names []string // "worker" (this process), then the stack's services
+	pids  []int
+	start []float64
+	mach  float64
+	began time.Time
+}
+
+// newPhaseCPU follows this process and the stack's services (pidOf names)
+// from now on.
+func newPhaseCPU(tb testing.TB, services ...string) *phaseCPU {
+	pc := &phaseCPU{names: []string{"worker"}, pids: []int{os.Getpid()}}
+	for _, svc := range services {
+		pc.names = append(pc.names, svc)
+		pc.pids = append(pc.pids, pidOf(tb, svc))
+	}
+	pc.reset()
+	return pc
+}
+
+// reset starts a new phase.
+func (pc *phaseCPU) reset() {
+	pc.start = pc.start[:0]
+	for _, pid := range pc.pids {
+		pc.start = append(pc.start, cpuSeconds(pid))
+	}
+	pc.mach, pc.began = machineCPU(), time.Now()
+}
+
+// machineSeconds is the CPU the whole machine spent since reset.
+func (pc *phaseCPU) machineSeconds() float64 { return machineCPU() - pc.mach }
+
+// String says how many cores the machine and each process used on
+// average since reset.
+func (pc *phaseCPU) String() string {
+	d := time.Since(pc.began).Seconds()
+	out := fmt.Sprintf("machine %.2f of %d cores:", pc.machineSeconds()/d, runtime.NumCPU())
+	for i, name := range pc.names {
+		if i > 0 {
+			out += ","
+		}
+		out += fmt.Sprintf(" %s %.2f", name, (cpuSeconds(pc.pids[i])-pc.start[i])/d)
+	}
+	return out
 }
