@@ -296,8 +296,12 @@ func (v *Volume) ListPages(ctx context.Context, sub, startAfter string, fn func(
 	if startAfter != "" {
 		opts.StartAfter = v.ListedKey(startAfter)
 	}
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends minio's listing goroutine when fn stops early
+	// The iterator, not ListObjects' channel: the channel's goroutine
+	// fetches the page after the one being read, which a listing that
+	// stops at a batch throws away (a whole page of server time), and when
+	// the listing stops early it blocks for good sending the context's
+	// error that nobody reads (a goroutine and a page leaked per listing).
+	// The iterator asks for a page only when the loop wants its first key.
 	page := make([]Object, 0, PageSize)
 	flush := func() error {
 		if len(page) == 0 {
@@ -307,9 +311,9 @@ func (v *Volume) ListPages(ctx context.Context, sub, startAfter string, fn func(
 		page = make([]Object, 0, PageSize)
 		return err
 	}
-	for o := range v.client.ListObjects(lctx, v.loc.Bucket, opts) {
+	for o := range v.client.ListObjectsIter(ctx, v.loc.Bucket, opts) {
 		if o.Err != nil {
-			return v.wrap("list", prefix, o.Err)
+			return v.wrap("list", v.listedPath(prefix), o.Err)
 		}
 		if strings.HasSuffix(o.Key, "/") {
 			continue // directory markers and common prefixes
@@ -328,6 +332,11 @@ func (v *Volume) ListPages(ctx context.Context, sub, startAfter string, fn func(
 				return err
 			}
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		// The iterator ends quietly when the context ends between pages:
+		// that is not the end of the listing.
+		return v.wrap("list", v.listedPath(prefix), err)
 	}
 	if err := flush(); err != nil && !errors.Is(err, ErrStopListing) {
 		return err
@@ -421,9 +430,9 @@ func (v *Volume) ReadListed(ctx context.Context, rel, etag string, limit int64) 
 // lists reports whether a listing of the bucket shows exactly key (false
 // when it cannot tell).
 func (v *Volume) lists(ctx context.Context, key string) bool {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // stops the listing after its first page
-	for o := range v.client.ListObjects(ctx, v.loc.Bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, MaxKeys: 1}) {
+	// The iterator stops at the first key (ListObjects' goroutine would
+	// fetch another page, and block for good once nobody reads it).
+	for o := range v.client.ListObjectsIter(ctx, v.loc.Bucket, minio.ListObjectsOptions{Prefix: key, Recursive: true, MaxKeys: 1}) {
 		// The key itself sorts first of all keys it prefixes.
 		return o.Err == nil && o.Key == key
 	}
