@@ -35,7 +35,7 @@ type engineAPI interface {
 type pipeRun interface {
 	// pipeName is PipeRun.Name, which panics are reported under.
 	pipeName() string
-	ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error)
+	ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) (jobs.ListResult, error)
 	FullListingDue(state jobs.ListState) bool
 	LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult, error)
 	LoadBatch(ctx context.Context, files []jobs.FileRef, par int) ([]jobs.FileResult, error)

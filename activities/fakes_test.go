@@ -294,11 +294,11 @@ func (r *fakeRun) RejectTooLarge(_ context.Context, f jobs.FileRef, limit int64)
 	return jobs.FileResult{Path: f.Path, Status: jobs.FileFailed, FirstError: fmt.Sprintf("over %d", limit)}, nil
 }
 
-func (r *fakeRun) ListFiles(_ context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error) {
+func (r *fakeRun) ListFiles(_ context.Context, hints []string, limit int, state jobs.ListState) (jobs.ListResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lists = append(r.lists, listCall{hints: hints, limit: limit, state: state})
-	return r.files, r.backlog, r.next, r.listErr
+	return jobs.ListResult{Files: r.files, Backlog: r.backlog, State: r.next}, r.listErr
 }
 
 func (r *fakeRun) FullListingDue(state jobs.ListState) bool {

@@ -116,18 +116,18 @@ func (a *Activities) list(ctx context.Context, run pipeRun, in jobs.ListInput) (
 	if max <= 0 {
 		max = 500
 	}
-	files, backlog, state, err := run.ListFiles(ctx, in.Hint, max, in.State)
+	res, err := run.ListFiles(ctx, in.Hint, max, in.State)
 	if err != nil {
 		return jobs.ListResult{}, classify(err)
 	}
 	var oldest time.Time
-	for _, f := range files {
+	for _, f := range res.Files {
 		if oldest.IsZero() || f.Modified.Before(oldest) {
 			oldest = f.Modified
 		}
 	}
-	a.Metrics.Backlog(in.Params, len(files)+backlog, oldest)
-	return jobs.ListResult{Files: files, Backlog: backlog, State: state}, nil
+	a.Metrics.Backlog(in.Params, len(res.Files)+res.Backlog, oldest)
+	return res, nil
 }
 
 // ListNewFiles is ListFiles for a pipe whose listing is incremental, run

@@ -34,8 +34,9 @@ func TestLoadLooksUpOnlyItsCommits(t *testing.T) {
 	must(t, err)
 	run, err := s.Eng.OpenPipe(s.Ctx, params)
 	must(t, err)
-	files, _, _, err := run.ListFiles(s.Ctx, nil, 100, jobs.ListState{})
+	list, err := run.ListFiles(s.Ctx, nil, 100, jobs.ListState{})
 	must(t, err)
+	files := list.Files
 	if len(files) != 1 {
 		t.Fatalf("listed %v, want a.csv", files)
 	}

@@ -239,3 +239,53 @@ func TestUnhurriedOpenPipeBatchesChecks(t *testing.T) {
 	after := both(kept[0], nil)
 	both(kept[0], after[1])
 }
+
+// TestListingCursorAfterBatch: a listing that hands over a batch says
+// where the cursor goes once the batch is loaded (256 keys behind its
+// last file), so that the next turn lists from there and not again
+// through the batch; a file it could not take (the backlog) ends that
+// run. Called on the pipe's own ListFiles and LoadBatch, the pipe's turns
+// an hour apart.
+func TestListingCursorAfterBatch(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("ca_vol", "ca", false)
+	s.pipeTable("ca_t")
+	s.run(`CREATE PIPE ca_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO ca_t FROM VOLUME ca_vol USING CSV`)
+	pipeWait(t, time.Minute, "the pipe's first turn", func() bool { return s.pipeTurns("ca_pipe") >= 1 })
+	// Its first turn found nothing; the next is an hour away.
+	for i := 0; i < 400; i++ {
+		s.put(fmt.Sprintf("ca/f%03d.csv", i), csvRows(i, 1))
+	}
+	params, err := s.Eng.PipeParams(s.Ctx, "ca_pipe")
+	must(t, err)
+	run, err := s.Eng.OpenPipe(s.Ctx, params)
+	must(t, err)
+	ordered := jobs.ListState{Ordered: true, FullAt: time.Now()}
+
+	first, err := run.ListFiles(s.Ctx, nil, 300, ordered)
+	must(t, err)
+	if len(first.Files) != 300 || first.Backlog != 100 || first.State.Cursor != "" || first.CursorAfter != "f043.csv" {
+		t.Fatalf("first listing: %d files, backlog %d, cursor %q, after the batch %q; want 300, 100, \"\", f043.csv (256 keys behind f299.csv)",
+			len(first.Files), first.Backlog, first.State.Cursor, first.CursorAfter)
+	}
+	if _, err := run.LoadBatch(s.Ctx, first.Files, 4); err != nil {
+		t.Fatal(err)
+	}
+	next := first.State
+	next.Cursor = first.CursorAfter
+	second, err := run.ListFiles(s.Ctx, nil, 300, next)
+	must(t, err)
+	if len(second.Files) != 100 || second.Files[0].Path != "f300.csv" || second.State.Cursor != "f043.csv" || second.CursorAfter != "f143.csv" {
+		t.Fatalf("second listing: %d files from %v, cursor %q, after the batch %q; want 100 from f300.csv, f043.csv, f143.csv",
+			len(second.Files), second.Files, second.State.Cursor, second.CursorAfter)
+	}
+
+	// A batch of 50 of the 100: the backlog starts at f350.csv, the
+	// cursor after the batch stays 256 keys behind f349.csv.
+	third, err := run.ListFiles(s.Ctx, nil, 50, next)
+	must(t, err)
+	if len(third.Files) != 50 || third.Backlog != 50 || third.CursorAfter != "f093.csv" {
+		t.Fatalf("a 50-file batch: %d files, backlog %d, after the batch %q; want 50, 50, f093.csv", len(third.Files), third.Backlog, third.CursorAfter)
+	}
+}

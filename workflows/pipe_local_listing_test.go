@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
@@ -54,4 +55,44 @@ func TestTurnListsLocallyWhenIncremental(t *testing.T) {
 	// Each listing resumes from the state the one before returned.
 	eq(t, "cursors", []string{states[1].Cursor, states[2].Cursor, states[3].Cursor, states[4].Cursor, states[6].Cursor},
 		[]string{"k1", "k2", "k2", "k4", "k6"})
+}
+
+// A listing that hands over a batch says where the cursor goes once the
+// batch is handled (CursorAfter): the next turn lists from there when the
+// copy succeeded, and from the listing's own cursor when it failed (the
+// batch's files are to be found again).
+func TestCursorMovesPastACopiedBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		copyErr error
+		want    []string
+	}{
+		{"copied", nil, []string{"", "a.csv"}},
+		{"copy failed", temporal.NewNonRetryableApplicationError("insert into t: table is read-only", "CopyFailed", nil), []string{"", "k0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, l := newPipeEnv(t)
+			l.copyErr = func(n int, _ int32) error { return iff(n == 0, tc.copyErr) }
+			var mu sync.Mutex
+			var cursors []string
+			list := func(_ context.Context, in jobs.ListInput) (jobs.ListResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				cursors = append(cursors, in.State.Cursor)
+				if len(cursors) > 1 {
+					return jobs.ListResult{State: in.State}, nil
+				}
+				return jobs.ListResult{Files: []jobs.FileRef{{Path: "a.csv", Size: 1}}, State: jobs.ListState{Ordered: true, Cursor: "k0", FullAt: t0}, CursorAfter: "a.csv"}, nil
+			}
+			env.RegisterActivityWithOptions(list, activity.RegisterOptions{Name: jobs.ActivityListFiles})
+			env.RegisterActivityWithOptions(list, activity.RegisterOptions{Name: jobs.ActivityListNewFiles})
+			signal(env, 15*time.Second, jobs.SignalDrop, nil)
+			run(env, jobs.PipeInput{Params: params(10, 0)})
+			requireClean(t, env)
+
+			mu.Lock()
+			defer mu.Unlock()
+			eq(t, "cursors listed from", cursors, tc.want)
+		})
+	}
 }

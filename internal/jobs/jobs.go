@@ -355,6 +355,11 @@ type ListResult struct {
 	// stopped once it had a batch knows of at least this many.
 	Backlog int
 	State   ListState // where the next turn's listing resumes
+	// CursorAfter is State.Cursor once Files are handled (loaded, failed
+	// or purged): the workflow moves the cursor there after the copy
+	// succeeds, so that the next listing does not list this batch again.
+	// "": State.Cursor stays.
+	CursorAfter string `json:",omitempty"`
 	// NeedFull: ListNewFiles did not list, a full listing is due.
 	NeedFull bool `json:",omitempty"`
 }

@@ -217,7 +217,7 @@ func (r *PipeRun) purgeable(h history, etag string) bool {
 // state.Cursor and stops once it has a batch: a turn costs what is new.
 // Otherwise, or every Config.FullListingInterval, it lists everything,
 // which also tells whether the order holds.
-func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) ([]jobs.FileRef, int, jobs.ListState, error) {
+func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) (jobs.ListResult, error) {
 	sub := ""
 	if r.copy.Volume.Subdirectory != nil {
 		sub = *r.copy.Volume.Subdirectory
@@ -226,7 +226,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		// FILES (…) names a bounded set; a bad SUBDIRECTORY gets
 		// selectFiles' error.
 		files, backlog, err := r.listSelected(ctx, hints, limit)
-		return files, backlog, jobs.ListState{}, err
+		return jobs.ListResult{Files: files, Backlog: backlog}, err
 	}
 	now := time.Now().UTC()
 	full := r.FullListingDue(state)
@@ -241,7 +241,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 	if len(hints) > 0 {
 		hinted, err := r.hinted(ctx, hints, limit)
 		if err != nil {
-			return nil, 0, state, err
+			return jobs.ListResult{State: state}, err
 		}
 		for _, f := range hinted {
 			seen[f.Path] = true
@@ -259,6 +259,12 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		// start: the cursor stays listingLag keys behind the run's end.
 		prefix  = make([]string, listingLag+1) // a ring
 		nPrefix int                            // keys put in it
+		// The same for the run of keys handled or in this batch: where
+		// the cursor goes once the batch is handled. Without it each turn
+		// lists again the keys the turn before loaded (a batch more).
+		inBatch = true
+		after   = make([]string, listingLag+1)
+		nAfter  int
 	)
 	err := r.vol.ListPages(ctx, sub, start, func(page []objstore.Object) error {
 		if r.re != nil || !r.keepTmp {
@@ -290,25 +296,32 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 					prefix[nPrefix%len(prefix)] = o.Path
 					nPrefix++
 				}
-				if !r.pending(h, true, o.ETag) {
-					continue
-				}
-				// Loaded but not yet purged: still to be removed (or
-				// recorded SKIPPED, a new version at a loaded path).
 			} else {
 				inPrefix = false
 				if !pending || o.Path < minPending {
 					minPending, pending = o.Path, true
 				}
 			}
-			if seen[o.Path] {
-				continue
-			}
-			if len(files) >= limit {
+			// A handled file may still be to purge (or to record SKIPPED,
+			// a new version at a loaded path).
+			todo := !handled || r.pending(h, true, o.ETag)
+			taken := false
+			switch {
+			case !todo:
+			case seen[o.Path]:
+				taken = true // hinted
+			case len(files) < limit:
+				files = append(files, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+				taken = true
+			default:
 				backlog++
-				continue
 			}
-			files = append(files, jobs.FileRef{Path: o.Path, Size: o.Size, ETag: o.ETag, Modified: o.Modified})
+			if inBatch && (!todo || taken) {
+				after[nAfter%len(after)] = o.Path
+				nAfter++
+			} else {
+				inBatch = false
+			}
 		}
 		if !full && len(files) >= limit {
 			if backlog == 0 && len(page) == objstore.PageSize {
@@ -319,7 +332,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		return nil
 	})
 	if err != nil {
-		return nil, 0, state, fmt.Errorf("pipe %s: list %s: %w", r.Name, sub, err)
+		return jobs.ListResult{State: state}, fmt.Errorf("pipe %s: list %s: %w", r.Name, sub, err)
 	}
 	cursor := start
 	if nPrefix >= len(prefix) {
@@ -335,7 +348,11 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 			next.Cursor = ""
 		}
 	}
-	return files, backlog, next, nil
+	res := jobs.ListResult{Files: files, Backlog: backlog, State: next}
+	if next.Ordered && nAfter >= len(after) {
+		res.CursorAfter = after[nAfter%len(after)]
+	}
+	return res, nil
 }
 
 // listingLag is how many handled keys a pipe's cursor stays behind the
