@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
-	"github.com/lakepipe/lakepipe/internal/loading"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 )
 
 // awaitBeat is how often AwaitFiles heartbeats while it sleeps. The SDK
@@ -121,7 +121,7 @@ func (a *Activities) listOnce(ctx context.Context, p jobs.PipeParams, state jobs
 	// other pipes'.
 	octx := ctx
 	if !hurry {
-		octx = loading.Unhurried(ctx)
+		octx = runcache.Unhurried(ctx)
 	}
 	run, err := a.open(octx, p)
 	if err != nil {

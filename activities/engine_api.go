@@ -46,8 +46,9 @@ type pipeRun interface {
 // kafkaRun is what the Kafka pipe activities use of a
 // *kafkaload.KafkaPipeRun.
 type kafkaRun interface {
-	// setWarn sets KafkaPipeRun.Warn.
-	setWarn(warn func(msg string))
+	// withWarn is KafkaPipeRun.WithWarn: a run of the caller's own (the
+	// opened one is shared between turns).
+	withWarn(warn func(msg string)) kafkaRun
 	InitialOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
 	ResetOffsets(ctx context.Context, to string) ([]jobs.PartitionOffset, error)
 	EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error)
@@ -105,7 +106,9 @@ func (r volumeRun) pipeName() string { return r.Name }
 // kafkaPipeRun is kafkaRun over the real *kafkaload.KafkaPipeRun.
 type kafkaPipeRun struct{ *kafkaload.KafkaPipeRun }
 
-func (r kafkaPipeRun) setWarn(warn func(msg string)) { r.Warn = warn }
+func (r kafkaPipeRun) withWarn(warn func(msg string)) kafkaRun {
+	return kafkaPipeRun{r.WithWarn(warn)}
+}
 
 func (e engineOf) recordTurn(ctx context.Context, t pipehistory.Turn) error {
 	return pipehistory.Record(ctx, e.e.St, t)

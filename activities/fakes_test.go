@@ -369,10 +369,11 @@ type fakeKafka struct {
 	retried []bool
 }
 
-func (k *fakeKafka) setWarn(warn func(msg string)) {
+func (k *fakeKafka) withWarn(warn func(msg string)) kafkaRun {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.warn = warn
+	return k
 }
 
 func (k *fakeKafka) InitialOffsets(context.Context) ([]jobs.PartitionOffset, error) {

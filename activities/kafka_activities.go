@@ -89,7 +89,7 @@ func (a *Activities) kafkaBatch(ctx context.Context, in jobs.KafkaBatchInput) (j
 		return jobs.KafkaBatchResult{}, err
 	}
 	log := activity.GetLogger(ctx)
-	run.setWarn(func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) })
+	run = run.withWarn(func(msg string) { log.Warn("kafka pipe", "pipe", in.Params.Name, "warning", msg) })
 	start := time.Now()
 	res, err := run.LoadBatch(ctx, in, in.Retry || activity.GetInfo(ctx).Attempt > 1)
 	// A record's error may quote a whole record: the result travels in the

@@ -17,6 +17,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/loading"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/worker"
 )
 
@@ -196,7 +197,7 @@ func TestOpenPipeSeesCatalogChanges(t *testing.T) {
 }
 
 // The listings of idle pipes check the catalog in batches
-// (loading.Unhurried): asks made together are answered by one query, and
+// (runcache.Unhurried): asks made together are answered by one query, and
 // each still sees a change made before it asked, its own and no other's.
 func TestUnhurriedOpenPipeBatchesChecks(t *testing.T) {
 	s := newStack(t)
@@ -218,7 +219,7 @@ func TestUnhurriedOpenPipeBatchesChecks(t *testing.T) {
 		var errs [2]error
 		var wg sync.WaitGroup
 		for i, name := range []string{"ub_p1", "ub_p2"} {
-			wg.Go(func() { got[i], errs[i] = s.Eng.OpenPipe(loading.Unhurried(s.Ctx), params(name)) })
+			wg.Go(func() { got[i], errs[i] = s.Eng.OpenPipe(runcache.Unhurried(s.Ctx), params(name)) })
 		}
 		wg.Wait()
 		for i := range got {

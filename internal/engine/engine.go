@@ -18,6 +18,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/loading"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
@@ -75,7 +76,8 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.FlushLocks = new([64]sync.Mutex)
 	e.Plans = new(dynamic.PlanCache)
 	e.Kafka = kafka.NewPool(kafkaClientIdle)
-	e.Runs = new(loading.RunCache)
+	e.Runs = new(runcache.Cache[*loading.PipeRun])
+	e.KafkaRuns = new(runcache.Cache[*kafkaload.KafkaPipeRun])
 	e.wire()
 	return e
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/query"
 	"github.com/lakepipe/lakepipe/internal/recordeval"
 	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/internal/staging"
@@ -39,6 +40,9 @@ type Consumer struct {
 	// kafka keeps each Kafka pipe's client between its batches; shared by
 	// copies.
 	Kafka *kafka.Pool
+	// KafkaRuns keeps opened Kafka pipes (see OpenKafkaPipe); shared by
+	// copies.
+	KafkaRuns *runcache.Cache[*KafkaPipeRun]
 }
 
 // WithSchema returns a copy whose unqualified names live in schema.
@@ -180,6 +184,9 @@ type KafkaPipeRun struct {
 	// dltSource maps its columns to deadLetterNames.
 	dlt       *core.LoadTarget
 	dltSource []int
+	// refs are the catalog objects the run was built from (see
+	// OpenKafkaPipe).
+	refs []catalog.Ref
 }
 
 // compileKafka checks a Kafka pipe's COPY against its target table.
@@ -332,9 +339,30 @@ func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlast.CreatePipe, or
 	return core.Message("pipe %s created; it reads topic %s every %s s as Temporal workflow %s", s.Name, run.rk.Src.Topic, pr["batch_interval_in_seconds"], id), nil
 }
 
-// OpenKafkaPipe loads a Kafka pipe for its activities. A missing pipe is
-// ErrPipeGone.
+// OpenKafkaPipe loads a Kafka pipe for its activities, kept between its
+// turns while the catalog objects it was built from (the pipe, its table
+// and dead-letter table) do not change (runcache): a turn costs a version
+// check, not four catalog reads and a compile. The run is shared: use
+// WithWarn for a run of one's own. A missing pipe is ErrPipeGone.
 func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
+	return e.KafkaRuns.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*KafkaPipeRun, []catalog.Ref, error) {
+		run, err := e.openKafkaPipe(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return run, run.refs, nil
+	})
+}
+
+// WithWarn returns a copy of the run that reports to warn.
+func (r *KafkaPipeRun) WithWarn(warn func(msg string)) *KafkaPipeRun {
+	cp := *r
+	cp.Warn = warn
+	return &cp
+}
+
+// openKafkaPipe builds a KafkaPipeRun from the catalog.
+func (e *Consumer) openKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
 	e = e.WithSchema(p.Schema)
 	spec, err := e.ActivePipe(ctx, p)
 	if err != nil {
@@ -361,6 +389,13 @@ func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*Kafka
 	run.Spec = spec
 	if run.dlt, run.dltSource, err = e.deadLetterTarget(ctx, p.Name, spec.Properties["dead_letter_table"]); err != nil {
 		return nil, err
+	}
+	run.refs = []catalog.Ref{
+		{Kind: catalog.KindPipe, Schema: p.Schema, Name: p.Name},
+		{Kind: catalog.KindTable, Schema: run.target.DB, Name: run.target.Table},
+	}
+	if run.dlt != nil {
+		run.refs = append(run.refs, catalog.Ref{Kind: catalog.KindTable, Schema: run.dlt.DB, Name: run.dlt.Table})
 	}
 	return run, nil
 }

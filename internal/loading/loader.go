@@ -1,12 +1,15 @@
 package loading
 
-import "github.com/lakepipe/lakepipe/internal/query"
+import (
+	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/internal/runcache"
+)
 
 // Loader runs COPY and volume pipes.
 type Loader struct {
 	query.Runner
-	// runs keeps opened volume pipes (see OpenPipe); shared by copies.
-	Runs *RunCache
+	// Runs keeps opened volume pipes (see OpenPipe); shared by copies.
+	Runs *runcache.Cache[*PipeRun]
 }
 
 // WithSchema returns a copy whose unqualified names live in schema.

@@ -23,6 +23,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/objstore"
 	"github.com/lakepipe/lakepipe/internal/rowio"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 	"github.com/lakepipe/lakepipe/internal/staging"
@@ -55,6 +56,19 @@ type PipeRun struct {
 	stageKey string
 	// refs are the catalog objects the run was built from (see OpenPipe).
 	refs []catalog.Ref
+}
+
+// OpenPipe loads a pipe for its activities, kept between its turns while
+// the catalog objects it was built from do not change (runcache). A
+// missing pipe is ErrPipeGone.
+func (e *Loader) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
+	return e.Runs.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*PipeRun, []catalog.Ref, error) {
+		run, err := e.openPipe(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		return run, run.refs, nil
+	})
 }
 
 // openPipe builds a PipeRun from the catalog.

@@ -1,8 +1,14 @@
-package loading
+// Package runcache keeps what a pipe's activities build from the catalog
+// (its compiled run) between turns, with the versions of the catalog
+// objects it was built from: an idle turn then costs one query checking
+// those versions instead of the catalog reads, the statement to parse and
+// the secret to unseal that building it takes.
+package runcache
 
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -10,100 +16,101 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
-// RunCache keeps the PipeRun of each volume pipe that ran on this worker,
-// with the versions of the catalog objects it was built from (the pipe,
-// its table, volume and connection). An idle turn then costs one query
-// checking those versions instead of five catalog reads, a statement to
-// parse and a secret to unseal. A PipeRun is never modified once built,
-// so the activities of one pipe share it. At most maxCachedRuns are kept
+// Cache keeps one run per pipe incarnation. A run is never modified once
+// built, so the activities of one pipe share it. At most maxRuns are kept
 // (then the cache starts over).
-type RunCache struct {
+type Cache[R any] struct {
 	mu sync.Mutex
-	m  map[string]cachedRun
+	m  map[string]entry[R]
 	// checks batches the version checks of unhurried openings.
 	checks versionBatch
 }
 
-type cachedRun struct {
-	run      *PipeRun
+type entry[R any] struct {
+	run      R
+	refs     []catalog.Ref
 	versions []uint64
 }
 
-const maxCachedRuns = 10000
+const maxRuns = 10000
 
-func (c *RunCache) get(key string) (cachedRun, bool) {
+// Build builds a run, and says which catalog objects it read.
+type Build[R any] func(ctx context.Context) (R, []catalog.Ref, error)
+
+func (c *Cache[R]) get(key string) (entry[R], bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[key]
 	return r, ok
 }
 
-func (c *RunCache) put(key string, r cachedRun) {
+func (c *Cache[R]) put(key string, r entry[R]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxCachedRuns {
-		c.m = map[string]cachedRun{}
+	if c.m == nil || len(c.m) >= maxRuns {
+		c.m = map[string]entry[R]{}
 	}
 	c.m[key] = r
 }
 
-func (c *RunCache) drop(key string) {
+func (c *Cache[R]) drop(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, key)
 }
 
-// OpenPipe loads a pipe for its activities. A missing pipe is ErrPipeGone.
-//
-// The run comes from the cache while the objects it was built from are
-// at the versions read before it was built: a run built after the versions
-// were read is never older than they say, so a change made at any moment
-// shows as a changed version at the next turn.
-func (e *Loader) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
-	key := p.Schema + "\x00" + p.Name
-	c, ok := e.Runs.get(key)
+// Open returns the run kept under key while the objects it was built from
+// are at the versions read before it was built, else builds it: a run
+// built after the versions were read is never older than they say, so a
+// change made at any moment shows as a changed version at the next turn.
+// key names the pipe's incarnation (its generation too), so that the
+// workflow of a pipe dropped and created again never gets the new one's
+// run from here: it builds, and learns the pipe is gone.
+func (c *Cache[R]) Open(ctx context.Context, cat *catalog.Catalog, key string, build Build[R]) (R, error) {
+	var zero R
+	e, ok := c.get(key)
 	if !ok {
 		// The first turn here: build once to learn what the run reads,
 		// then read their versions and build the run to keep.
-		run, err := e.openPipe(ctx, p)
+		run, refs, err := build(ctx)
 		if err != nil {
-			return nil, err
+			return zero, err
 		}
-		c = cachedRun{run: run}
+		e = entry[R]{run: run, refs: refs}
 	}
 	var vs []uint64
 	var err error
 	if ok && ctx.Value(unhurriedKey{}) != nil {
-		vs, err = e.Runs.checks.versions(ctx, e.Cat, c.run.refs)
+		vs, err = c.checks.versions(ctx, cat, e.refs)
 	} else {
-		vs, err = e.Cat.Versions(ctx, c.run.refs)
+		vs, err = cat.Versions(ctx, e.refs)
 	}
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	if ok && slices.Equal(vs, c.versions) {
-		return c.run, nil
+	if ok && slices.Equal(vs, e.versions) {
+		return e.run, nil
 	}
-	run, err := e.openPipe(ctx, p)
+	run, refs, err := build(ctx)
 	if err != nil {
-		e.Runs.drop(key)
-		return nil, err
+		c.drop(key)
+		return zero, err
 	}
-	if slices.Equal(run.refs, c.run.refs) {
-		e.Runs.put(key, cachedRun{run: run, versions: vs})
+	if slices.Equal(refs, e.refs) {
+		c.put(key, entry[R]{run: run, refs: refs, versions: vs})
 	} else {
-		e.Runs.drop(key) // it reads other objects now: learn them next turn
+		c.drop(key) // it reads other objects now: learn them next turn
 	}
 	return run, nil
 }
 
 type unhurriedKey struct{}
 
-// Unhurried marks a context whose OpenPipe may wait up to checkWindow so
-// that its catalog check joins those of other pipes in one query: what
-// the listings of idle pipes (AwaitFiles) do, a thousand pipes making a
-// few queries a second instead of one per listing. The check is as exact
-// as an immediate one: the query that answers it starts after it asked.
+// Unhurried marks a context whose Open may wait up to checkWindow so that
+// its catalog check joins those of other pipes in one query: what the
+// listings of idle pipes (AwaitFiles) do, a thousand pipes making a few
+// queries a second instead of one per listing. The check is as exact as
+// an immediate one: the query that answers it starts after it asked.
 func Unhurried(ctx context.Context) context.Context {
 	return context.WithValue(ctx, unhurriedKey{}, true)
 }
@@ -181,4 +188,9 @@ func (b *versionBatch) flush(cat *catalog.Catalog) {
 		}
 		asks = asks[n:]
 	}
+}
+
+// Key is the key of a pipe's run: its incarnation (see Open).
+func Key(p jobs.PipeParams) string {
+	return p.Schema + "\x00" + p.Name + "\x00" + strconv.FormatInt(p.Generation, 10)
 }
