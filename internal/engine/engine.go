@@ -18,8 +18,8 @@ import (
 	"github.com/lakepipe/lakepipe/internal/kafka"
 	"github.com/lakepipe/lakepipe/internal/kafkaload"
 	"github.com/lakepipe/lakepipe/internal/loading"
-	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/query"
+	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
 )
