@@ -2,7 +2,9 @@
 // (its compiled run) between turns, with the versions of the catalog
 // objects it was built from: an idle turn then costs one query checking
 // those versions instead of the catalog reads, the statement to parse and
-// the secret to unseal that building it takes.
+// the secret to unseal that building it takes. Volume pipes (package
+// loading) and Kafka pipes (package kafkaload) keep theirs here; it must
+// import nothing of lakepipe but the catalog and the jobs' types.
 package runcache
 
 import (
