@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -359,6 +360,35 @@ func (s *Stack) put(rel string, data []byte) {
 	c := rawS3(s.T)
 	if _, err := c.PutObject(s.Ctx, s3Bucket, s.key(rel), bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
 		s.T.Fatalf("put %s: %v", rel, err)
+	}
+}
+
+// putMany writes n files under the test's prefix, 16 at a time as
+// parallel writers do: file i at rel(i), holding data(i).
+func (s *Stack) putMany(n int, rel func(i int) string, data func(i int) []byte) {
+	s.T.Helper()
+	c := rawS3(s.T)
+	var (
+		next     atomic.Int64
+		failOnce sync.Once
+		failed   error
+		wg       sync.WaitGroup
+	)
+	next.Store(-1)
+	for range 16 {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i < n; i = int(next.Add(1)) {
+				d := data(i)
+				if _, err := c.PutObject(s.Ctx, s3Bucket, s.key(rel(i)), bytes.NewReader(d), int64(len(d)), minio.PutObjectOptions{}); err != nil {
+					failOnce.Do(func() { failed = fmt.Errorf("put %s: %w", rel(i), err) })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		s.T.Fatal(failed)
 	}
 }
 

@@ -11,11 +11,8 @@ import (
 	"net/url"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/minio/minio-go/v7"
 
 	"github.com/lakepipe/lakepipe/internal/objstore"
 )
@@ -27,27 +24,8 @@ import (
 // a proxy in front of the real S3 server.
 func TestListPagesStopsAtItsPage(t *testing.T) {
 	s := newStack(t)
-	c := rawS3(t)
 	const files = 2100 // three S3 pages of up to 1,000 keys
-	var next atomic.Int64
-	next.Store(-1)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)); i < files; i = int(next.Add(1)) {
-				if _, err := c.PutObject(s.Ctx, s3Bucket, s.key(fmt.Sprintf("pages/f%05d.csv", i)), strings.NewReader("x\n"), 2, minio.PutObjectOptions{}); err != nil {
-					t.Errorf("upload: %v", err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if t.Failed() {
-		return
-	}
+	s.putMany(files, func(i int) string { return fmt.Sprintf("pages/f%05d.csv", i) }, func(int) []byte { return []byte("x\n") })
 
 	target, err := url.Parse(s3Endpoint)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,19 +48,7 @@ func TestPipeIncrementalListing(t *testing.T) {
 			t.Fatalf("upload %s: %v", rel, err)
 		}
 	}
-	var next atomic.Int64
-	next.Store(-1)
-	var wg sync.WaitGroup
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1)); i < files; i = int(next.Add(1)) {
-				put(fmt.Sprintf("inc/b%05d.csv", i), i)
-			}
-		}()
-	}
-	wg.Wait()
+	s.putMany(files, func(i int) string { return fmt.Sprintf("inc/b%05d.csv", i) }, func(i int) []byte { return csvRows(i, 1) })
 	pipeWait(t, 2*time.Minute, "the 600 files did not load", func() bool { return s.pipeCount("t") == files })
 
 	// Turns list from the cursor, 256 handled keys behind the newest.
@@ -245,8 +232,11 @@ func TestUnhurriedOpenPipeBatchesChecks(t *testing.T) {
 // where the cursor goes once the batch is loaded (256 keys behind its
 // last file), so that the next turn lists from there and not again
 // through the batch; a file it could not take (the backlog) ends that
-// run. Called on the pipe's own ListFiles and LoadBatch, the pipe's turns
-// an hour apart.
+// run. Only a listing that shows the order says so: one with no handled
+// key before its batch (the pipe's first), or with a handled key after one
+// to load (writers into several folders), leaves the cursor where it is.
+// Called on the pipe's own ListFiles and LoadBatch, the pipe's turns an
+// hour apart.
 func TestListingCursorAfterBatch(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
@@ -255,38 +245,47 @@ func TestListingCursorAfterBatch(t *testing.T) {
 	s.run(`CREATE PIPE ca_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO ca_t FROM VOLUME ca_vol USING CSV`)
 	pipeWait(t, time.Minute, "the pipe's first turn", func() bool { return s.pipeTurns("ca_pipe") >= 1 })
 	// Its first turn found nothing; the next is an hour away.
-	for i := 0; i < 400; i++ {
-		s.put(fmt.Sprintf("ca/f%03d.csv", i), csvRows(i, 1))
-	}
+	s.putMany(400, func(i int) string { return fmt.Sprintf("ca/f%03d.csv", i) }, func(i int) []byte { return csvRows(i, 1) })
 	params, err := s.Eng.PipeParams(s.Ctx, "ca_pipe")
 	must(t, err)
 	run, err := s.Eng.OpenPipe(s.Ctx, params)
 	must(t, err)
 	ordered := jobs.ListState{Ordered: true, FullAt: time.Now()}
+	list := func(limit int, cursor string) jobs.ListResult {
+		t.Helper()
+		st := ordered
+		st.Cursor = cursor
+		res, err := run.ListFiles(s.Ctx, nil, limit, st)
+		must(t, err)
+		return res
+	}
 
-	first, err := run.ListFiles(s.Ctx, nil, 300, ordered)
-	must(t, err)
-	if len(first.Files) != 300 || first.Backlog != 100 || first.State.Cursor != "" || first.CursorAfter != "f043.csv" {
-		t.Fatalf("first listing: %d files, backlog %d, cursor %q, after the batch %q; want 300, 100, \"\", f043.csv (256 keys behind f299.csv)",
+	first := list(300, "")
+	if len(first.Files) != 300 || first.Backlog != 100 || first.State.Cursor != "" || first.CursorAfter != "" {
+		t.Fatalf("first listing: %d files, backlog %d, cursor %q, after the batch %q; want 300, 100, and the cursor staying: nothing handled shows the order",
 			len(first.Files), first.Backlog, first.State.Cursor, first.CursorAfter)
 	}
 	if _, err := run.LoadBatch(s.Ctx, first.Files, 4); err != nil {
 		t.Fatal(err)
 	}
-	next := first.State
-	next.Cursor = first.CursorAfter
-	second, err := run.ListFiles(s.Ctx, nil, 300, next)
-	must(t, err)
-	if len(second.Files) != 100 || second.Files[0].Path != "f300.csv" || second.State.Cursor != "f043.csv" || second.CursorAfter != "f143.csv" {
-		t.Fatalf("second listing: %d files from %v, cursor %q, after the batch %q; want 100 from f300.csv, f043.csv, f143.csv",
-			len(second.Files), second.Files, second.State.Cursor, second.CursorAfter)
+	// 300 handled, then a batch of 50 of the 100 left: the cursor 256
+	// keys behind f299.csv, after the batch 256 behind f349.csv.
+	second := list(50, "")
+	if len(second.Files) != 50 || second.Backlog != 50 || second.State.Cursor != "f043.csv" || second.CursorAfter != "f093.csv" {
+		t.Fatalf("second listing: %d files, backlog %d, cursor %q, after the batch %q; want 50, 50, f043.csv, f093.csv",
+			len(second.Files), second.Backlog, second.State.Cursor, second.CursorAfter)
+	}
+	// From the cursor: the 256 handled keys after it, then all 100.
+	third := list(300, "f043.csv")
+	if len(third.Files) != 100 || third.Files[0].Path != "f300.csv" || third.State.Cursor != "f043.csv" || third.CursorAfter != "f143.csv" {
+		t.Fatalf("listing from the cursor: %d files from %v, cursor %q, after the batch %q; want 100 from f300.csv, f043.csv, f143.csv",
+			len(third.Files), third.Files, third.State.Cursor, third.CursorAfter)
 	}
 
-	// A batch of 50 of the 100: the backlog starts at f350.csv, the
-	// cursor after the batch stays 256 keys behind f349.csv.
-	third, err := run.ListFiles(s.Ctx, nil, 50, next)
-	must(t, err)
-	if len(third.Files) != 50 || third.Backlog != 50 || third.CursorAfter != "f093.csv" {
-		t.Fatalf("a 50-file batch: %d files, backlog %d, after the batch %q; want 50, 50, f093.csv", len(third.Files), third.Backlog, third.CursorAfter)
+	// A file among handled ones: the order does not hold.
+	s.put("ca/f100x.csv", csvRows(1000, 1))
+	mixed := list(300, "")
+	if len(mixed.Files) != 101 || mixed.CursorAfter != "" {
+		t.Fatalf("a file among handled ones: %d files, after the batch %q; want 101, and the cursor staying", len(mixed.Files), mixed.CursorAfter)
 	}
 }

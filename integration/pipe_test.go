@@ -10,8 +10,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -574,32 +572,7 @@ func TestPipeManySmallFiles(t *testing.T) {
 
 	const files, per = 1000, 10
 	start := time.Now()
-	c := rawS3(t)
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	next := int64(-1)
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(atomic.AddInt64(&next, 1))
-				if i >= files {
-					return
-				}
-				data := csvRows(i*per, per)
-				key := s.key(fmt.Sprintf("many/d%02d/f%04d.csv", i%10, i))
-				if _, err := c.PutObject(s.Ctx, s3Bucket, key, strings.NewReader(string(data)), int64(len(data)), minio.PutObjectOptions{}); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		t.Fatalf("upload: %v", err)
-	}
+	s.putMany(files, func(i int) string { return fmt.Sprintf("many/d%02d/f%04d.csv", i%10, i) }, func(i int) []byte { return csvRows(i*per, per) })
 	uploaded := time.Since(start)
 	pipeWait(t, 8*time.Minute, "the 1,000 files did not all load", func() bool { return s.pipeCount("t") >= files*per })
 	loaded := time.Since(start)

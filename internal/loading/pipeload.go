@@ -230,7 +230,8 @@ func (r *PipeRun) purgeable(h history, etag string) bool {
 // files arriving in key order (state.Ordered), it starts after
 // state.Cursor and stops once it has a batch: a turn costs what is new.
 // Otherwise, or every Config.FullListingInterval, it lists everything,
-// which also tells whether the order holds.
+// which also tells whether the order holds. CursorAfter is where the
+// cursor goes once the batch is handled, when the listing showed the order.
 func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, state jobs.ListState) (jobs.ListResult, error) {
 	sub := ""
 	if r.copy.Volume.Subdirectory != nil {
@@ -275,10 +276,18 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		nPrefix int                            // keys put in it
 		// The same for the run of keys handled or in this batch: where
 		// the cursor goes once the batch is handled. Without it each turn
-		// lists again the keys the turn before loaded (a batch more).
+		// lists again the keys the turn before loaded (a batch more). It
+		// is used only when this listing itself shows the order: handled
+		// keys first, then the batch (inOrder). A listing with no handled
+		// key before its batch (a pipe's first) shows nothing of the
+		// order, and its cursor stays, as it does when a handled key
+		// follows one to load: writers into several folders, whose next
+		// files land among this batch's keys (TestPipeManySmallFiles), or
+		// a straggler of parallel uploads (the next turn then moves on).
 		inBatch = true
 		after   = make([]string, listingLag+1)
 		nAfter  int
+		inOrder = true
 	)
 	err := r.vol.ListPages(ctx, sub, start, func(page []objstore.Object) error {
 		if r.re != nil || !r.keepTmp {
@@ -309,6 +318,8 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 				if inPrefix {
 					prefix[nPrefix%len(prefix)] = o.Path
 					nPrefix++
+				} else {
+					inOrder = false
 				}
 			} else {
 				inPrefix = false
@@ -363,7 +374,7 @@ func (r *PipeRun) ListFiles(ctx context.Context, hints []string, limit int, stat
 		}
 	}
 	res := jobs.ListResult{Files: files, Backlog: backlog, State: next}
-	if next.Ordered && nAfter >= len(after) {
+	if next.Ordered && inOrder && nPrefix > 0 && nAfter >= len(after) {
 		res.CursorAfter = after[nAfter%len(after)]
 	}
 	return res, nil
