@@ -487,7 +487,7 @@ func turn(ctx, loads workflow.Context, p jobs.PipeParams, c *jobs.PipeCounters, 
 	if err := get(workflow.ExecuteActivity(loads, jobs.ActivityCopyFiles, jobs.CopyInput{Params: p, Files: list.Files}), &res); err != nil {
 		return false, err
 	}
-	if list.CursorAfter != "" && ls.Cursor == list.State.Cursor {
+	if list.CursorAfter != "" {
 		// The batch is handled: the next listing starts after it, not
 		// where this one did. (No command: histories without it replay.)
 		ls.Cursor = list.CursorAfter

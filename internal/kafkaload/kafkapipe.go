@@ -345,14 +345,11 @@ func (e *Consumer) CreateKafkaPipe(ctx context.Context, s *sqlast.CreatePipe, or
 // check, not four catalog reads and a compile. The run is shared: use
 // WithWarn for a run of one's own. A missing pipe is ErrPipeGone.
 func (e *Consumer) OpenKafkaPipe(ctx context.Context, p jobs.PipeParams) (*KafkaPipeRun, error) {
-	return e.KafkaRuns.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*KafkaPipeRun, []catalog.Ref, error) {
-		run, err := e.openKafkaPipe(ctx, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return run, run.refs, nil
-	})
+	return e.KafkaRuns.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*KafkaPipeRun, error) { return e.openKafkaPipe(ctx, p) })
 }
+
+// Refs are the catalog objects the run was built from (runcache.Run).
+func (r *KafkaPipeRun) Refs() []catalog.Ref { return r.refs }
 
 // WithWarn returns a copy of the run that reports to warn.
 func (r *KafkaPipeRun) WithWarn(warn func(msg string)) *KafkaPipeRun {

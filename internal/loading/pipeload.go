@@ -62,14 +62,11 @@ type PipeRun struct {
 // the catalog objects it was built from do not change (runcache). A
 // missing pipe is ErrPipeGone.
 func (e *Loader) OpenPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {
-	return e.Runs.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*PipeRun, []catalog.Ref, error) {
-		run, err := e.openPipe(ctx, p)
-		if err != nil {
-			return nil, nil, err
-		}
-		return run, run.refs, nil
-	})
+	return e.Runs.Open(ctx, e.Cat, runcache.Key(p), func(ctx context.Context) (*PipeRun, error) { return e.openPipe(ctx, p) })
 }
+
+// Refs are the catalog objects the run was built from (runcache.Run).
+func (r *PipeRun) Refs() []catalog.Ref { return r.refs }
 
 // openPipe builds a PipeRun from the catalog.
 func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, error) {

@@ -18,26 +18,29 @@ import (
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
+// Run is what a cache keeps: a pipe's run, which knows the catalog
+// objects it was built from.
+type Run interface {
+	Refs() []catalog.Ref
+}
+
 // Cache keeps one run per pipe incarnation. A run is never modified once
 // built, so the activities of one pipe share it. At most maxRuns are kept
 // (then the cache starts over).
-type Cache[R any] struct {
+type Cache[R Run] struct {
 	mu sync.Mutex
 	m  map[string]entry[R]
 	// checks batches the version checks of unhurried openings.
 	checks versionBatch
 }
 
-type entry[R any] struct {
+type entry[R Run] struct {
 	run      R
 	refs     []catalog.Ref
 	versions []uint64
 }
 
 const maxRuns = 10000
-
-// Build builds a run, and says which catalog objects it read.
-type Build[R any] func(ctx context.Context) (R, []catalog.Ref, error)
 
 func (c *Cache[R]) get(key string) (entry[R], bool) {
 	c.mu.Lock()
@@ -68,17 +71,17 @@ func (c *Cache[R]) drop(key string) {
 // key names the pipe's incarnation (its generation too), so that the
 // workflow of a pipe dropped and created again never gets the new one's
 // run from here: it builds, and learns the pipe is gone.
-func (c *Cache[R]) Open(ctx context.Context, cat *catalog.Catalog, key string, build Build[R]) (R, error) {
+func (c *Cache[R]) Open(ctx context.Context, cat *catalog.Catalog, key string, build func(context.Context) (R, error)) (R, error) {
 	var zero R
 	e, ok := c.get(key)
 	if !ok {
 		// The first turn here: build once to learn what the run reads,
 		// then read their versions and build the run to keep.
-		run, refs, err := build(ctx)
+		run, err := build(ctx)
 		if err != nil {
 			return zero, err
 		}
-		e = entry[R]{run: run, refs: refs}
+		e = entry[R]{run: run, refs: run.Refs()}
 	}
 	var vs []uint64
 	var err error
@@ -93,12 +96,12 @@ func (c *Cache[R]) Open(ctx context.Context, cat *catalog.Catalog, key string, b
 	if ok && slices.Equal(vs, e.versions) {
 		return e.run, nil
 	}
-	run, refs, err := build(ctx)
+	run, err := build(ctx)
 	if err != nil {
 		c.drop(key)
 		return zero, err
 	}
-	if slices.Equal(refs, e.refs) {
+	if refs := run.Refs(); slices.Equal(refs, e.refs) {
 		c.put(key, entry[R]{run: run, refs: refs, versions: vs})
 	} else {
 		c.drop(key) // it reads other objects now: learn them next turn
