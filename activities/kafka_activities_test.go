@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/errtext"
@@ -93,6 +94,11 @@ func TestOpenKafkaPipeErrors(t *testing.T) {
 		}},
 		{"KafkaBatch", func(env *testEnv, a *Activities) error {
 			_, err := env.ExecuteActivity(a.KafkaBatch, jobs.KafkaBatchInput{Params: testPipe})
+			return err
+		}},
+		// Since long past: the wait's first read is due at once.
+		{"AwaitRecords", func(env *testEnv, a *Activities) error {
+			_, err := env.ExecuteActivity(a.AwaitRecords, jobs.AwaitRecordsInput{Params: testPipe, For: time.Minute, Since: time.Now().Add(-time.Hour)})
 			return err
 		}},
 	}

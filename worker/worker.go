@@ -122,16 +122,17 @@ func Register(w sdkworker.Registry, acts *activities.Activities) {
 // DefaultMaxAwaiting is Config.MaxAwaiting's default.
 const DefaultMaxAwaiting = 10000
 
-// awaitHeartbeatThrottle is how often an AwaitFiles attempt sends its
-// heartbeat at most: under the 2-minute heartbeat timeout the pipe
-// workflow gives it (workflows.awaitHeartbeat), and as rarely as that
+// awaitHeartbeatThrottle is how often a wait (AwaitFiles, AwaitRecords)
+// sends its heartbeat at most: under the 2-minute heartbeat timeout the
+// pipe workflow gives it (workflows.awaitHeartbeat), and as rarely as that
 // allows, since each is a call to Temporal for every idle pipe.
 const awaitHeartbeatThrottle = 90 * time.Second
 
-// RegisterAwait registers AwaitFiles, the only activity of the await
-// queue (jobs.AwaitQueue).
+// RegisterAwait registers AwaitFiles and AwaitRecords, the only
+// activities of the await queue (jobs.AwaitQueue).
 func RegisterAwait(w sdkworker.Registry, acts *activities.Activities) {
 	w.RegisterActivityWithOptions(acts.AwaitFiles, activity.RegisterOptions{Name: jobs.ActivityAwaitFiles})
+	w.RegisterActivityWithOptions(acts.AwaitRecords, activity.RegisterOptions{Name: jobs.ActivityAwaitRecords})
 }
 
 // RegisterLoads registers the load activities, the only ones of the load

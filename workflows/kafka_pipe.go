@@ -42,7 +42,7 @@ func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaSta
 	// activity (which would open the pipe, read the catalog and find
 	// nothing), 6 history events instead of 13. The version is asked only
 	// then, so that histories recorded before replay their batches.
-	if fixedEnd && !st.Unfinished && caughtUp(st.Offsets, st.End) &&
+	if fixedEnd && !st.Unfinished && jobs.CaughtUp(st.Offsets, st.End) &&
 		workflow.GetVersion(ctx, "kafka-skip-idle", workflow.DefaultVersion, 1) >= 1 {
 		st.End, st.Lag, c.Backlog = nil, 0, 0
 		return false, nil
@@ -71,23 +71,4 @@ func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaSta
 		c.LastError = res.FirstError
 	}
 	return res.More, nil
-}
-
-// caughtUp reports whether no partition of end holds records beyond
-// offsets. A partition offsets does not know yet (added to the topic) is
-// for the batch to take in, empty or not.
-func caughtUp(offsets, end []jobs.PartitionOffset) bool {
-	if len(end) == 0 {
-		return false
-	}
-	at := make(map[int32]int64, len(offsets))
-	for _, o := range offsets {
-		at[o.Partition] = o.Offset
-	}
-	for _, e := range end {
-		if o, ok := at[e.Partition]; !ok || e.Offset > o {
-			return false
-		}
-	}
-	return true
 }

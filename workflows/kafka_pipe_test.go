@@ -2,12 +2,14 @@ package workflows_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -33,6 +35,13 @@ type topic struct {
 	batchErr func(n int, attempt int32) error
 	// poison pauses the pipe on the n-th batch call.
 	poison map[int]string
+	// awaits: seconds since t0 at which each AwaitRecords read the ends,
+	// and the offsets it was handed; awaitStarts when each started;
+	// awaitErr fails it.
+	awaits       []int
+	awaitStarts  []int
+	awaitOffsets [][]jobs.PartitionOffset
+	awaitErr     error
 }
 
 type batchCall struct {
@@ -56,7 +65,49 @@ func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironmen
 	env.RegisterActivityWithOptions(tp.offsets, activity.RegisterOptions{Name: jobs.ActivityKafkaOffsets})
 	env.RegisterActivityWithOptions(tp.batch, activity.RegisterOptions{Name: jobs.ActivityKafkaBatch})
 	env.RegisterActivityWithOptions(tp.end, activity.RegisterOptions{Name: jobs.ActivityKafkaEnd})
+	tp.mockAwait(kafkaPoll)
 	return env, tp
+}
+
+// kafkaPoll is the batch interval of kafkaParams' pipes in these tests.
+const kafkaPoll = 60 * time.Second
+
+// mockAwait stands in for AwaitRecords: each call reads the ends once,
+// after the given time on the workflow clock (one poll per call).
+func (tp *topic) mockAwait(after time.Duration) {
+	tp.env.RegisterActivityWithOptions(func(context.Context, jobs.AwaitRecordsInput) (jobs.AwaitRecordsResult, error) {
+		return jobs.AwaitRecordsResult{}, errors.New("mocked")
+	}, activity.RegisterOptions{Name: jobs.ActivityAwaitRecords})
+	// The matcher sees each call as it starts; the return function runs
+	// once its time passed (in this test environment, cancelled or not).
+	started := mock.MatchedBy(func(jobs.AwaitRecordsInput) bool {
+		tp.mu.Lock()
+		tp.awaitStarts = append(tp.awaitStarts, int(tp.env.Now().Sub(t0)/time.Second))
+		tp.mu.Unlock()
+		return true
+	})
+	tp.env.OnActivity(jobs.ActivityAwaitRecords, mock.Anything, started).Return(
+		func(_ context.Context, in jobs.AwaitRecordsInput) (jobs.AwaitRecordsResult, error) {
+			tp.mu.Lock()
+			defer tp.mu.Unlock()
+			tp.awaits = append(tp.awaits, int(tp.env.Now().Sub(t0)/time.Second))
+			tp.awaitOffsets = append(tp.awaitOffsets, slices.Clone(in.Offsets))
+			if tp.awaitErr != nil {
+				return jobs.AwaitRecordsResult{}, tp.awaitErr
+			}
+			r := jobs.AwaitRecordsResult{Polls: 1}
+			end := offs(tp.ends...)
+			if !jobs.CaughtUp(in.Offsets, end) {
+				r.End = end
+			}
+			return r, nil
+		}).After(after)
+}
+
+func (tp *topic) awaitTimes() []int {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return slices.Clone(tp.awaits)
 }
 
 func (tp *topic) end(ctx context.Context, in jobs.KafkaOffsetsInput) (jobs.KafkaOffsetsResult, error) {
@@ -157,8 +208,10 @@ func batchTimes(calls []batchCall) []int {
 }
 
 // The pipe asks where to start once, then hands every batch the offsets
-// the previous one returned, one turn per interval. A turn that finds
-// nothing beyond the offsets (120 s) runs no batch.
+// the previous one returned, one turn per interval. Between batches it
+// waits in AwaitRecords, whose read of the ends that shows records is
+// where the next batch stops (no KafkaEnd); a read that finds nothing
+// beyond the offsets (120 s) is not a turn of the workflow.
 func TestKafkaPipeKeepsOffsets(t *testing.T) {
 	env, tp := newKafkaEnv(t, 5, 3)
 	at(env, 30*time.Second, func() { tp.produce(1, 4) })
@@ -170,8 +223,11 @@ func TestKafkaPipeKeepsOffsets(t *testing.T) {
 
 	calls := tp.calls()
 	eq(t, "KafkaOffsets calls", tp.starts, 1)
-	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 60, 120, 180})
+	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0})
+	eq(t, "AwaitRecords reads (s)", tp.awaitTimes(), []int{60, 120, 180})
+	eq(t, "offsets each wait was handed", tp.awaitOffsets, [][]jobs.PartitionOffset{offs(5, 3), offs(5, 7), offs(5, 7)})
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 60, 180})
+	eq(t, "end of batch 2 (the wait's)", calls[1].end, offs(5, 7))
 	eq(t, "offsets of batch 1", calls[0].offsets, offs(0, 0))
 	eq(t, "offsets of batch 2", calls[1].offsets, offs(5, 3))
 	eq(t, "offsets of batch 3", calls[2].offsets, offs(5, 7))
@@ -289,4 +345,62 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	eq(t, "offsets of the batch after the reset to earliest", calls[1].offsets, offs(0, 0))
 	eq(t, "offsets after the reset to latest", st.Kafka.Offsets, offs(7, 3))
 	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 90, 160})
+}
+
+// A REFRESH, a pause or a drop cancel the wait: REFRESH turns at once.
+func TestKafkaSignalsCancelAwait(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5)
+	at(env, 20*time.Second, func() { tp.produce(0, 2) })
+	signal(env, 30*time.Second, jobs.SignalRefresh, nil)
+	st := statusAt(t, env, 31*time.Second)
+	signal(env, 40*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	calls := tp.calls()
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 30})
+	eq(t, "KafkaEnd times (s): the refreshed turn reads its own", tp.endCalls, []int{0, 30})
+	tp.mu.Lock()
+	eq(t, "AwaitRecords starts (s): after each turn", tp.awaitStarts, []int{0, 30})
+	tp.mu.Unlock()
+	eq(t, "offsets after the refresh", st.Kafka.Offsets, offs(7))
+}
+
+// A failed wait (no worker on the await queue, a broker down) does not
+// spin: the pipe waits on its timer once, then tries the wait again.
+func TestKafkaAwaitFailureFallsBackToTimer(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5)
+	tp.awaitErr = errors.New("no brokers")
+	at(env, 30*time.Second, func() { tp.produce(0, 1) })
+	signal(env, 150*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	// Each failed wait reads once, 60 s after it starts (the stand-in's
+	// time); the timer follows it, and the turn after the timer reads the
+	// ends itself.
+	eq(t, "AwaitRecords reads (s)", tp.awaitTimes(), []int{60})
+	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 120})
+	eq(t, "batch times (s)", batchTimes(tp.calls()), []int{0, 120})
+}
+
+// Records found by a wait while a batch interval change (the set update)
+// restarts it: the wait starts again under the new interval; a
+// RESET_KAFKA_GROUP_OFFSETS instead leaves the wait for the timer, so the
+// reset applies at the next interval, records or not (see
+// TestKafkaPipeResetOffsets).
+func TestKafkaAwaitRestartsOnSet(t *testing.T) {
+	env, tp := newKafkaEnv(t, 5)
+	at(env, 30*time.Second, func() {
+		env.UpdateWorkflow(jobs.UpdateSet, "s", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { t.Error(err) }, OnComplete: func(any, error) {},
+		}, jobs.PipeSettings{PollSeconds: 60})
+	})
+	at(env, 50*time.Second, func() { tp.produce(0, 3) })
+	signal(env, 100*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	tp.mu.Lock()
+	eq(t, "AwaitRecords starts (s): the first cancelled at 30, the same wait again, one after the batch", tp.awaitStarts, []int{0, 30, 90})
+	tp.mu.Unlock()
+	eq(t, "batch times (s)", batchTimes(tp.calls()), []int{0, 90})
+	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0})
 }

@@ -28,7 +28,8 @@ const localListTimeout = 10 * time.Second
 // not suggested it yet: a pipe runs forever, its history must not.
 const historyLimit = 2000
 
-// An idle polling pipe waits in AwaitFiles (version "await-listing"):
+// An idle polling pipe waits in AwaitFiles (version "await-listing"), an
+// idle Kafka pipe in AwaitRecords (version "await-records"):
 // awaitFor is how long one wait lasts at most (a few history events per
 // awaitFor, however short the poll interval); awaitHeartbeat is its
 // heartbeat timeout, how soon a wait on a dead worker is noticed;
@@ -83,7 +84,7 @@ type pipeWorkflow struct {
 	turnBegan                      time.Time // the last turn's start: the poll interval counts from it
 
 	// versions of this run's history (workflow.GetVersion)
-	signalsDuringTurn, localListing, fixedEnd, awaitListing bool
+	signalsDuringTurn, localListing, fixedEnd, awaitListing, awaitRecords bool
 
 	vis   *visibility
 	kick  workflow.Channel // wakes the loop after an update
@@ -146,6 +147,12 @@ func runPipe(ctx workflow.Context, typeName string, in jobs.PipeInput) error {
 	// files wait: an idle poll adds no history event and no workflow task.
 	// Before, every poll was a timer, a workflow task and a listing.
 	w.awaitListing = w.p.Kind != jobs.KindKafka && workflow.GetVersion(ctx, "await-listing", workflow.DefaultVersion, 1) >= 1
+	// From version 1 on, an idle Kafka pipe waits in AwaitRecords, which
+	// reads the topic's ends every batch interval and returns once records
+	// wait, the end of the next batch: an idle interval adds no history
+	// event. Before, every interval was a timer, a workflow task and a
+	// KafkaEnd.
+	w.awaitRecords = w.p.Kind == jobs.KindKafka && workflow.GetVersion(ctx, "await-records", workflow.DefaultVersion, 1) >= 1
 
 	if err := workflow.SetQueryHandler(ctx, jobs.QueryStatus, w.queryStatus); err != nil {
 		return err
@@ -345,8 +352,14 @@ func (w *pipeWorkflow) loop() error {
 		// settings start the wait again under their interval.
 		w.rearm = false
 		if w.awaitListing && p.IngestMode != "EVENT_NOTIFICATION" {
-			var waited bool
-			if pre, waited = w.await(); waited {
+			if w.awaitFiles(&pre) {
+				continue
+			}
+		}
+		// A Kafka pipe waits for records once its last turn found none
+		// (no batch in progress; a failed turn retries on the timer).
+		if w.awaitRecords && err == nil && len(w.kst.End) == 0 && !w.kst.Unfinished && len(w.kst.Offsets) > 0 && w.kst.ResetTo == "" {
+			if w.awaitKafka() {
 				continue
 			}
 		}
@@ -368,13 +381,62 @@ func (w *pipeWorkflow) loop() error {
 	}
 }
 
-// await is the wait of an idle polling pipe: AwaitFiles lists every poll
-// interval until files wait, and a signal or update that wakes the pipe
-// (or new settings) cancels it. It returns the listing that found files,
-// for the next turn; waited is false when AwaitFiles failed (no worker
-// serves its queue, its worker died, a listing failed), and the pipe then
-// waits on its timer this once, so that a failing wait never spins.
-func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
+// awaitFiles is the wait of an idle polling pipe: AwaitFiles lists every
+// poll interval until files wait. It leaves the listing that found them
+// in pre, for the next turn.
+func (w *pipeWorkflow) awaitFiles(pre **jobs.ListResult) (waited bool) {
+	return w.idle(
+		func(ctx workflow.Context, since time.Time) workflow.Future {
+			return workflow.ExecuteActivity(ctx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor, Since: since})
+		},
+		func(f workflow.Future) (polls int, found bool, err error) {
+			var r jobs.AwaitResult
+			if err := f.Get(w.ctx, &r); err != nil {
+				return 0, false, err
+			}
+			w.list = r.State
+			w.counters.Backlog = r.Backlog
+			if len(r.Files) > 0 {
+				*pre = &r.ListResult
+			}
+			return r.Polls, len(r.Files) > 0, nil
+		},
+		func() bool { return true })
+}
+
+// awaitKafka is the wait of an idle Kafka pipe: AwaitRecords reads the
+// topic's ends every batch interval until records wait; the ends it read
+// are where the next batch stops (as KafkaEnd's would be).
+func (w *pipeWorkflow) awaitKafka() (waited bool) {
+	return w.idle(
+		func(ctx workflow.Context, since time.Time) workflow.Future {
+			return workflow.ExecuteActivity(ctx, jobs.ActivityAwaitRecords, jobs.AwaitRecordsInput{Params: w.p, Offsets: w.kst.Offsets, For: awaitFor, Since: since})
+		},
+		func(f workflow.Future) (polls int, found bool, err error) {
+			var r jobs.AwaitRecordsResult
+			if err := f.Get(w.ctx, &r); err != nil {
+				return 0, false, err
+			}
+			if len(r.End) > 0 {
+				w.kst.End = r.End
+			}
+			return r.Polls, len(r.End) > 0, nil
+		},
+		// A RESET_KAFKA_GROUP_OFFSETS applies at the next interval, found
+		// records or not: the timer's.
+		func() bool { return w.kst.ResetTo == "" })
+}
+
+// idle runs the waits of an idle pipe (AwaitFiles, AwaitRecords), one
+// after another on the await queue, until one finds work or a signal or
+// update wakes the pipe (REFRESH, pause, drop), which cancels it. New
+// settings start the wait again under them, while keep holds. start
+// schedules one wait, since the turn that came before it (zero for the
+// waits after the first); took reads a finished one. waited is false when
+// a wait failed (no worker serves its queue, its worker died, a poll
+// failed) or keep no longer holds: the pipe then waits on its timer this
+// once, so that a failing wait never spins.
+func (w *pipeWorkflow) idle(start func(workflow.Context, time.Time) workflow.Future, took func(workflow.Future) (polls int, found bool, err error), keep func() bool) (waited bool) {
 	since := w.turnBegan
 	for {
 		ctx, cancel := workflow.WithCancel(w.ctx)
@@ -390,7 +452,7 @@ func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
 		})
 		// The first wait after a turn counts the interval from the turn's
 		// start; the waits after it from their own.
-		f := workflow.ExecuteActivity(actx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor, Since: since})
+		f := start(actx, since)
 		since = time.Time{}
 		done := false
 		sel := workflow.NewSelector(w.ctx)
@@ -405,31 +467,32 @@ func (w *pipeWorkflow) await() (found *jobs.ListResult, waited bool) {
 			// next heartbeat) and the loop turns at once.
 			cancel()
 			if w.rearm && !w.wake && !w.dropped && !w.paused {
+				if !keep() {
+					return false
+				}
 				continue // the same wait under the new settings
 			}
-			return nil, true
+			return true
 		}
 		cancel()
-		var r jobs.AwaitResult
-		if err := f.Get(w.ctx, &r); err != nil {
+		polls, found, err := took(f)
+		if err != nil {
 			workflow.GetLogger(w.ctx).Warn("pipe wait failed; waiting on the timer", "pipe", w.p.Name, "error", err)
-			return nil, false
+			return false
 		}
-		w.list = r.State
-		w.counters.Backlog = r.Backlog
-		if r.Polls > 0 {
-			w.counters.Turns += int64(r.Polls)
+		if polls > 0 {
+			w.counters.Turns += int64(polls)
 			w.counters.LastTurnTime = workflow.Now(w.ctx)
 		}
-		if len(r.Files) > 0 {
-			// The listing that found them is the turn that loads them,
-			// which the loop counts.
+		if found {
+			// The poll that found them is the turn that loads them, which
+			// the loop counts.
 			w.counters.Turns--
-			return &r.ListResult, true
+			return true
 		}
 		info := workflow.GetInfo(w.ctx)
 		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > historyLimit {
-			return nil, true // the turn that follows continues as new
+			return true // the turn that follows continues as new
 		}
 	}
 }

@@ -71,6 +71,12 @@ import (
 //     files, incremental and full listings, waits between;
 //     TestPipeIncrementalListing), pipe_await_figures.json (a wait
 //     cancelled by pause as an update, drop; TestControlPlane).
+//   - the "await-records" version, idle Kafka pipes waiting in
+//     AwaitRecords: pipe_kafka_await.json (records found by waits and
+//     loaded up to the ends they read, a wait restarted by ALTER PIPE …
+//     SET, ended by a pause, resume; TestKafkaPipeIdleWaits),
+//     pipe_kafka_await_reset.json (RESET_KAFKA_GROUP_OFFSETS leaving the
+//     wait for the timer; TestKafkaPipeResetOffsets). Both in clear.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

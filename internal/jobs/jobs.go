@@ -123,7 +123,50 @@ const (
 	// local activity before a batch: the batch's end offsets are then in
 	// the history, the same for every attempt of it.
 	ActivityKafkaEnd = "KafkaEnd"
+	// ActivityAwaitRecords is how an idle Kafka pipe waits for records:
+	// one activity on the await queue (AwaitQueue) that reads the topic's
+	// end offsets every batch interval and returns once records wait
+	// beyond the pipe's offsets (or after For), so an idle interval adds
+	// nothing to the pipe's history. AwaitFiles' counterpart.
+	ActivityAwaitRecords = "AwaitRecords"
 )
+
+// AwaitRecordsInput asks AwaitRecords to read the topic's end offsets
+// every interval until records wait beyond Offsets. For and Since are
+// AwaitInput's.
+type AwaitRecordsInput struct {
+	Params  PipeParams
+	Offsets []PartitionOffset
+	For     time.Duration
+	Since   time.Time `json:",omitzero"`
+}
+
+// AwaitRecordsResult is the end offsets that showed records (End empty:
+// For passed, or the worker is stopping), and the reads made. The pipe's
+// next batch stops at End.
+type AwaitRecordsResult struct {
+	End   []PartitionOffset `json:",omitempty"`
+	Polls int
+}
+
+// CaughtUp reports whether no partition of end holds records beyond
+// offsets. A partition offsets does not know yet (added to the topic) is
+// for a batch to take in, empty or not.
+func CaughtUp(offsets, end []PartitionOffset) bool {
+	if len(end) == 0 {
+		return false
+	}
+	at := make(map[int32]int64, len(offsets))
+	for _, o := range offsets {
+		at[o.Partition] = o.Offset
+	}
+	for _, e := range end {
+		if o, ok := at[e.Partition]; !ok || e.Offset > o {
+			return false
+		}
+	}
+	return true
+}
 
 // PartitionOffset is the offset of the next record to load from one
 // partition.
@@ -433,8 +476,8 @@ type AwaitResult struct {
 	Polls int
 }
 
-// AwaitProgress is the heartbeat detail of AwaitFiles, shown by the
-// Temporal UI's pending-activity view.
+// AwaitProgress is the heartbeat detail of AwaitFiles and AwaitRecords
+// (List empty), shown by the Temporal UI's pending-activity view.
 type AwaitProgress struct {
 	Polls       int
 	LastListing time.Time

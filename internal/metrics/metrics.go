@@ -69,7 +69,7 @@ func New() *Worker {
 	// Worker-wide, not per pipe: a thousand pipes would make it fourteen
 	// thousand series.
 	p.polls = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lakepipe_pipe_poll_lateness_seconds",
-		Help:    "Listings of idle polling pipes (AwaitFiles), by how long after they were due they finished.",
+		Help:    "Polls of idle pipes (AwaitFiles' listings, AwaitRecords' end-offset reads), by how long after they were due they finished.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)})
 	p.sdk = NewSDKHandler()
 	p.reg.MustRegister(p.files, p.rows, p.rejected, p.bytes, p.errors, p.backlog, p.lag, p.seconds, p.records, p.kLag, p.kReads, p.batch,

@@ -224,10 +224,13 @@ func (t *Temporal) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus,
 	}
 	failure, wait := t.pending(ctx, id)
 	if wait != nil {
-		// An idle pipe's listings since its wait began (AwaitFiles) reach
-		// the workflow when the wait ends; its heartbeat has them now.
+		// An idle pipe's polls since its wait began (AwaitFiles,
+		// AwaitRecords) reach the workflow when the wait ends; its
+		// heartbeat has them now.
 		st.Counters.Turns += int64(wait.Polls)
-		st.List = wait.List
+		if st.Params.Kind != jobs.KindKafka {
+			st.List = wait.List
+		}
 		if wait.LastListing.After(st.Counters.LastTurnTime) {
 			st.Counters.LastTurnTime = wait.LastListing
 		}
@@ -236,7 +239,8 @@ func (t *Temporal) PipeStatus(ctx context.Context, id string) (*jobs.PipeStatus,
 }
 
 // pending describes the last failure of a retrying activity, and the
-// progress of a pipe's wait for files (AwaitFiles' last heartbeat).
+// progress of an idle pipe's wait (the last heartbeat of AwaitFiles or
+// AwaitRecords).
 func (t *Temporal) pending(ctx context.Context, id string) (failure string, wait *jobs.AwaitProgress) {
 	c, err := t.Client()
 	if err != nil {
@@ -248,7 +252,7 @@ func (t *Temporal) pending(ctx context.Context, id string) (failure string, wait
 	}
 	dc, _ := t.cfg.Converters()
 	for _, pa := range desc.GetPendingActivities() {
-		if pa.GetActivityType().GetName() == jobs.ActivityAwaitFiles && pa.GetHeartbeatDetails() != nil {
+		if name := pa.GetActivityType().GetName(); (name == jobs.ActivityAwaitFiles || name == jobs.ActivityAwaitRecords) && pa.GetHeartbeatDetails() != nil {
 			var p jobs.AwaitProgress
 			if dc.FromPayloads(pa.GetHeartbeatDetails(), &p) == nil {
 				wait = &p
