@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
@@ -72,44 +74,12 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	selfCPU, tempCPU := cpuSeconds(os.Getpid())-selfCPU0, cpuSeconds(temporalPid)-tempCPU0
 	polls := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds").minus(polls0)
 
-	var timerLate []float64
-	var timerTurns, events, local, regular, awaits int
+	var ids []string
 	for i := 0; i < n; i++ {
-		id := p.eng.PipeWorkflowID(fmt.Sprintf("many_p%d", i))
-		it := c.GetWorkflowHistory(p.ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		var due time.Time
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				b.Fatal(err)
-			}
-			at := ev.GetEventTime().AsTime()
-			in := at.After(from) && at.Before(to)
-			if in {
-				events++
-				switch ev.GetEventType() {
-				case enumspb.EVENT_TYPE_MARKER_RECORDED:
-					if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
-						local++
-					}
-				case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-					if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == jobs.ActivityAwaitFiles {
-						awaits++
-					} else {
-						regular++
-					}
-				}
-			}
-			// Pipes that wait on timers (an AwaitFiles that failed).
-			if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED {
-				if !due.IsZero() && in {
-					timerLate = append(timerLate, at.Sub(due).Seconds()*1000)
-					timerTurns++
-				}
-				due = at.Add(ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration())
-			}
-		}
+		ids = append(ids, p.eng.PipeWorkflowID(fmt.Sprintf("many_p%d", i)))
 	}
+	w := historyWindow(b, c, ids, from, to)
+	timerLate, timerTurns, events, local, regular, awaits := w.timerLate, len(w.timerLate), w.events, w.local, w.regular, w.awaits
 	turns := int(polls.count) + timerTurns
 	if turns == 0 {
 		b.Fatal("no poll in the window")
@@ -150,6 +120,60 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	fmt.Printf("  history events in the window: %d, %.2f per poll\n", events, float64(events)/float64(turns))
 	fmt.Printf("  CPU: the test process, worker in it, %.1f %% of a core (target < 10 %%); the Temporal dev server %.1f %%\n", core(selfCPU), core(tempCPU))
 	fmt.Printf("  a new file in %d pipes' volumes: all loaded %.1f s after the upload (poll %v)\n", len(probe), found.Seconds(), poll)
+}
+
+// windowCost is what a window of time added to some pipes' histories.
+type windowCost struct {
+	events  int
+	local   int // local activities (markers)
+	awaits  int // waits started (AwaitFiles, AwaitRecords)
+	regular int // other activities
+	// timerLate is, per turn on a timer, how late its timer started
+	// against when the one before was due to fire (ms).
+	timerLate []float64
+}
+
+// historyWindow reads the pipes' histories for what the window [from, to)
+// added.
+func historyWindow(tb testing.TB, c client.Client, ids []string, from, to time.Time) windowCost {
+	tb.Helper()
+	var w windowCost
+	for _, id := range ids {
+		it := c.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var due time.Time
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				tb.Fatal(err)
+			}
+			at := ev.GetEventTime().AsTime()
+			in := at.After(from) && at.Before(to)
+			if in {
+				w.events++
+				switch ev.GetEventType() {
+				case enumspb.EVENT_TYPE_MARKER_RECORDED:
+					if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+						w.local++
+					}
+				case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+					switch ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() {
+					case jobs.ActivityAwaitFiles, jobs.ActivityAwaitRecords:
+						w.awaits++
+					default:
+						w.regular++
+					}
+				}
+			}
+			// Pipes that wait on timers (a wait that failed).
+			if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED {
+				if !due.IsZero() && in {
+					w.timerLate = append(w.timerLate, at.Sub(due).Seconds()*1000)
+				}
+				due = at.Add(ev.GetTimerStartedEventAttributes().GetStartToFireTimeout().AsDuration())
+			}
+		}
+	}
+	return w
 }
 
 // scrapeMetrics is a worker's /metrics page.

@@ -98,28 +98,36 @@ func (c *Client) Close() {
 func (c *Client) MaxPollRecords() int { return c.st.maxPollRecords }
 
 func (c *Client) wrap(what string, err error) error {
-	return fmt.Errorf("kafka topic %s at %s: %s: %w", c.src.Topic, strings.Join(c.src.Bootstrap, ","), what, err)
+	return c.wrapTopic(c.src.Topic, what, err)
+}
+
+func (c *Client) wrapTopic(topic, what string, err error) error {
+	return fmt.Errorf("kafka topic %s at %s: %s: %w", topic, strings.Join(c.src.Bootstrap, ","), what, err)
 }
 
 func (c *Client) listed(ctx context.Context, what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (Offsets, error) {
-	lo, err := list(ctx, c.src.Topic)
+	return c.listedTopic(ctx, c.src.Topic, what, list)
+}
+
+func (c *Client) listedTopic(ctx context.Context, topic, what string, list func(context.Context, ...string) (kadm.ListedOffsets, error)) (Offsets, error) {
+	lo, err := list(ctx, topic)
 	if err != nil {
-		return nil, c.wrap(what, err)
+		return nil, c.wrapTopic(topic, what, err)
 	}
 	if err := lo.Error(); err != nil {
 		if errors.Is(err, kerr.UnknownTopicOrPartition) {
-			return nil, c.wrap(what, fmt.Errorf("the topic does not exist (create it, or check the topic name)"))
+			return nil, c.wrapTopic(topic, what, fmt.Errorf("the topic does not exist (create it, or check the topic name)"))
 		}
-		return nil, c.wrap(what, err)
+		return nil, c.wrapTopic(topic, what, err)
 	}
 	out := Offsets{}
 	lo.Each(func(l kadm.ListedOffset) {
-		if l.Topic == c.src.Topic {
+		if l.Topic == topic {
 			out[l.Partition] = l.Offset
 		}
 	})
 	if len(out) == 0 {
-		return nil, c.wrap(what, fmt.Errorf("the topic does not exist or has no partitions"))
+		return nil, c.wrapTopic(topic, what, fmt.Errorf("the topic does not exist or has no partitions"))
 	}
 	return out, nil
 }
@@ -127,10 +135,16 @@ func (c *Client) listed(ctx context.Context, what string, list func(context.Cont
 // EndOffsets returns, per partition, the offset after the last record a
 // read may see (the last stable offset with isolation.level read_committed).
 func (c *Client) EndOffsets(ctx context.Context) (Offsets, error) {
+	return c.endOffsets(ctx, c.src.Topic)
+}
+
+// endOffsets is EndOffsets of any topic of the client's cluster (a
+// Pool's shared client serves many).
+func (c *Client) endOffsets(ctx context.Context, topic string) (Offsets, error) {
 	if c.st.readCommitted {
-		return c.listed(ctx, "list end offsets", c.adm.ListCommittedOffsets)
+		return c.listedTopic(ctx, topic, "list end offsets", c.adm.ListCommittedOffsets)
 	}
-	return c.listed(ctx, "list end offsets", c.adm.ListEndOffsets)
+	return c.listedTopic(ctx, topic, "list end offsets", c.adm.ListEndOffsets)
 }
 
 // StartOffsets returns, per partition, the offset of its oldest record.

@@ -429,14 +429,11 @@ func (r *KafkaPipeRun) ResetOffsets(ctx context.Context, to string) ([]jobs.Part
 }
 
 // EndOffsets says where the topic's partitions end now (the last stable
-// offsets with read_committed): where the next batch stops.
+// offsets with read_committed): where the next batch stops. It reads them
+// with the cluster's shared client (kafka.Pool.EndOffsets), not the
+// pipe's: an idle pipe's waits then keep no client of their own open.
 func (r *KafkaPipeRun) EndOffsets(ctx context.Context) ([]jobs.PartitionOffset, error) {
-	cl, err := r.e.Kafka.Get(r.rk.Src)
-	if err != nil {
-		return nil, err
-	}
-	end, err := cl.EndOffsets(ctx)
-	r.e.Kafka.Put(cl, err != nil)
+	end, err := r.e.Kafka.EndOffsets(ctx, r.rk.Src)
 	if err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
