@@ -65,27 +65,16 @@ func BenchmarkScaleKafkaPipes(b *testing.B) {
 	time.Sleep(3*time.Minute + 10*time.Second)
 	g0, rss0 := runtime.NumGoroutine(), rssKB(os.Getpid())
 
-	temporalPid := pidOf(b, "temporal")
-	selfCPU0, tempCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(temporalPid)
-	polls0 := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds")
-	b.ResetTimer()
-	stopAllocs := allocsPhase(b, "LAKEPIPE_BENCH_KAFKA_PIPES_ALLOCS")
-	from := time.Now()
 	var rss int64
-	for end := from.Add(window); time.Now().Before(end); time.Sleep(time.Second) {
-		rss = max(rss, rssKB(os.Getpid()))
-	}
-	to := time.Now()
-	stopAllocs()
-	b.StopTimer()
+	w := watchIdle(b, addr, c, ids, func() {
+		defer allocsPhase(b, "LAKEPIPE_BENCH_KAFKA_PIPES_ALLOCS")()
+		for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(time.Second) {
+			rss = max(rss, rssKB(os.Getpid()))
+		}
+	})
 	g1 := runtime.NumGoroutine()
-	selfCPU, tempCPU := cpuSeconds(os.Getpid())-selfCPU0, cpuSeconds(temporalPid)-tempCPU0
-	polls := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds").minus(polls0)
-	w := historyWindow(b, c, ids, from, to)
+	selfCPU, tempCPU, polls := w.selfCPU, w.tempCPU, w.polls
 	reads := int(polls.count) + len(w.timerLate)
-	if reads == 0 {
-		b.Fatal("no read of the end offsets in the window")
-	}
 
 	put := time.Now()
 	produce(b, prod, "probe")

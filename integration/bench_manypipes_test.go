@@ -61,29 +61,17 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	// Every pipe has made its first turn (a full listing) and waits.
 	time.Sleep(poll + 5*time.Second)
 
-	temporalPid := pidOf(b, "temporal")
-	selfCPU0, tempCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(temporalPid)
-	polls0 := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds")
-	b.ResetTimer()
-	stopProfile := profilePhase(b, "LAKEPIPE_BENCH_MANY_PROFILE")
-	from := time.Now()
-	time.Sleep(window)
-	to := time.Now()
-	stopProfile()
-	b.StopTimer()
-	selfCPU, tempCPU := cpuSeconds(os.Getpid())-selfCPU0, cpuSeconds(temporalPid)-tempCPU0
-	polls := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds").minus(polls0)
-
 	var ids []string
 	for i := 0; i < n; i++ {
 		ids = append(ids, p.eng.PipeWorkflowID(fmt.Sprintf("many_p%d", i)))
 	}
-	w := historyWindow(b, c, ids, from, to)
+	w := watchIdle(b, addr, c, ids, func() {
+		defer profilePhase(b, "LAKEPIPE_BENCH_MANY_PROFILE")()
+		time.Sleep(window)
+	})
+	selfCPU, tempCPU, polls := w.selfCPU, w.tempCPU, w.polls
 	timerLate, timerTurns, events, local, regular, awaits := w.timerLate, len(w.timerLate), w.events, w.local, w.regular, w.awaits
 	turns := int(polls.count) + timerTurns
-	if turns == 0 {
-		b.Fatal("no poll in the window")
-	}
 
 	// New files are still found within one poll.
 	mc := rawS3(b)
@@ -120,6 +108,41 @@ func BenchmarkScaleThousandPipes(b *testing.B) {
 	fmt.Printf("  history events in the window: %d, %.2f per poll\n", events, float64(events)/float64(turns))
 	fmt.Printf("  CPU: the test process, worker in it, %.1f %% of a core (target < 10 %%); the Temporal dev server %.1f %%\n", core(selfCPU), core(tempCPU))
 	fmt.Printf("  a new file in %d pipes' volumes: all loaded %.1f s after the upload (poll %v)\n", len(probe), found.Seconds(), poll)
+}
+
+// idleWindow is what a window watching idle pipes measured.
+type idleWindow struct {
+	windowCost
+	// polls is the worker's poll-lateness histogram over the window.
+	polls histogram
+	// selfCPU and tempCPU are the CPU seconds of the test process (the
+	// worker runs in it) and of the Temporal dev server.
+	selfCPU, tempCPU float64
+}
+
+// watchIdle runs during, the benchmark's timed window, and measures it:
+// the worker's polls (its /metrics at addr), the CPU spent, and what the
+// window added to the histories of the workflows ids.
+func watchIdle(b *testing.B, addr string, c client.Client, ids []string, during func()) idleWindow {
+	b.Helper()
+	temporalPid := pidOf(b, "temporal")
+	selfCPU0, tempCPU0 := cpuSeconds(os.Getpid()), cpuSeconds(temporalPid)
+	polls0 := scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds")
+	b.ResetTimer()
+	from := time.Now()
+	during()
+	to := time.Now()
+	b.StopTimer()
+	w := idleWindow{
+		selfCPU: cpuSeconds(os.Getpid()) - selfCPU0,
+		tempCPU: cpuSeconds(temporalPid) - tempCPU0,
+		polls:   scrapeHistogram(b, addr, "lakepipe_pipe_poll_lateness_seconds").minus(polls0),
+	}
+	w.windowCost = historyWindow(b, c, ids, from, to)
+	if int(w.polls.count)+len(w.timerLate) == 0 {
+		b.Fatal("no poll in the window")
+	}
+	return w
 }
 
 // windowCost is what a window of time added to some pipes' histories.
