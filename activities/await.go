@@ -50,24 +50,30 @@ func (a *Activities) AwaitFiles(ctx context.Context, in jobs.AwaitInput) (jobs.A
 }
 
 // AwaitRecords is AwaitFiles for an idle Kafka pipe: every batch interval
-// it reads the topic's end offsets (the pipe's kept client and run, the
-// run's catalog check joining other pipes') and returns the first that
-// show records beyond in.Offsets; the pipe's next batch stops there. An
-// idle interval is one ListOffsets request to the brokers and nothing
-// else: no workflow task, no history event.
+// it reads the topic's end offsets and returns the first that show
+// records beyond in.Offsets; the pipe's next batch stops there. An idle
+// interval is one ListOffsets request to the brokers and nothing else: no
+// workflow task, no history event, no catalog query.
+//
+// The pipe is opened once, as the wait begins (its catalog check joining
+// other pipes', which the sleep before the first read hides), not at each
+// read: a read needs only the topic and the brokers, a change to the pipe
+// reaches the workflow as an update that cancels the wait (ALTER PIPE,
+// DROP PIPE), and the batch that follows a wait opens the pipe afresh.
 func (a *Activities) AwaitRecords(ctx context.Context, in jobs.AwaitRecordsInput) (jobs.AwaitRecordsResult, error) {
 	var res jobs.AwaitRecordsResult
+	poll := time.Duration(in.Params.PollSeconds) * time.Second
+	octx := ctx
+	if _, hurry := firstListing(time.Now(), in.Since, max(poll, time.Second)); !hurry {
+		octx = runcache.Unhurried(ctx)
+	}
+	run, err := a.openKafka(octx, in.Params)
+	if err != nil {
+		return res, err
+	}
 	polls, err := a.await(ctx, idleWait{
-		poll: time.Duration(in.Params.PollSeconds) * time.Second, since: in.Since, wait: in.For,
-		once: func(ctx context.Context, hurry bool) (bool, error) {
-			octx := ctx
-			if !hurry {
-				octx = runcache.Unhurried(ctx)
-			}
-			run, err := a.openKafka(octx, in.Params)
-			if err != nil {
-				return false, err
-			}
+		poll: poll, since: in.Since, wait: in.For,
+		once: func(ctx context.Context, _ bool) (bool, error) {
 			end, err := run.EndOffsets(ctx)
 			if err != nil {
 				return false, classify(err)

@@ -34,6 +34,7 @@ func TestFirstListing(t *testing.T) {
 // AwaitRecords returns the first ends that show records beyond the
 // pipe's offsets, a partition the offsets do not know among them; ends at
 // the offsets keep it waiting until For passes; a broker error ends it.
+// It opens the pipe once, not at every read.
 func TestAwaitRecords(t *testing.T) {
 	offsets := []jobs.PartitionOffset{{Partition: 0, Offset: 5}, {Partition: 1, Offset: 3}}
 	past := time.Now().Add(-time.Hour) // the first read is due at once
@@ -72,6 +73,10 @@ func TestAwaitRecords(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			// Opened once as the wait began, whatever the reads.
+			if len(eng.opened) != 1 {
+				t.Errorf("the pipe opened %d times for %d reads, want once", len(eng.opened), got.Polls)
 			}
 		})
 	}
