@@ -12,18 +12,18 @@ import (
 )
 
 // awaitBeat is how often a wait (AwaitFiles, AwaitRecords) heartbeats
-// while it sleeps. The SDK sends at most one heartbeat per throttle interval (the await worker's is
-// set just under the workflow's heartbeat timeout), so a thousand idle
-// pipes cost about a thousand small calls to Temporal per throttle
-// interval, and no history events.
+// while it sleeps. The SDK sends at most one heartbeat per throttle
+// interval (the await worker's is set just under the workflow's heartbeat
+// timeout), so a thousand idle pipes cost about a thousand small calls to
+// Temporal per throttle interval, and no history events.
 const awaitBeat = 30 * time.Second
 
 // AwaitFiles is how an idle polling pipe waits: it lists the pipe's volume
 // every poll interval (counted from the start of the last turn), as a turn
 // would, and returns the first listing that finds files, which the
-// workflow then copies. An idle poll is a listing
-// and nothing else: no workflow task, no history event, no activity task
-// (Temporal's advice for frequent polling). After in.For it returns with
+// workflow then copies. An idle poll is a listing and nothing else: no
+// workflow task, no history event, no activity task (Temporal's advice
+// for frequent polling). After in.For it returns with
 // no files and its state, so that the workflow records its figures and,
 // now and then, continues as new.
 //
