@@ -352,7 +352,8 @@ func (w *pipeWorkflow) loop() error {
 		// settings start the wait again under their interval.
 		w.rearm = false
 		if w.awaitListing && p.IngestMode != "EVENT_NOTIFICATION" {
-			if w.awaitFiles(&pre) {
+			var waited bool
+			if pre, waited = w.awaitFiles(); waited {
 				continue
 			}
 		}
@@ -382,14 +383,14 @@ func (w *pipeWorkflow) loop() error {
 }
 
 // awaitFiles is the wait of an idle polling pipe: AwaitFiles lists every
-// poll interval until files wait. It leaves the listing that found them
-// in pre, for the next turn.
-func (w *pipeWorkflow) awaitFiles(pre **jobs.ListResult) (waited bool) {
-	return w.idle(
+// poll interval until files wait. It returns the listing that found them,
+// for the next turn.
+func (w *pipeWorkflow) awaitFiles() (found *jobs.ListResult, waited bool) {
+	waited = w.idle(
 		func(ctx workflow.Context, since time.Time) workflow.Future {
 			return workflow.ExecuteActivity(ctx, jobs.ActivityAwaitFiles, jobs.AwaitInput{Params: w.p, State: w.list, For: awaitFor, Since: since})
 		},
-		func(f workflow.Future) (polls int, found bool, err error) {
+		func(f workflow.Future) (int, bool, error) {
 			var r jobs.AwaitResult
 			if err := f.Get(w.ctx, &r); err != nil {
 				return 0, false, err
@@ -397,11 +398,12 @@ func (w *pipeWorkflow) awaitFiles(pre **jobs.ListResult) (waited bool) {
 			w.list = r.State
 			w.counters.Backlog = r.Backlog
 			if len(r.Files) > 0 {
-				*pre = &r.ListResult
+				found = &r.ListResult
 			}
-			return r.Polls, len(r.Files) > 0, nil
+			return r.Polls, found != nil, nil
 		},
 		func() bool { return true })
+	return found, waited
 }
 
 // awaitKafka is the wait of an idle Kafka pipe: AwaitRecords reads the
