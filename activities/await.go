@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -106,9 +107,14 @@ type idleWait struct {
 // await runs an idle wait and returns the polls it made. Every heartbeat
 // carries the progress (DESC PIPE adds the polls to the pipe's turns):
 // the SDK sends the last one recorded.
-func (a *Activities) await(ctx context.Context, w idleWait) (polls int, err error) {
-	ctx, done := a.waits.enter(ctx, activity.GetInfo(ctx).WorkflowExecution.ID)
+func (a *Activities) await(actx context.Context, w idleWait) (polls int, err error) {
+	ctx, done := a.waits.enter(actx, activity.GetInfo(actx).WorkflowExecution.ID)
 	defer done()
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), errSuperseded) {
+			err = superseded(actx, w)
+		}
+	}()
 	poll := max(w.poll, time.Second)
 	start := time.Now()
 	end := start.Add(w.wait)
@@ -187,6 +193,33 @@ func firstListing(start, since time.Time, poll time.Duration) (due time.Time, hu
 	return due, false
 }
 
+// superseded ends a wait that a newer wait of its pipe replaced (waits).
+// Its workflow cancelled it before it started the newer one, but the
+// attempt learns that only from the answer to a heartbeat, which the SDK
+// sends at the end of its throttle interval: it heartbeats and waits for
+// that answer (at most its heartbeat timeout), so that Temporal records
+// the wait as cancelled, as it was, rather than as failed.
+func superseded(ctx context.Context, w idleWait) error {
+	var p jobs.AwaitProgress
+	if w.detail != nil {
+		p = w.detail(p)
+	}
+	activity.RecordHeartbeat(ctx, p)
+	bound := activity.GetInfo(ctx).HeartbeatTimeout
+	if bound <= 0 {
+		bound = awaitBeat
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	case <-activity.GetWorkerStopChannel(ctx):
+	}
+	return errSuperseded
+}
+
 // listOnce is one listing of an AwaitFiles.
 func (a *Activities) listOnce(ctx context.Context, p jobs.PipeParams, state jobs.ListState, hurry bool) (jobs.ListResult, error) {
 	// An idle pipe's listing is not in a hurry: its catalog check may join
@@ -211,24 +244,28 @@ type waits struct {
 	by map[string]*waitEntry
 }
 
-type waitEntry struct{ cancel context.CancelFunc }
+type waitEntry struct{ cancel context.CancelCauseFunc }
 
-// enter registers a wait of the workflow id and ends an older one; done
-// removes it.
+// errSuperseded is the cause that ends a wait a newer wait of its pipe
+// replaced on this worker.
+var errSuperseded = errors.New("a newer wait of the pipe took its place")
+
+// enter registers a wait of the workflow id and ends an older one (with
+// errSuperseded); done removes it.
 func (w *waits) enter(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancelCause(ctx)
 	e := &waitEntry{cancel: cancel}
 	w.mu.Lock()
 	if w.by == nil {
 		w.by = map[string]*waitEntry{}
 	}
 	if old := w.by[id]; old != nil {
-		old.cancel()
+		old.cancel(errSuperseded)
 	}
 	w.by[id] = e
 	w.mu.Unlock()
 	return ctx, func() {
-		cancel()
+		cancel(nil)
 		w.mu.Lock()
 		if w.by[id] == e {
 			delete(w.by, id)

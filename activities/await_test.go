@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -35,6 +36,31 @@ func TestFirstListing(t *testing.T) {
 // pipe's offsets, a partition the offsets do not know among them; ends at
 // the offsets keep it waiting until For passes; a broker error ends it.
 // It opens the pipe once, not at every read.
+// TestWaitsSupersede: a newer wait of a pipe ends the older one with
+// errSuperseded (which await turns into the cancellation Temporal asked
+// for), and leaves other pipes' waits alone.
+func TestWaitsSupersede(t *testing.T) {
+	var w waits
+	old, doneOld := w.enter(context.Background(), "pipe.a")
+	other, doneOther := w.enter(context.Background(), "pipe.b")
+	newer, doneNewer := w.enter(context.Background(), "pipe.a")
+	if !errors.Is(context.Cause(old), errSuperseded) {
+		t.Fatalf("the older wait's cause: %v, want errSuperseded", context.Cause(old))
+	}
+	if other.Err() != nil || newer.Err() != nil {
+		t.Fatalf("other waits ended: %v, %v", other.Err(), newer.Err())
+	}
+	doneOld() // the older one's end must not remove the newer
+	if w.by["pipe.a"] == nil {
+		t.Fatal("the older wait's end removed the newer one")
+	}
+	doneNewer()
+	doneOther()
+	if len(w.by) != 0 || context.Cause(newer) != context.Canceled {
+		t.Fatalf("after every wait ended: %d left, the newer's cause %v", len(w.by), context.Cause(newer))
+	}
+}
+
 func TestAwaitRecords(t *testing.T) {
 	offsets := []jobs.PartitionOffset{{Partition: 0, Offset: 5}, {Partition: 1, Offset: 3}}
 	past := time.Now().Add(-time.Hour) // the first read is due at once

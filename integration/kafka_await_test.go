@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
@@ -80,6 +82,39 @@ func TestKafkaPipeIdleWaits(t *testing.T) {
 	pipeWait(t, 30*time.Second, "the record produced while paused loads after the resume", func() bool { return count() == "7" })
 	waits("the resumed pipe waits again")
 	wantRows(t, "every record once", s.run(`SELECT COUNT(DISTINCT message), COUNT(*) FROM idle_logs`), "7|7")
+	// The waits the workflow cancelled (the SET replaced one, the pause
+	// ended one) end as cancelled in the history, not as failed: the SET's
+	// newer wait ends the older on this worker, which then waits for
+	// Temporal to tell it of the cancellation.
+	var ended map[int64]enumspb.EventType // by the event that scheduled it
+	pipeWait(t, time.Minute, "every cancelled wait ends", func() bool {
+		ended = map[int64]enumspb.EventType{}
+		how := map[int64]enumspb.EventType{}
+		for _, ev := range historyOf(t, s, id) {
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+				ended[ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId()] = enumspb.EVENT_TYPE_UNSPECIFIED
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+				how[ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()] = ev.GetEventType()
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+				how[ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()] = ev.GetEventType()
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+				how[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] = ev.GetEventType()
+			}
+		}
+		for id := range ended {
+			if ended[id] = how[id]; ended[id] == enumspb.EVENT_TYPE_UNSPECIFIED {
+				return false
+			}
+		}
+		return len(ended) >= 2
+	})
+	t.Logf("the waits asked to cancel, and how they ended: %v", ended)
+	for id, how := range ended {
+		if how == enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED {
+			t.Errorf("the wait scheduled at event %d failed: a wait its workflow cancelled must end cancelled", id)
+		}
+	}
 	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
 		recordHistory(t, s, id, filepath.Join(dir, "pipe_kafka_await.json"))
 	}

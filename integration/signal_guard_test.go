@@ -98,17 +98,8 @@ func TestRequireEncryptedSignals(t *testing.T) {
 // countSignaled counts the WorkflowExecutionSignaled events of a run.
 func countSignaled(t *testing.T, s *Stack, wfID string) int {
 	t.Helper()
-	cl, err := s.Orch.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	it := cl.GetWorkflowHistory(s.Ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range historyOf(t, s, wfID) {
 		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
 			n++
 		}
@@ -133,19 +124,7 @@ func recordDroppedPipe(t *testing.T, s *Stack, pipe, dir, file string) {
 // json` does.
 func recordHistory(t *testing.T, s *Stack, wfID, path string) {
 	t.Helper()
-	cl, err := s.Orch.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var h historypb.History
-	it := cl.GetWorkflowHistory(s.Ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
+	h := historypb.History{Events: historyOf(t, s, wfID)}
 	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +133,25 @@ func recordHistory(t *testing.T, s *Stack, wfID, path string) {
 		t.Fatal(err)
 	}
 	t.Logf("history of %s (%d events) written to %s", wfID, len(h.Events), path)
+}
+
+// historyOf is the history of the workflow's current run.
+func historyOf(t *testing.T, s *Stack, wfID string) []*historypb.HistoryEvent {
+	t.Helper()
+	cl, err := s.Orch.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []*historypb.HistoryEvent
+	it := cl.GetWorkflowHistory(s.Ctx, wfID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", wfID, err)
+		}
+		events = append(events, ev)
+	}
+	return events
 }
 
 func httpGet(t *testing.T, url string) string {
