@@ -18,9 +18,14 @@ func TestForReplicatedCluster(t *testing.T) {
 			t.Errorf("ForReplicatedCluster(%q)\n got %q\nwant %q", tt.in, got, tt.want)
 		}
 	}
-	// Every statement of every migration is one it knows.
+	// Every statement of every migration is one it knows: DDL that makes
+	// something runs on every node; an ALTER of a catalog table runs on
+	// one, and its replicas take it through ZooKeeper.
 	for _, m := range Migrations {
 		for _, s := range m.Statements {
+			if strings.HasPrefix(s, "ALTER TABLE lakepipe.") {
+				continue
+			}
 			if got := ForReplicatedCluster(s, "c1"); !strings.Contains(got, "ON CLUSTER") {
 				t.Errorf("migration %d: not rewritten: %s", m.Version, s)
 			}

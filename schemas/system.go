@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 7
+const Version = 8
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -194,5 +194,19 @@ var Migrations = []Migration{{
 			commit_id UInt64,
 			sign Int8
 		) ENGINE = CollapsingMergeTree(sign) ORDER BY (db, table, commit_id)`,
+	},
+}, {
+	Version: 8,
+	Statements: []string{
+		// Who opened a commit (a pipe, by schema, name and generation: JSON,
+		// core.PipeOwner) and when: maintenance closes the loads of a
+		// dropped pipe abandoned for good (changes.SweepAbandoned). Marks
+		// written before have no owner and are never swept. One column per
+		// statement, since ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS:
+		// the catalog's migration takes "already exists" as done (a process
+		// that died between a statement and recording the version, two
+		// processes migrating at once).
+		`ALTER TABLE lakepipe.open_commits ADD COLUMN owner String`,
+		`ALTER TABLE lakepipe.open_commits ADD COLUMN opened_at DateTime DEFAULT now()`,
 	},
 }}

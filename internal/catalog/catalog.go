@@ -144,7 +144,7 @@ func (c *Catalog) migrate(ctx context.Context) error {
 				// Every node holds the catalog (see schemas.ForReplicatedCluster).
 				s = schemas.ForReplicatedCluster(s, c.st.Cluster())
 			}
-			if err := c.st.Exec(ctx, s); err != nil {
+			if err := c.st.Exec(ctx, s); err != nil && !addedBefore(s, err) {
 				return fmt.Errorf("migrate catalog to version %d: %w", m.Version, err)
 			}
 		}
@@ -155,6 +155,14 @@ func (c *Catalog) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// addedBefore reports whether err says that the column an ALTER TABLE …
+// ADD COLUMN adds is there already: the statement ran before (ClickHouse
+// 18.16 has no ADD COLUMN IF NOT EXISTS, which current releases have).
+func addedBefore(stmt string, err error) bool {
+	return strings.Contains(stmt, " ADD COLUMN ") && chstore.IsCode(err, chstore.CodeIllegalColumn) &&
+		strings.Contains(err.Error(), "already exists")
 }
 
 var lastVersion atomic.Uint64

@@ -596,3 +596,25 @@ func TestVersions(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestAddedBefore: a migration's ADD COLUMN that finds the column (it ran
+// before, or another process ran it) is done; any other error is not.
+func TestAddedBefore(t *testing.T) {
+	exists := &chstore.Exception{Code: chstore.CodeIllegalColumn, Msg: "Cannot add column owner: column with this name already exists"}
+	for _, c := range []struct {
+		stmt string
+		err  error
+		want bool
+	}{
+		{"ALTER TABLE lakepipe.open_commits ADD COLUMN owner String", exists, true},
+		{"ALTER TABLE lakepipe.open_commits ADD COLUMN owner String", fmt.Errorf("migrate: %w", exists), true},
+		{"ALTER TABLE lakepipe.open_commits ADD COLUMN owner String", &chstore.Exception{Code: chstore.CodeIllegalColumn, Msg: "Illegal column"}, false},
+		{"ALTER TABLE lakepipe.open_commits ADD COLUMN owner String", &chstore.Exception{Code: chstore.CodeUnknownTable, Msg: "already exists"}, false},
+		{"CREATE TABLE lakepipe.x (a String) ENGINE = Log", exists, false},
+		{"ALTER TABLE lakepipe.open_commits ADD COLUMN owner String", errors.New("already exists"), false},
+	} {
+		if got := addedBefore(c.stmt, c.err); got != c.want {
+			t.Errorf("addedBefore(%q, %v) = %v, want %v", c.stmt, c.err, got, c.want)
+		}
+	}
+}

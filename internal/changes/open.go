@@ -30,14 +30,18 @@ import (
 // which is still read. Those leftovers are removed by maintenance
 // (closeRegistered). What bounds the table: the loads under way, plus
 // leftovers until the next maintenance, plus one row per load abandoned
-// between opening and registering and never retried (a pipe dropped while
-// it loaded a file).
+// between opening and registering and never retried. Those of pipes,
+// the usual case (a pipe dropped while a batch of it failed and was
+// being retried), maintenance removes once the pipe is gone for
+// abandonedAge (SweepAbandoned); those of other writers (a COPY INTO, a
+// streaming write or a DML statement whose process died in the middle)
+// stay, with their rows, hidden.
 const (
 	openTable = "open_commits"
 	openRel   = schemas.SystemDB + "." + openTable
 )
 
-var openColumns = []string{"db", "table", "commit_id", "sign"}
+var openColumns = []string{"db", "table", "commit_id", "sign", "owner"}
 
 // TableWhere is the condition picking the rows of schema.name in the
 // change log's tables (table_commits, removal_origins, open_commits), all
@@ -50,7 +54,7 @@ func TableWhere(schema, name string) string {
 // before inserting the commits' rows into a change-tracked table, and
 // register the commits once those rows are all there.
 func (e *Log) OpenCommits(ctx context.Context, schema, name string, ids []uint64) error {
-	return e.markOpen(ctx, schema, name, ids, 1)
+	return e.markOpen(ctx, schema, name, ids, 1, "")
 }
 
 // OpenLoads is OpenCommits for the loads of a target, if it tracks changes.
@@ -58,7 +62,7 @@ func (e *Log) OpenLoads(ctx context.Context, t core.LoadTarget, ids []uint64) er
 	if !t.Tracked {
 		return nil
 	}
-	return e.OpenCommits(ctx, t.DB, t.Table, ids)
+	return e.markOpen(ctx, t.DB, t.Table, ids, 1, t.Owner)
 }
 
 // AbandonLoads closes the loads of a target that register nothing: their
@@ -74,16 +78,18 @@ func (e *Log) AbandonLoads(ctx context.Context, t core.LoadTarget, ids []uint64)
 // closeCommits marks commits registered (a failure leaves the commits to
 // maintenance, which finds them registered).
 func (e *Log) closeCommits(ctx context.Context, schema, name string, ids []uint64) error {
-	return e.markOpen(ctx, schema, name, ids, -1)
+	return e.markOpen(ctx, schema, name, ids, -1, "")
 }
 
-func (e *Log) markOpen(ctx context.Context, schema, name string, ids []uint64, sign int8) error {
+// markOpen writes a mark of sign for each id (an id given twice gets
+// two); owner names who opens them.
+func (e *Log) markOpen(ctx context.Context, schema, name string, ids []uint64, sign int8, owner string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	rows := make([][]any, len(ids))
 	for i, id := range ids {
-		rows[i] = []any{schema, name, id, sign}
+		rows[i] = []any{schema, name, id, sign, owner}
 	}
 	if err := e.St.InsertRows(ctx, schemas.SystemDB, openTable, openColumns, rows); err != nil {
 		verb := "open"

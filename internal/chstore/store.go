@@ -288,6 +288,7 @@ func IsCode(err error, code int32) bool {
 // Codes used by lakepipe.
 const (
 	CodeUnknownTable    = 60
+	CodeIllegalColumn   = 44
 	CodeTableExists     = 57
 	CodeUnknownDatabase = 81
 	// CodeThrowIf is throwIf's exception: lakepipe's catalog version

@@ -35,3 +35,24 @@ func TestCommitIDs(t *testing.T) {
 		t.Error("the same load got two ids")
 	}
 }
+
+// TestPipeOwner: an owner names its pipe whatever characters the names
+// hold, and what is not an owner (marks of other writers, text written
+// by hand) reads as none.
+func TestPipeOwner(t *testing.T) {
+	for _, o := range []LoadOwner{
+		{Schema: "public", Pipe: "p", Generation: 1},
+		{Schema: `we"ird.schema`, Pipe: "p:with:colons\x00", Generation: -5},
+		{Schema: "", Pipe: "日本", Generation: 1764979200123456789},
+	} {
+		got, ok := ParseOwner(PipeOwner(o.Schema, o.Pipe, o.Generation))
+		if !ok || got != o {
+			t.Errorf("ParseOwner(PipeOwner(%+v)) = %+v, %v", o, got, ok)
+		}
+	}
+	for _, s := range []string{"", "{}", `{"pipe":"p"}`, `{"generation":3}`, "pipe:1:s.p", "null", `{"pipe":1}`} {
+		if o, ok := ParseOwner(s); ok {
+			t.Errorf("ParseOwner(%q) = %+v, want none", s, o)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,33 @@ type LoadTarget struct {
 	// Tracked: the table tracks changes ('change_tracking' = 'true'), so a
 	// load opens its commits before its rows go in (changes.OpenLoad).
 	Tracked bool
+	// Owner names the writer in its commits' open marks (PipeOwner); ""
+	// for writers whose abandoned loads maintenance cannot tell.
+	Owner string
+}
+
+// LoadOwner is the pipe that opened a load (PipeOwner): Generation tells
+// it from a pipe dropped and created again under its name.
+type LoadOwner struct {
+	Schema     string `json:"schema"`
+	Pipe       string `json:"pipe"`
+	Generation int64  `json:"generation"`
+}
+
+// PipeOwner is the owner of a pipe's loads in the change log's open marks
+// (changes.SweepAbandoned): JSON, since names may hold any character.
+func PipeOwner(schema, pipe string, generation int64) string {
+	b, _ := json.Marshal(LoadOwner{Schema: schema, Pipe: pipe, Generation: generation})
+	return string(b)
+}
+
+// ParseOwner reads an owner PipeOwner wrote.
+func ParseOwner(s string) (LoadOwner, bool) {
+	var o LoadOwner
+	if json.Unmarshal([]byte(s), &o) != nil || o.Pipe == "" || o.Generation == 0 {
+		return LoadOwner{}, false
+	}
+	return o, true
 }
 
 // Tracked reports whether a table tracks changes.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/staging"
 )
@@ -21,6 +22,9 @@ import (
 //     the same period.
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
+//   - the loads of change-tracked tables that a dropped pipe opened and
+//     never finished are removed a day after their last attempt
+//     (changes.SweepAbandoned).
 //   - the rows that refreshes of dynamic tables of rows took back are
 //     removed from their states.
 //   - dropped tables past their retention are purged.
@@ -51,6 +55,9 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := e.TrimChangeLogs(ctx); err != nil {
+		return err
+	}
+	if _, err := e.SweepAbandoned(ctx, changes.AbandonedAge); err != nil {
 		return err
 	}
 	if err := e.CompactStates(ctx); err != nil {

@@ -387,6 +387,10 @@ func (e *Consumer) openKafkaPipe(ctx context.Context, p jobs.PipeParams) (*Kafka
 	if run.dlt, run.dltSource, err = e.deadLetterTarget(ctx, p.Name, spec.Properties["dead_letter_table"]); err != nil {
 		return nil, err
 	}
+	run.target.Owner = core.PipeOwner(p.Schema, p.Name, spec.CreatedAt.UnixNano())
+	if run.dlt != nil {
+		run.dlt.Owner = run.target.Owner
+	}
 	run.refs = []catalog.Ref{
 		{Kind: catalog.KindPipe, Schema: p.Schema, Name: p.Name},
 		{Kind: catalog.KindTable, Schema: run.target.DB, Name: run.target.Table},

@@ -100,6 +100,7 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = core.TableTarget(schema, table, tspec, cols)
+	run.target.Owner = core.PipeOwner(p.Schema, p.Name, spec.CreatedAt.UnixNano())
 	run.tableCreated = tspec.CreatedAt
 	run.keepReplaced, run.stageKey = changes.KeepsReplaced(tspec), changes.StageKey(tspec)
 	var vspec catalog.VolumeSpec

@@ -1,0 +1,135 @@
+//go:build integration
+
+package integration
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/changes"
+	"github.com/lakepipe/lakepipe/internal/chsql"
+	"github.com/lakepipe/lakepipe/internal/core"
+)
+
+// TestSweepAbandonedLoads: a pipe's loads name the pipe in their open
+// marks (lakepipe.open_commits); maintenance removes the loads a dropped
+// pipe left open a day after their last attempt, rows first, and keeps
+// every other: a live pipe's, a recent one, one without owner, one of a
+// pipe created again under the same name, and a registered one.
+func TestSweepAbandonedLoads(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.run(`CREATE TABLE ab_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(`ALTER TABLE ab_logs SET PROPERTIES ('change_tracking' = 'true')`)
+	topic := "ab_" + s.ID
+	prod := kafkaTopic(t, topic, 1)
+	produce(t, prod, logLine(s.ID, 0, "INFO"))
+
+	// A real pipe's load records its owner.
+	s.run(kafkaPipeSQL("ab_gone", "ab_logs", topic, "ab_gone_"+s.ID, 0, ""))
+	pipeWait(t, time.Minute, "the pipe loads its record", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM ab_logs`) == "1" })
+	var spec catalog.PipeSpec
+	if ok, err := s.Eng.Cat.Get(s.Ctx, catalog.KindPipe, s.Schema, "ab_gone", &spec); err != nil || !ok {
+		t.Fatalf("pipe ab_gone in the catalog: %v %v", ok, err)
+	}
+	gone := core.PipeOwner(s.Schema, "ab_gone", spec.CreatedAt.UnixNano())
+	where := `db = ` + chsql.QuoteString(s.Schema) + ` AND table = 'ab_logs'`
+	owners, err := s.Store.Strings(s.Ctx, `SELECT DISTINCT owner FROM lakepipe.open_commits WHERE `+where+` AND sign = 1`)
+	if err != nil || len(owners) != 1 || owners[0] != gone {
+		t.Fatalf("the load's open mark names %q (%v), want %q", owners, err, gone)
+	}
+	var o core.LoadOwner
+	if err := json.Unmarshal([]byte(owners[0]), &o); err != nil || o.Pipe != "ab_gone" {
+		t.Fatalf("owner %q: %+v %v", owners[0], o, err)
+	}
+	s.run(`DROP PIPE ab_gone`)
+	s.run(kafkaPipeSQL("ab_live", "ab_logs", topic, "ab_live_"+s.ID, 0, ""))
+	s.dropAtEnd("PIPE", "ab_live")
+	if ok, err := s.Eng.Cat.Get(s.Ctx, catalog.KindPipe, s.Schema, "ab_live", &spec); err != nil || !ok {
+		t.Fatalf("pipe ab_live in the catalog: %v %v", ok, err)
+	}
+	live := core.PipeOwner(s.Schema, "ab_live", spec.CreatedAt.UnixNano())
+	pipeWait(t, time.Minute, "the second pipe loads the record too", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM ab_logs`) == "2" })
+
+	// Loads left open: rows in the table, a mark, no registration.
+	table := chsql.Table(s.Schema, "ab_logs")
+	leave := func(commit uint64, owner string, age time.Duration) {
+		t.Helper()
+		id := strconv.FormatUint(commit, 10)
+		if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (level, message, _lp_commit) SELECT 'LEFT', 'row of "+id+"', toUInt64("+id+") FROM system.numbers LIMIT 3"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+			chsql.QuoteString(s.Schema)+", 'ab_logs', toUInt64("+id+"), toInt8(1), "+chsql.QuoteString(owner)+", now() - "+strconv.Itoa(int(age/time.Second))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leave(901, gone, 25*time.Hour)                                   // swept
+	leave(902, gone, 25*time.Hour)                                   // swept, opened twice
+	leave(902, gone, 30*time.Hour)                                   //
+	leave(903, gone, time.Hour)                                      // recent: an attempt might still write
+	leave(904, live, 25*time.Hour)                                   // its pipe is there
+	leave(905, "", 25*time.Hour)                                     // no owner (a COPY INTO, a streaming write)
+	leave(906, core.PipeOwner(s.Schema, "ab_live", 1), 25*time.Hour) // ab_live of an earlier generation: swept
+	// Opened by two attempts, registered by the second: committed rows
+	// with a mark left, which closeRegistered removes; the sweep must not
+	// touch them.
+	leave(907, gone, 25*time.Hour)
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+		chsql.QuoteString(s.Schema)+", 'ab_logs', toUInt64(907), toInt8(1), "+chsql.QuoteString(gone)+", now() - 90000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Eng.RegisterCommit(s.Ctx, s.Schema, "ab_logs", 907, "INSERT", 3); err != nil {
+		t.Fatal(err)
+	}
+	rowsOf := func() string {
+		t.Helper()
+		r, err := s.Store.Strings(s.Ctx, "SELECT arrayStringConcat(groupArray(toString(c)), ',') FROM (SELECT DISTINCT _lp_commit AS c FROM "+table+" WHERE level = 'LEFT' ORDER BY c)")
+		if err != nil || len(r) != 1 {
+			t.Fatalf("rows left: %v %v", r, err)
+		}
+		return r[0]
+	}
+	openOf := func() string {
+		t.Helper()
+		r, err := s.Store.Strings(s.Ctx, "SELECT arrayStringConcat(groupArray(toString(commit_id)), ',') FROM (SELECT commit_id, sum(sign) AS n FROM lakepipe.open_commits WHERE "+where+" AND commit_id > 900 GROUP BY commit_id HAVING n > 0 ORDER BY commit_id)")
+		if err != nil || len(r) != 1 {
+			t.Fatalf("open marks: %v %v", r, err)
+		}
+		return r[0]
+	}
+	if got := rowsOf(); got != "901,902,903,904,905,906,907" {
+		t.Fatalf("rows left before the sweep: %s", got)
+	}
+
+	n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("swept %d loads, want 3 (901, 902, 906)", n)
+	}
+	if got := rowsOf(); got != "903,904,905,907" {
+		t.Errorf("rows left after the sweep: %s, want those of 903,904,905,907", got)
+	}
+	if got := openOf(); got != "903,904,905,907" {
+		t.Errorf("loads open after the sweep: %s, want 903,904,905,907", got)
+	}
+	if got := s.pipeScalar(`SELECT COUNT(*) FROM ab_logs WHERE level = 'INFO'`); got != "2" {
+		t.Errorf("the pipes' rows: %s, want 2", got)
+	}
+	// Again: nothing more to do.
+	if n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge); err != nil || n != 0 {
+		t.Errorf("a second sweep removed %d loads (%v), want 0", n, err)
+	}
+	// Maintenance runs it, with the rest.
+	if err := s.Eng.Maintain(s.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := openOf(); got != "903,904,905" {
+		t.Errorf("loads open after maintenance: %s, want 903,904,905 (907's marks closed as registered)", got)
+	}
+}

@@ -1,0 +1,150 @@
+package changes
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/core"
+)
+
+// AbandonedAge is how long a load of a dropped pipe stays open before
+// maintenance removes it (SweepAbandoned): longer than any attempt of a
+// CopyFiles or a KafkaBatch can write (their start-to-close timeouts are
+// 2 hours and 30 minutes, and an attempt past it is fenced within its
+// heartbeat timeout), as for staging tables.
+const AbandonedAge = 24 * time.Hour
+
+// An abandoned load: open, not registered, its pipe gone.
+type abandoned struct {
+	db, table string
+	commit    uint64
+	marks     int // open marks left (sum of signs)
+}
+
+// SweepAbandoned removes the loads of change-tracked tables that pipes
+// since dropped opened and never registered: their rows, then their open
+// marks, so that they no longer cost every read of the table a name in
+// its set of uncommitted loads (and their rows no longer sit, hidden, in
+// the table). A load qualifies when its last open mark is older than age
+// and its owner (core.PipeOwner) is not in the catalog under the same
+// generation: a dropped pipe starts no attempt (ErrPipeGone comes before
+// any write), and the attempts it had running have stopped writing by
+// then, so nothing can add a row to the commit after its rows are
+// removed. A load whose table is gone stays as it is (UNDROP brings the
+// table back with its marks). It returns the loads it removed.
+func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error) {
+	var rows [][5]string
+	err := e.St.Each(ctx, "SELECT db, table, toString(commit_id), owner, toString(n) FROM ("+
+		"SELECT db, table, commit_id, anyIf(owner, owner != '') AS owner, max(opened_at) AS last, sum(sign) AS n"+
+		" FROM "+openRel+" GROUP BY db, table, commit_id"+
+		" HAVING n > 0 AND owner != '' AND last < now() - "+strconv.FormatInt(int64(age/time.Second), 10)+")",
+		func([]string, []string) error { return nil },
+		func(r []any) error {
+			var row [5]string
+			for i := range row {
+				row[i] = fmt.Sprint(r[i])
+			}
+			rows = append(rows, row)
+			return nil
+		})
+	if err != nil {
+		return 0, fmt.Errorf("find abandoned loads: %w", err)
+	}
+	alive := map[string]bool{} // by owner
+	byTable := map[[2]string][]abandoned{}
+	for _, r := range rows {
+		commit, err := strconv.ParseUint(r[2], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("find abandoned loads: commit id %q: %w", r[2], err)
+		}
+		marks, err := strconv.Atoi(r[4])
+		if err != nil {
+			return 0, fmt.Errorf("find abandoned loads: %q marks: %w", r[4], err)
+		}
+		owner := r[3]
+		live, seen := alive[owner]
+		if !seen {
+			if live, err = e.ownerLive(ctx, owner); err != nil {
+				return 0, err
+			}
+			alive[owner] = live
+		}
+		if !live {
+			k := [2]string{r[0], r[1]}
+			byTable[k] = append(byTable[k], abandoned{db: r[0], table: r[1], commit: commit, marks: marks})
+		}
+	}
+	swept := 0
+	for k, loads := range byTable {
+		n, err := e.sweepTable(ctx, k[0], k[1], loads)
+		swept += n
+		if err != nil {
+			return swept, err
+		}
+	}
+	return swept, nil
+}
+
+// ownerLive reports whether the pipe an owner names is in the catalog
+// under the same generation; an owner it cannot read counts as live.
+func (e *Log) ownerLive(ctx context.Context, owner string) (bool, error) {
+	o, ok := core.ParseOwner(owner)
+	if !ok {
+		return true, nil
+	}
+	var spec catalog.PipeSpec
+	found, err := e.Cat.Get(ctx, catalog.KindPipe, o.Schema, o.Pipe, &spec)
+	if err != nil {
+		return false, fmt.Errorf("find abandoned loads: pipe %s: %w", core.Display(o.Schema, o.Pipe), err)
+	}
+	return found && spec.CreatedAt.UnixNano() == o.Generation, nil
+}
+
+// sweepTable removes the abandoned loads of one table: the registered
+// ones among them are left to closeRegistered, the rows of the rest are
+// deleted (waiting for the mutation) before their marks are closed, so
+// that no reader sees them in between.
+func (e *Log) sweepTable(ctx context.Context, schema, name string, loads []abandoned) (int, error) {
+	var spec catalog.TableSpec
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
+		return 0, err
+	}
+	ids := make([]uint64, len(loads))
+	for i, l := range loads {
+		ids[i] = l.commit
+	}
+	registered, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM lakepipe.table_commits WHERE "+TableWhere(schema, name)+
+		" AND commit_id IN ("+IDList(ids)+")")
+	if err != nil {
+		return 0, fmt.Errorf("table %s: read its abandoned loads: %w", core.Display(schema, name), err)
+	}
+	skip := map[string]bool{}
+	for _, r := range registered {
+		skip[r] = true
+	}
+	var drop, close []uint64
+	for _, l := range loads {
+		if skip[strconv.FormatUint(l.commit, 10)] {
+			continue
+		}
+		drop = append(drop, l.commit)
+		for range l.marks {
+			close = append(close, l.commit)
+		}
+	}
+	if len(drop) == 0 {
+		return 0, nil
+	}
+	t := core.LoadTarget{DB: schema, Table: name, Display: core.Display(schema, name), Tracked: true}
+	if err := e.DropCommits(ctx, t, drop); err != nil {
+		return 0, fmt.Errorf("table %s: remove %d abandoned loads: %w", t.Display, len(drop), err)
+	}
+	if err := e.closeCommits(ctx, schema, name, close); err != nil {
+		return 0, err
+	}
+	return len(drop), nil
+}
+
