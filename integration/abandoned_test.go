@@ -14,11 +14,12 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 )
 
-// TestSweepAbandonedLoads: a pipe's loads name the pipe in their open
-// marks (lakepipe.open_commits); maintenance removes the loads a dropped
-// pipe left open a day after their last attempt, rows first, and keeps
-// every other: a live pipe's, a recent one, one without owner, one of a
-// pipe created again under the same name, and a registered one.
+// TestSweepAbandonedLoads: a Kafka pipe's loads name the pipe in their
+// open marks (lakepipe.open_commits); maintenance removes the loads a
+// dropped pipe left open a day after their last attempt, rows first, and
+// keeps every other: a live pipe's, a recent one, one without owner, one
+// a live pipe opened too, and a registered one. A load of an earlier
+// generation of a live pipe's name goes.
 func TestSweepAbandonedLoads(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
@@ -74,6 +75,9 @@ func TestSweepAbandonedLoads(t *testing.T) {
 	leave(904, live, 25*time.Hour)                                   // its pipe is there
 	leave(905, "", 25*time.Hour)                                     // no owner (a COPY INTO, a streaming write)
 	leave(906, core.PipeOwner(s.Schema, "ab_live", 1), 25*time.Hour) // ab_live of an earlier generation: swept
+	// Opened by the dropped pipe and a live one: kept.
+	leave(908, gone, 25*time.Hour)
+	leave(908, live, 26*time.Hour)
 	// Opened by two attempts, registered by the second: committed rows
 	// with a mark left, which closeRegistered removes; the sweep must not
 	// touch them.
@@ -101,7 +105,7 @@ func TestSweepAbandonedLoads(t *testing.T) {
 		}
 		return r[0]
 	}
-	if got := rowsOf(); got != "901,902,903,904,905,906,907" {
+	if got := rowsOf(); got != "901,902,903,904,905,906,907,908" {
 		t.Fatalf("rows left before the sweep: %s", got)
 	}
 
@@ -112,11 +116,11 @@ func TestSweepAbandonedLoads(t *testing.T) {
 	if n != 3 {
 		t.Errorf("swept %d loads, want 3 (901, 902, 906)", n)
 	}
-	if got := rowsOf(); got != "903,904,905,907" {
-		t.Errorf("rows left after the sweep: %s, want those of 903,904,905,907", got)
+	if got := rowsOf(); got != "903,904,905,907,908" {
+		t.Errorf("rows left after the sweep: %s, want those of 903,904,905,907,908", got)
 	}
-	if got := openOf(); got != "903,904,905,907" {
-		t.Errorf("loads open after the sweep: %s, want 903,904,905,907", got)
+	if got := openOf(); got != "903,904,905,907,908" {
+		t.Errorf("loads open after the sweep: %s, want 903,904,905,907,908", got)
 	}
 	if got := s.pipeScalar(`SELECT COUNT(*) FROM ab_logs WHERE level = 'INFO'`); got != "2" {
 		t.Errorf("the pipes' rows: %s, want 2", got)
@@ -129,7 +133,7 @@ func TestSweepAbandonedLoads(t *testing.T) {
 	if err := s.Eng.Maintain(s.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := openOf(); got != "903,904,905" {
-		t.Errorf("loads open after maintenance: %s, want 903,904,905 (907's marks closed as registered)", got)
+	if got := openOf(); got != "903,904,905,908" {
+		t.Errorf("loads open after maintenance: %s, want 903,904,905,908 (907's marks closed as registered)", got)
 	}
 }

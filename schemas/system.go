@@ -198,9 +198,10 @@ var Migrations = []Migration{{
 }, {
 	Version: 8,
 	Statements: []string{
-		// Who opened a commit (a pipe, by schema, name and generation: JSON,
-		// core.PipeOwner) and when: maintenance closes the loads of a
-		// dropped pipe abandoned for good (changes.SweepAbandoned). Marks
+		// Who opened a commit (a Kafka pipe, by schema, name and
+		// generation: JSON, core.PipeOwner) and when: maintenance closes
+		// the loads of a dropped pipe abandoned for good
+		// (changes.SweepAbandoned). Marks
 		// written before have no owner and are never swept. One column per
 		// statement, since ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS:
 		// the catalog's migration takes "already exists" as done (a process

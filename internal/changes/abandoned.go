@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
@@ -25,22 +26,23 @@ type abandoned struct {
 }
 
 // SweepAbandoned removes the loads of change-tracked tables that pipes
-// since dropped opened and never registered: their rows, then their open
+// since dropped (Kafka pipes: see core.LoadTarget.Owner) opened and never
+// registered: their rows, then their open
 // marks, so that they no longer cost every read of the table a name in
 // its set of uncommitted loads (and their rows no longer sit, hidden, in
 // the table). A load qualifies when its last open mark is older than age
-// and its owner (core.PipeOwner) is not in the catalog under the same
-// generation: a dropped pipe starts no attempt (ErrPipeGone comes before
-// any write), and the attempts it had running have stopped writing by
-// then, so nothing can add a row to the commit after its rows are
-// removed. A load whose table is gone stays as it is (UNDROP brings the
+// and none of its owners (core.PipeOwner) is in the catalog under the
+// same generation: a dropped pipe starts no attempt (ErrPipeGone comes
+// before any write), the attempts it had running have stopped writing by
+// then, and no other writer uses its commit ids, so nothing can add a row
+// to the commit after its rows are removed. A load whose table is gone stays as it is (UNDROP brings the
 // table back with its marks). It returns the loads it removed.
 func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error) {
 	var rows [][5]string
-	err := e.St.Each(ctx, "SELECT db, table, toString(commit_id), owner, toString(n) FROM ("+
-		"SELECT db, table, commit_id, anyIf(owner, owner != '') AS owner, max(opened_at) AS last, sum(sign) AS n"+
+	err := e.St.Each(ctx, "SELECT db, table, toString(commit_id), owners, toString(n) FROM ("+
+		"SELECT db, table, commit_id, arrayStringConcat(groupUniqArrayIf(owner, owner != ''), '\\n') AS owners, max(opened_at) AS last, sum(sign) AS n"+
 		" FROM "+openRel+" GROUP BY db, table, commit_id"+
-		" HAVING n > 0 AND owner != '' AND last < now() - "+strconv.FormatInt(int64(age/time.Second), 10)+")",
+		" HAVING n > 0 AND owners != '' AND last < now() - "+strconv.FormatInt(int64(age/time.Second), 10)+")",
 		func([]string, []string) error { return nil },
 		func(r []any) error {
 			var row [5]string
@@ -64,13 +66,16 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 		if err != nil {
 			return 0, fmt.Errorf("find abandoned loads: %q marks: %w", r[4], err)
 		}
-		owner := r[3]
-		live, seen := alive[owner]
-		if !seen {
-			if live, err = e.ownerLive(ctx, owner); err != nil {
-				return 0, err
+		live := false
+		for _, owner := range strings.Split(r[3], "\n") {
+			l, seen := alive[owner]
+			if !seen {
+				if l, err = e.ownerLive(ctx, owner); err != nil {
+					return 0, err
+				}
+				alive[owner] = l
 			}
-			alive[owner] = live
+			live = live || l
 		}
 		if !live {
 			k := [2]string{r[0], r[1]}
@@ -147,4 +152,3 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, loads []aband
 	}
 	return len(drop), nil
 }
-

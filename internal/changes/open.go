@@ -30,10 +30,11 @@ import (
 // which is still read. Those leftovers are removed by maintenance
 // (closeRegistered). What bounds the table: the loads under way, plus
 // leftovers until the next maintenance, plus one row per load abandoned
-// between opening and registering and never retried. Those of pipes,
-// the usual case (a pipe dropped while a batch of it failed and was
-// being retried), maintenance removes once the pipe is gone for
-// abandonedAge (SweepAbandoned); those of other writers (a COPY INTO, a
+// between opening and registering and never retried. Those of Kafka
+// pipes (a pipe dropped while a batch of it failed and was being
+// retried) maintenance removes a day after their last attempt
+// (SweepAbandoned); those of other writers (a volume pipe, whose file
+// commits a pipe created again under its name may reuse; a COPY INTO, a
 // streaming write or a DML statement whose process died in the middle)
 // stay, with their rows, hidden.
 const (

@@ -20,8 +20,11 @@ type LoadTarget struct {
 	// Tracked: the table tracks changes ('change_tracking' = 'true'), so a
 	// load opens its commits before its rows go in (changes.OpenLoad).
 	Tracked bool
-	// Owner names the writer in its commits' open marks (PipeOwner); ""
-	// for writers whose abandoned loads maintenance cannot tell.
+	// Owner names the writer in its commits' open marks (PipeOwner), so
+	// that maintenance removes its loads once it is gone and they are
+	// abandoned (changes.SweepAbandoned). Only writers whose commit ids
+	// no other writer can ever use set it (a Kafka pipe's name its
+	// generation); "" for the rest.
 	Owner string
 }
 

@@ -22,7 +22,7 @@ import (
 //     the same period.
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
-//   - the loads of change-tracked tables that a dropped pipe opened and
+//   - the loads of change-tracked tables that a dropped Kafka pipe opened and
 //     never finished are removed a day after their last attempt
 //     (changes.SweepAbandoned).
 //   - the rows that refreshes of dynamic tables of rows took back are

@@ -100,7 +100,11 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = core.TableTarget(schema, table, tspec, cols)
-	run.target.Owner = core.PipeOwner(p.Schema, p.Name, spec.CreatedAt.UnixNano())
+	// No owner (core.LoadTarget.Owner): a file's commit id names the
+	// pipe by name, not generation, so a pipe created again under the
+	// name may load the file under the same id, and a sweep of the
+	// dropped pipe's load could remove that load's rows. The new pipe's
+	// load of the file removes them instead (LoadFile's step 2).
 	run.tableCreated = tspec.CreatedAt
 	run.keepReplaced, run.stageKey = changes.KeepsReplaced(tspec), changes.StageKey(tspec)
 	var vspec catalog.VolumeSpec
