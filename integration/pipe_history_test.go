@@ -5,12 +5,15 @@ package integration
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // TestPipeHistory: pipe_history('p') has one row per turn that loaded,
@@ -120,6 +123,20 @@ func TestKafkaPipeSetBatchSize(t *testing.T) {
 	if m := s.pipeScalar(`SELECT max(rows_loaded) FROM pipe_history('bsz_pipe')`); m != "3" {
 		t.Fatalf("largest batch with BATCH_SIZE_PER_KAFKA_PARTITION = 3: %s rows", m)
 	}
+	// Each batch that left a backlog handed the next its end (NextEnd):
+	// one KafkaEnd, before the first batch, for the three.
+	markers, batches := 0, 0
+	for _, ev := range historyOf(t, s, s.Eng.PipeWorkflowID("bsz_pipe")) {
+		switch {
+		case ev.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED && ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
+			markers++
+		case ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == jobs.ActivityKafkaBatch:
+			batches++
+		}
+	}
+	if markers != 1 || batches != 3 {
+		t.Fatalf("9 records in batches of 3: %d KafkaEnd markers and %d batches, want 1 and 3", markers, batches)
+	}
 	s.run(`ALTER PIPE bsz_pipe SET PIPE_EXECUTION_PAUSED = true`)
 	s.run(`ALTER PIPE bsz_pipe SET BATCH_SIZE_PER_KAFKA_PARTITION = '100'`)
 	var more []string
@@ -132,4 +149,7 @@ func TestKafkaPipeSetBatchSize(t *testing.T) {
 	pipeWait(t, 30*time.Second, "one batch of the 20 records", func() bool {
 		return s.pipeScalar(`SELECT max(rows_loaded) FROM pipe_history('bsz_pipe')`) == "20"
 	})
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		recordDroppedPipe(t, s, "bsz_pipe", dir, "pipe_kafka_next_end.json")
+	}
 }

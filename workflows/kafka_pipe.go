@@ -61,6 +61,14 @@ func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaSta
 		return false, nil
 	}
 	st.Offsets, st.Lag = res.Offsets, res.Lag
+	// A batch that left a backlog read the topic's ends as it finished:
+	// the next batch stops there, with no KafkaEnd before it. The version
+	// is asked only then, so that histories recorded before replay their
+	// KafkaEnd markers.
+	if fixedEnd && res.More && len(res.NextEnd) > 0 &&
+		workflow.GetVersion(ctx, "batch-next-end", workflow.DefaultVersion, 1) >= 1 {
+		st.End = res.NextEnd
+	}
 	c.Backlog = int(res.Lag)
 	c.RowsLoaded += res.Rows
 	c.RowsRejected += res.Rejected

@@ -28,6 +28,7 @@ type topic struct {
 	mu       sync.Mutex
 	ends     []int64  // records per partition
 	max      int64    // records per batch (0: all)
+	nextEnd  bool     // a batch that leaves a backlog returns the ends (NextEnd)
 	starts   int      // KafkaOffsets calls for the start
 	resets   []string // KafkaOffsets calls for a RESET_KAFKA_GROUP_OFFSETS
 	batches  []batchCall
@@ -172,6 +173,9 @@ func (tp *topic) batch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.Kafka
 	}
 	res.Rows = res.Records
 	res.More = res.Lag > 0
+	if res.More && tp.nextEnd {
+		res.NextEnd = offs(tp.ends...)
+	}
 	return res, nil
 }
 
@@ -246,6 +250,21 @@ func TestKafkaPipeBacklogRunsAtOnce(t *testing.T) {
 	requireClean(t, env)
 	calls := tp.calls()
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 0, 0})
+	eq(t, "offsets", []any{calls[1].offsets, calls[2].offsets}, []any{offs(8, 0), offs(10, 6)})
+}
+
+// A batch that leaves a backlog hands the next one the ends it read as it
+// finished (NextEnd): the catch-up batches need no KafkaEnd before them.
+func TestKafkaBacklogTakesNextEnd(t *testing.T) {
+	env, tp := newKafkaEnv(t, 10, 10)
+	tp.max, tp.nextEnd = 8, true
+	signal(env, 30*time.Second, jobs.SignalDrop, nil)
+	run(env, jobs.PipeInput{Params: kafkaParams(60)})
+	requireClean(t, env)
+	calls := tp.calls()
+	eq(t, "batch times (s)", batchTimes(calls), []int{0, 0, 0})
+	eq(t, "KafkaEnd times (s): the first batch's only", tp.endCalls, []int{0})
+	eq(t, "ends of batches 2 and 3 (the batch before's NextEnd)", []any{calls[1].end, calls[2].end}, []any{offs(10, 10), offs(10, 10)})
 	eq(t, "offsets", []any{calls[1].offsets, calls[2].offsets}, []any{offs(8, 0), offs(10, 6)})
 }
 

@@ -77,6 +77,10 @@ import (
 //     SET, ended by a pause, resume; TestKafkaPipeIdleWaits),
 //     pipe_kafka_await_reset.json (RESET_KAFKA_GROUP_OFFSETS leaving the
 //     wait for the timer; TestKafkaPipeResetOffsets). Both in clear.
+//   - pipe_kafka_next_end.json: the "batch-next-end" version: batches of
+//     3 records, each that left a backlog handing the next its end (one
+//     KafkaEnd for three batches), pause, a new batch size, resume, drop
+//     (TestKafkaPipeSetBatchSize). In clear.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

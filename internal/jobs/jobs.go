@@ -243,6 +243,11 @@ type KafkaBatchResult struct {
 	FirstError string
 	Lag        int64 // records beyond the new offsets when the batch began
 	More       bool  // the batch stopped at max.poll.records: go on at once
+	// NextEnd, when More, are the topic's end offsets read as the batch
+	// ended: the next batch's End, which then needs no KafkaEnd. Empty
+	// when that read failed (the next turn reads them) and before
+	// 2026-12-06.
+	NextEnd []PartitionOffset `json:",omitempty"`
 	// Paused is set when the batch had more bad records than max_errors
 	// allows, or a record batch over LAKEPIPE_MAX_KAFKA_BATCH_BYTES:
 	// nothing of it was loaded and the pipe pauses with Reason.

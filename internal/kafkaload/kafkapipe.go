@@ -813,6 +813,13 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 			r.Warn(err.Error())
 		}
 	}
+	if res.More {
+		// The next batch follows at once: it ends where the topic ends
+		// now. A failed read only costs the next turn a KafkaEnd.
+		if ends, err := cl.EndOffsets(ctx); err == nil {
+			res.NextEnd = toPartitionOffsets(ends)
+		}
+	}
 	return res, nil
 }
 
