@@ -163,18 +163,41 @@ func UniqueOutputNames(q *sqlast.Query) {
 	walk(q.Body)
 }
 
-// RefreshDirectory lists the volume and stores a new directory snapshot.
+// DirectoryBlock is how many listed objects a directory refresh inserts
+// at a time: the listing and the rows in memory stay a page and a block
+// (a few MB) however large the volume. A variable for tests.
+var DirectoryBlock = 50_000
+
+// RefreshDirectory lists the volume and stores a new directory snapshot,
+// page by page, in blocks of DirectoryBlock. The snapshot shows once the
+// caller points the volume's spec at the returned id; a refresh that
+// fails half-way leaves rows under an id nothing names, which the next
+// refresh removes with the older snapshots.
 func (e *Runner) RefreshDirectory(ctx context.Context, schema, name string, vol *objstore.Volume) (uint64, error) {
-	objs, err := vol.List(ctx, "")
-	if err != nil {
-		return 0, fmt.Errorf("refresh volume %s: %w", name, err)
-	}
 	id := uint64(time.Now().UnixNano())
-	rows := make([][]any, len(objs))
-	for i, o := range objs {
-		rows[i] = []any{e.VolumeKey(schema, name), id, o.Path, uint64(o.Size), o.Modified, o.ETag}
+	key := e.VolumeKey(schema, name)
+	cols := []string{"volume", "refresh_id", "relative_path", "size", "last_modified_time", "etag"}
+	rows := make([][]any, 0, objstore.PageSize)
+	flush := func() error {
+		if err := e.St.InsertRows(ctx, "lakepipe", "directory", cols, rows); err != nil {
+			return err
+		}
+		rows = rows[:0]
+		return nil
 	}
-	if err := e.St.InsertRows(ctx, "lakepipe", "directory", []string{"volume", "refresh_id", "relative_path", "size", "last_modified_time", "etag"}, rows); err != nil {
+	err := vol.ListPages(ctx, "", "", func(page []objstore.Object) error {
+		for _, o := range page {
+			rows = append(rows, []any{key, id, o.Path, uint64(o.Size), o.Modified, o.ETag})
+		}
+		if len(rows) >= DirectoryBlock {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
 		return 0, fmt.Errorf("refresh volume %s: %w", name, err)
 	}
 	return id, nil
