@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,8 +31,18 @@ import (
 // SUBDIRECTORY are typed paths: one that could leave the volume ('..', a
 // backslash) is the user's error, refused (permanent: a pipe with one
 // pauses rather than retries) before anything is read. The Objects' paths
-// are as the store lists them, for the *Listed methods.
+// are as the store lists them, for the *Listed methods. A listing is
+// filtered page by page, and more than Limits.MaxStatementFiles selected
+// files fail the statement: it keeps them all in memory.
 func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sqlast.VolumeSource) ([]objstore.Object, error) {
+	var re *regexp.Regexp
+	if src.Regexp != nil {
+		var err error
+		if re, err = regexp.Compile(*src.Regexp); err != nil {
+			return nil, core.Permanent(fmt.Errorf("REGEXP %q: %v", *src.Regexp, err))
+		}
+	}
+	keep := func(o objstore.Object) bool { return re == nil || re.MatchString(o.Path) }
 	var out []objstore.Object
 	if len(src.Files) > 0 {
 		for _, f := range src.Files {
@@ -47,35 +58,37 @@ func (e *Reader) SelectFiles(ctx context.Context, vol *objstore.Volume, src *sql
 			if err != nil {
 				return nil, err
 			}
+			if keep(o) {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+	sub := ""
+	if src.Subdirectory != nil {
+		sub = *src.Subdirectory
+		if err := objstore.CheckPath(sub); err != nil {
+			return nil, core.Permanent(fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(sub), err))
+		}
+	}
+	limit := e.Cfg.Limits.WithDefaults().MaxStatementFiles
+	err := vol.ListPages(ctx, sub, "", func(page []objstore.Object) error {
+		for _, o := range page {
+			if !keep(o) {
+				continue
+			}
+			if int64(len(out)) >= limit {
+				return core.Permanent(fmt.Errorf("%w: narrow the statement with SUBDIRECTORY, FILES or REGEXP, or load the volume with a pipe",
+					&rowio.LimitError{Limit: "MaxStatementFiles", Value: limit, What: fmt.Sprintf("volume %s holds more files than one statement may read", src.Volume)}))
+			}
 			out = append(out, o)
 		}
-	} else {
-		sub := ""
-		if src.Subdirectory != nil {
-			sub = *src.Subdirectory
-			if err := objstore.CheckPath(sub); err != nil {
-				return nil, core.Permanent(fmt.Errorf("SUBDIRECTORY %s: %w", chsql.QuoteString(sub), err))
-			}
-		}
-		objs, err := vol.List(ctx, sub)
-		if err != nil {
-			return nil, err
-		}
-		out = objs
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if src.Regexp != nil {
-		re, err := regexp.Compile(*src.Regexp)
-		if err != nil {
-			return nil, fmt.Errorf("REGEXP %q: %v", *src.Regexp, err)
-		}
-		kept := out[:0]
-		for _, o := range out {
-			if re.MatchString(o.Path) {
-				kept = append(kept, o)
-			}
-		}
-		out = kept
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }
 

@@ -22,6 +22,7 @@ const (
 	DefaultMaxReaderMemory       = 256 << 20
 	DefaultMaxArrowMessageBytes  = 256 << 20
 	DefaultMaxKafkaBatchBytes    = 64 << 20
+	DefaultMaxStatementFiles     = 1_000_000
 )
 
 // compressionRatioGrace is the output a compressed stream may produce
@@ -48,6 +49,7 @@ const compressionRatioGrace = 64 << 20
 //	MaxReaderMemory         256 MiB   Parquet: reading fails at the allocation
 //	MaxArrowMessageBytes    256 MiB   Arrow IPC: reading fails at the message
 //	MaxKafkaBatchBytes      64 MiB    Kafka: the pipe pauses at the record batch
+//	MaxStatementFiles       1000000   COPY INTO / SELECT … FROM VOLUME: the statement fails
 type Limits struct {
 	// MaxLineBytes bounds one CSV record (quoted line breaks included) or
 	// one JSON line or array element. A longer one is a RowError and
@@ -101,6 +103,13 @@ type Limits struct {
 	// decompression bomb or a misconfigured producer, and its pipe
 	// pauses there.
 	MaxKafkaBatchBytes int64
+	// MaxStatementFiles bounds the files one COPY INTO or SELECT … FROM
+	// VOLUME reads (those its FILES, SUBDIRECTORY and REGEXP select),
+	// which the statement lists and keeps in memory before it reads them
+	// (~200 bytes a file). Not a per-file limit: a bucket of millions of
+	// objects must not take the process's memory with one statement.
+	// Pipes list page by page and are not bound by it.
+	MaxStatementFiles int64
 }
 
 // WithDefaults fills every unset (zero or negative) field with its default.
@@ -118,6 +127,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxReaderMemory, DefaultMaxReaderMemory)
 	def(&l.MaxArrowMessageBytes, DefaultMaxArrowMessageBytes)
 	def(&l.MaxKafkaBatchBytes, DefaultMaxKafkaBatchBytes)
+	def(&l.MaxStatementFiles, DefaultMaxStatementFiles)
 	if l.MaxJSONDepth <= 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
 	}
@@ -143,7 +153,7 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	v := fmt.Sprint(e.Value)
 	switch e.Limit {
-	case "MaxJSONDepth", "MaxColumns":
+	case "MaxJSONDepth", "MaxColumns", "MaxStatementFiles":
 	case "MaxCompressionRatio":
 		v += ":1"
 	default:
