@@ -105,6 +105,11 @@ func dial(ctx context.Context, cfg Config, addr string, settings clickhouse.Sett
 		MaxOpenConns:    16,
 		MaxIdleConns:    4,
 		ConnMaxLifetime: time.Hour,
+		// A connection keeps its buffers at the largest block it sent
+		// (16 MiB and more for a file's INSERT, the whole block of a
+		// large InsertRows): freed when it goes back to the pool, idle
+		// connections hold none, however large the loads before them.
+		FreeBufOnConnRelease: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse %s: %w", addr, scrub(err, cfg.Password))
