@@ -19,24 +19,22 @@ import (
 // heartbeat timeout), as for staging tables.
 const AbandonedAge = 24 * time.Hour
 
-// An abandoned load: open, not registered, its pipe gone.
-type abandoned struct {
-	db, table string
-	commit    uint64
-}
-
 // SweepAbandoned removes the loads of change-tracked tables that pipes
 // since dropped (Kafka pipes: see core.LoadTarget.Owner) opened and never
-// registered: their rows, then their open
-// marks, so that they no longer cost every read of the table a name in
-// its set of uncommitted loads (and their rows no longer sit, hidden, in
-// the table). A load qualifies when its last open mark is older than age
-// and none of its owners (core.PipeOwner) is in the catalog under the
-// same generation: a dropped pipe starts no attempt (ErrPipeGone comes
-// before any write), the attempts it had running have stopped writing by
-// then, and no other writer uses its commit ids, so nothing can add a row
-// to the commit after its rows are removed. A load whose table is gone stays as it is (UNDROP brings the
-// table back with its marks). It returns the loads it removed.
+// registered: their rows, then their open marks, so that they no longer
+// cost every read of the table a name in its set of uncommitted loads (and
+// their rows no longer sit, hidden, in the table). A load qualifies when
+// its last open mark is older than age and none of its owners
+// (core.PipeOwner) is in the catalog under the same generation: a dropped
+// pipe starts no attempt (ErrPipeGone comes before any write), the
+// attempts it had running have stopped writing by then, and no other
+// writer uses its commit ids, so nothing can add a row to the commit after
+// its rows are removed. A load whose table is gone stays as it is (UNDROP
+// brings the table back with its marks). It returns the loads it removed.
+//
+// A mark names the commit open while the sum of its signs is above 0;
+// merges fold a commit's two +1 (a retry's) into one, so the sum counts
+// attempts only until a merge: what matters is above 0 or not.
 func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error) {
 	var rows [][4]string
 	err := e.St.Each(ctx, "SELECT db, table, toString(commit_id), owners FROM ("+
@@ -55,8 +53,8 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("find abandoned loads: %w", err)
 	}
-	alive := map[string]bool{} // by owner
-	byTable := map[[2]string][]abandoned{}
+	alive := map[string]bool{}          // by owner
+	byTable := map[[2]string][]uint64{} // commit ids by db, table
 	for _, r := range rows {
 		commit, err := strconv.ParseUint(r[2], 10, 64)
 		if err != nil {
@@ -75,12 +73,12 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 		}
 		if !live {
 			k := [2]string{r[0], r[1]}
-			byTable[k] = append(byTable[k], abandoned{db: r[0], table: r[1], commit: commit})
+			byTable[k] = append(byTable[k], commit)
 		}
 	}
 	swept := 0
-	for k, loads := range byTable {
-		n, err := e.sweepTable(ctx, k[0], k[1], loads)
+	for k, ids := range byTable {
+		n, err := e.sweepTable(ctx, k[0], k[1], ids)
 		swept += n
 		if err != nil {
 			return swept, err
@@ -104,18 +102,14 @@ func (e *Log) ownerLive(ctx context.Context, owner string) (bool, error) {
 	return found && spec.CreatedAt.UnixNano() == o.Generation, nil
 }
 
-// sweepTable removes the abandoned loads of one table: the registered
-// ones among them are left to closeRegistered, the rows of the rest are
-// deleted (waiting for the mutation) before their marks are closed, so
+// sweepTable removes the abandoned loads (commit ids) of one table: the
+// registered ones among them are left to closeRegistered, the rows of the
+// rest are deleted (waiting for the mutation) before their marks are, so
 // that no reader sees them in between.
-func (e *Log) sweepTable(ctx context.Context, schema, name string, loads []abandoned) (int, error) {
+func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64) (int, error) {
 	var spec catalog.TableSpec
 	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
 		return 0, err
-	}
-	ids := make([]uint64, len(loads))
-	for i, l := range loads {
-		ids[i] = l.commit
 	}
 	registered, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM lakepipe.table_commits WHERE "+TableWhere(schema, name)+
 		" AND commit_id IN ("+IDList(ids)+")")
@@ -127,9 +121,9 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, loads []aband
 		skip[r] = true
 	}
 	var drop []uint64
-	for _, l := range loads {
-		if !skip[strconv.FormatUint(l.commit, 10)] {
-			drop = append(drop, l.commit)
+	for _, id := range ids {
+		if !skip[strconv.FormatUint(id, 10)] {
+			drop = append(drop, id)
 		}
 	}
 	if len(drop) == 0 {
