@@ -136,8 +136,8 @@ func TestListedKeysRoundTrip(t *testing.T) {
 	}
 	v := fakeVolume(t, f)
 	ctx := context.Background()
-	objs, err := v.List(ctx, "")
-	if err != nil {
+	var objs []Object
+	if err := v.ListPages(ctx, "", "", func(page []Object) error { objs = append(objs, page...); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(objs) != len(odd) {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -261,21 +260,6 @@ func (v *Volume) Dir(sub string) (string, error) {
 		k += "/"
 	}
 	return k, nil
-}
-
-// List returns the files under a sub-directory ("" for all), sorted by
-// path. Without RECURSIVE only the directory's own files are listed.
-func (v *Volume) List(ctx context.Context, sub string) ([]Object, error) {
-	var out []Object
-	err := v.ListPages(ctx, sub, "", func(page []Object) error {
-		out = append(out, page...)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
 }
 
 // PageSize is how many objects ListPages hands over at a time (S3's own
