@@ -241,7 +241,10 @@ func (t *Translator) starColumns(from []sqlast.TableRef, qualifier string) (cols
 	if cols, names, ok = t.starList(from, qualifier); ok {
 		return cols, names, true
 	}
-	if tn, one := from[0].(*sqlast.TableName); len(from) == 1 && one && t.Describe != nil {
+	if len(from) != 1 {
+		return nil, nil, false // several sources, or none (SELECT * ORDER BY 1)
+	}
+	if tn, one := from[0].(*sqlast.TableName); one && t.Describe != nil {
 		if known, ok := t.Describe(tn.Name); ok {
 			for _, c := range known {
 				names = append(names, QuoteIdent(c))
