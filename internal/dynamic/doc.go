@@ -13,9 +13,13 @@
 // over a change-tracked table t is a view of its state table
 // (lakepipe_changes.dt__<schema>__<name>): ClickHouse -State values per
 // group plus _lp_upto, maxState of the change-log versions the state's
-// rows bring it to, in an AggregatingMergeTree keyed by the groups (its
-// background merges fold each group's rows into one). The view merges the
-// states of each group (-Merge … GROUP BY).
+// rows bring it to, in an AggregatingMergeTree keyed by _lp_marker and the
+// groups (its background merges fold each group's rows into one). Every
+// write of the state adds a marker row (_lp_marker = 1, empty aggregates,
+// the version it brings the state to), which merges fold into one too:
+// the state's version is read from it, not from every group, so that
+// what a refresh reads of its state follows the delta, not the number of
+// groups. The view merges the states of each group (-Merge … GROUP BY).
 //
 // The state aggregates signed rows (_lp_sign): COUNT, SUM and AVG keep
 // sums of each row's contribution times its sign, so rows deleted or

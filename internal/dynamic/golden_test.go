@@ -329,6 +329,7 @@ func renderPlan(t *testing.T, r *Refresher, c planCase) string {
 			t.Fatalf("%s: %v", c.name, err)
 		case st.insert != "":
 			sql(what, st.insert)
+			done.touched = st.touched
 		default:
 			sql(what+": the groups the UPDATE touched recomputed (regroup, then the state renamed)", st.regroup...)
 		}

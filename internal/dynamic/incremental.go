@@ -33,7 +33,50 @@ func (p *incPlan) stateColumns() string {
 	for j := range p.guards() {
 		cols = append(cols, chsql.QuoteIdent(fmt.Sprintf("n%d", j)))
 	}
-	return strings.Join(append(cols, "_lp_rows", "_lp_upto"), ", ")
+	return strings.Join(append(cols, "_lp_rows", "_lp_upto", "_lp_marker"), ", ")
+}
+
+// stateFn is the aggregate function whose state an aggregate keeps
+// (state).
+func (a incAgg) stateFn() string {
+	if a.fn == "count" || a.signed() {
+		return "sum"
+	}
+	return a.fn
+}
+
+// markerRow is a summary state's marker row bringing it to version upto
+// (stateColumns' order): empty states of every aggregate (-MergeState of
+// no rows), the version, _lp_marker = 1. It comes only if the checks
+// hold: the HAVING of an aggregate over no rows, which gives one row.
+// Written in the same INSERT as the groups, it makes the version appear
+// with them; AggregatingMergeTree folds the marker rows into one (their
+// key is the same), so reading the version (stateVersion) reads one row,
+// not every group.
+func (p *incPlan) markerRow(state string, upto uint64, checks []string) string {
+	cols := make([]string, 0, len(p.keys)+len(p.aggs)+4)
+	for i := range p.keys {
+		cols = append(cols, "any("+chsql.QuoteIdent(fmt.Sprintf("k%d", i))+")")
+	}
+	for i, a := range p.aggs {
+		cols = append(cols, a.stateFn()+"MergeState("+chsql.QuoteIdent(fmt.Sprintf("a%d", i))+")")
+	}
+	for j := range p.guards() {
+		cols = append(cols, "sumMergeState("+chsql.QuoteIdent(fmt.Sprintf("n%d", j))+")")
+	}
+	// A constant, not maxState(): an aggregate of no rows is empty.
+	cols = append(cols, "sumMergeState(_lp_rows)", "arrayReduce('maxState', [toUInt64("+strconv.FormatUint(upto, 10)+")])", "toUInt8(1)")
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE 0"
+	if len(checks) > 0 {
+		q += " HAVING " + strings.Join(checks, " AND ")
+	}
+	return q
+}
+
+// markState writes the marker row of a state no one reads yet (a state
+// being built): its version is upto.
+func markState(table string, upto uint64) string {
+	return "INSERT INTO " + table + " (_lp_marker, _lp_upto) SELECT toUInt8(1), arrayReduce('maxState', [toUInt64(" + strconv.FormatUint(upto, 10) + ")])"
 }
 
 // guards are the distinct arguments of the guarded aggregates: the state
@@ -118,7 +161,7 @@ func (p *incPlan) stateSelect(rows func(incSource) string, upto uint64, checks [
 	for j, arg := range p.guards() {
 		cols = append(cols, signedCount(arg)+" AS "+chsql.QuoteIdent(fmt.Sprintf("n%d", j)))
 	}
-	cols = append(cols, "sumState(toInt64(_lp_sign)) AS _lp_rows", "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto")
+	cols = append(cols, "sumState(toInt64(_lp_sign)) AS _lp_rows", "maxState(toUInt64("+strconv.FormatUint(upto, 10)+")) AS _lp_upto", "toUInt8(0) AS _lp_marker")
 	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + p.renderRows(p.from, rows)
 	where := checks
 	if p.where != "" {
@@ -130,11 +173,26 @@ func (p *incPlan) stateSelect(rows func(incSource) string, upto uint64, checks [
 	return q + " GROUP BY " + strings.Join(p.keys, ", ")
 }
 
+// groupsIn is SQL counting the groups the signed rows that rows renders
+// give (passing the WHERE): the rows stateSelect writes, counted from the
+// delta rather than from the state, so that the count follows the delta,
+// not the summary's number of groups.
+func (p *incPlan) groupsIn(rows func(incSource) string) string {
+	q := "SELECT 1 FROM " + p.renderRows(p.from, rows)
+	if p.where != "" {
+		q += " WHERE (" + p.where + ")"
+	}
+	return "(SELECT count() FROM (" + q + " GROUP BY " + strings.Join(p.keys, ", ") + "))"
+}
+
 // stateOrderBy is the state table's sorting key: the group keys, so that
 // ClickHouse's background merges fold each group's partial aggregates
-// into one row. isNull/assumeNotNull admit NULL keys (18.16 refuses
+// into one row, after _lp_marker, so that the marker row (markerRow) is
+// found by the index. isNull/assumeNotNull admit NULL keys (18.16 refuses
 // Nullable sorting columns) and keep them apart from the type's default.
-func (p *incPlan) stateOrderBy() string { return keyTuple(p.stateKeys()) }
+func (p *incPlan) stateOrderBy() string {
+	return "(_lp_marker, " + keyList(p.stateKeys()) + ")"
+}
 
 // stateKeys are the state's group key columns, quoted.
 func (p *incPlan) stateKeys() []string {
@@ -177,7 +235,7 @@ func (p *incPlan) baseView(state string) string {
 	}
 	groups := p.stateKeys()
 	// A group whose rows were all taken back is gone.
-	return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " GROUP BY " + strings.Join(groups, ", ") + " HAVING sumMerge(_lp_rows) > 0"
+	return "SELECT " + strings.Join(cols, ", ") + " FROM " + state + " WHERE _lp_marker = 0 GROUP BY " + strings.Join(groups, ", ") + " HAVING sumMerge(_lp_rows) > 0"
 }
 
 // committedUpTo is the condition on _lp_commit selecting the rows of a
@@ -263,7 +321,7 @@ func (p *incPlan) stateVersion(state string) string {
 	if p.appendRows {
 		return "(SELECT max(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1)"
 	}
-	return "(SELECT maxMerge(_lp_upto) FROM " + state + ")"
+	return "(SELECT maxMerge(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1)"
 }
 
 // touched counts the rows of the state that the refresh to version hi
@@ -273,7 +331,7 @@ func (p *incPlan) touched(state string, hi uint64) string {
 	if p.appendRows {
 		return fmt.Sprintf("(SELECT count() FROM %s PREWHERE _lp_marker = 0 AND _lp_upto = %d)", state, hi)
 	}
-	return fmt.Sprintf("(SELECT count() FROM %s WHERE finalizeAggregation(_lp_upto) = %d)", state, hi)
+	return fmt.Sprintf("(SELECT count() FROM %s PREWHERE _lp_marker = 0 WHERE finalizeAggregation(_lp_upto) = %d)", state, hi)
 }
 
 // rows is SQL counting the rows a refresh to hi wrote.
@@ -325,6 +383,7 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 			// of the window.
 			if st.insert != "" {
 				err = e.St.Exec(chstore.OneBlock(ctx), st.insert)
+				d.touched = st.touched
 			} else {
 				err = e.regroup(ctx, schema, name, st)
 			}
@@ -403,10 +462,7 @@ func (e *Refresher) incrementalFull(ctx context.Context, schema, name string, p 
 		_ = e.St.Exec(context.Background(), "DROP TABLE IF EXISTS "+freshTable)
 		return 0, 0, core.QueryError(err)
 	}
-	rows = e.rowCount(ctx, freshTable)
-	if p.appendRows {
-		rows-- // the marker
-	}
+	rows = e.rowCount(ctx, freshTable) - 1 // the marker
 	if err := e.swapNames(ctx, schemas.ChangesDB, stateTable(schema, name), fresh); err != nil {
 		return 0, 0, err
 	}
@@ -439,7 +495,7 @@ func (p *incPlan) stateDDL(table string, hi uint64) []string {
 	if !p.appendRows {
 		return []string{"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS " + p.stateSelect(func(src incSource) string {
 			return p.signedRows(src, hi)
-		}, hi, nil)}
+		}, hi, nil), markState(table, hi)}
 	}
 	upto := strconv.FormatUint(hi, 10)
 	return []string{
@@ -569,9 +625,11 @@ func (e *Refresher) refreshIncremental(ctx context.Context, schema, name string,
 	return strconv.FormatInt(rows, 10), deleted, jobs.RefreshFull, reason, err
 }
 
-// signedLayout marks, in DynamicTableSpec.StateOf, a summary's state of
-// signed rows (_lp_sign, _lp_rows).
-const signedLayout = "signed;"
+// summaryLayout marks, in DynamicTableSpec.StateOf, a summary's state of
+// signed rows (_lp_sign, _lp_rows) whose version is in a marker row
+// (_lp_marker = 1, 2026-12-07). States of earlier releases ("signed;",
+// whose version was read from every group) are rebuilt once.
+const summaryLayout = "marked;"
 
 // sourcedLayout marks, in DynamicTableSpec.StateOf, an append plan's
 // state whose rows carry their source commit and row (_lp_src, _lp_row).
@@ -582,12 +640,12 @@ const sourcedLayout = "rowed;"
 // rebuildReason says why a state must be rebuilt when the spec's StateOf
 // is not the plan's.
 func (p *incPlan) rebuildReason(stateOf string) string {
-	layout := signedLayout
+	layout := summaryLayout
 	if p.appendRows {
 		layout = sourcedLayout
 	}
 	if !strings.HasPrefix(stateOf, layout) {
-		return "the state was built by an earlier release of lakepipe, whose state takes deleted rows back less finely or not at all: it is rebuilt once"
+		return "the state was built by an earlier release of lakepipe, in a layout this release does not keep: it is rebuilt once"
 	}
 	return recreatedSource
 }
@@ -694,9 +752,10 @@ func (p *incPlan) ownDeltaReason() string {
 func (p *incPlan) stateOf() string {
 	var b strings.Builder
 	if !p.appendRows {
-		// Summaries' states of signed rows (2026-12-05): a state built by
-		// an earlier release has other columns and is rebuilt once.
-		b.WriteString(signedLayout)
+		// Summaries' states of signed rows with a marker row
+		// (2026-12-07): a state built by an earlier release has other
+		// columns and is rebuilt once.
+		b.WriteString(summaryLayout)
 	} else {
 		// States of rows with their source rows (2026-12-06): likewise.
 		b.WriteString(sourcedLayout)

@@ -98,6 +98,7 @@ func (e *Refresher) readWindow(ctx context.Context, p *incPlan, state string, ch
 // recomputed, to be swapped in.
 type summaryStmts struct {
 	insert  string
+	touched string // with insert, SQL counting the groups it writes
 	regroup []string
 	fresh   string // the table regroup builds, in schemas.ChangesDB
 }
@@ -177,7 +178,10 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	checks = append(append([]string{atFrom}, inFlight...), checks...)
 	windowRows := func(src incSource) string { return rows[slices.IndexFunc(p.sources, src.same)] }
 	if regroup == nil && dimTouched == nil {
-		return &summaryStmts{insert: "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(windowRows, hi, checks)}, nil
+		return &summaryStmts{
+			insert:  "INSERT INTO " + state + " (" + p.stateColumns() + ") " + p.stateSelect(windowRows, hi, checks) + " UNION ALL " + p.markerRow(state, hi, checks),
+			touched: p.groupsIn(windowRows),
+		}, nil
 	}
 	// The groups to recompute: those the removed rows were in (some may
 	// not have passed the WHERE: recomputing them changes nothing), and
@@ -194,14 +198,15 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	touched := "(" + strings.Join(sets, " UNION ALL ") + ")"
 	table := chsql.Table(schemas.ChangesDB, fresh)
 	st := &summaryStmts{fresh: fresh, regroup: []string{
-		// The untouched groups as they were, tagged hi: the state's
-		// version must reach hi even when no touched group has rows
-		// left, or the next refresh would regroup the same commits
-		// again. (The history then counts every group as written: the
-		// state was copied.)
+		// The untouched groups as they were, tagged hi (the history
+		// then counts every group as written: the state was copied),
+		// and the marker of version hi: the state's version must reach
+		// hi even when no touched group has rows left, or the next
+		// refresh would regroup the same commits again.
 		"CREATE TABLE " + table + " ENGINE = AggregatingMergeTree ORDER BY " + p.stateOrderBy() + " AS SELECT " +
-			strings.TrimSuffix(p.stateColumns(), ", _lp_upto") + fmt.Sprintf(", materialize(arrayReduce('maxState', [toUInt64(%d)])) AS _lp_upto FROM ", hi) + state +
-			" WHERE " + keyTuple(p.stateKeys()) + " NOT IN " + touched + " AND " + atFrom,
+			strings.TrimSuffix(p.stateColumns(), ", _lp_upto, _lp_marker") + fmt.Sprintf(", materialize(arrayReduce('maxState', [toUInt64(%d)])) AS _lp_upto, _lp_marker FROM ", hi) + state +
+			" WHERE _lp_marker = 0 AND " + keyTuple(p.stateKeys()) + " NOT IN " + touched + " AND " + atFrom,
+		markState(table, hi),
 	}}
 	if hasRows {
 		// ...with what the window adds to them...
