@@ -244,6 +244,14 @@ func (r *parquetReader) Next() (*rowio.Batch, error) {
 	}
 	b := &r.batch
 	b.Rows = int(r.rec.NumRows())
+	for i := range b.Cols {
+		// A corrupt file can give a column chunk more or fewer values
+		// than its row group has rows (the fuzzer found one): arrow-go
+		// makes the record anyway, and its rows would not line up.
+		if n := r.rec.Column(r.order[i]).Len(); n != b.Rows {
+			return nil, fmt.Errorf("%s: row %d: column %q has %d values where its row group has %d rows: the file is corrupt", r.name, r.row+1, r.cols[i].Name, n, b.Rows)
+		}
+	}
 	b.Errors = b.Errors[:0]
 	b.Line = b.Line[:0]
 	for i := range b.Rows {
