@@ -209,6 +209,20 @@ func TestDynamicTableRetractProperty(t *testing.T) {
 	if want := rowsText(s.run(`SELECT ` + cols["r_all"] + ` FROM (` + tables["r_all"] + `) ORDER BY ` + cols["r_all"])); got != want {
 		t.Fatalf("r_all after a DELETE:\n%s\nwant\n%s", indent(got), indent(want))
 	}
+	// Taking back half of a table of rows or more costs what a rebuild
+	// does: the refresh is FULL (the state's size read from its parts).
+	checkMessage(t, s.run(`REFRESH DYNAMIC TABLE r_rows`).Message, "INCREMENTAL")
+	s.run(`DELETE FROM rfacts WHERE k != 'kdup'`)
+	time.Sleep(2100 * time.Millisecond)
+	s.run(`REFRESH DYNAMIC TABLE r_rows`)
+	h = s.run(`SHOW DYNAMIC TABLE REFRESH HISTORY WHERE name = 'r_rows' LIMIT 1`)
+	if r := table(h); len(r) != 1 || r[0][column(t, h, "refresh_mode")] != "FULL" || !strings.Contains(r[0][column(t, h, "mode_reason")], "too many to be taken back") {
+		t.Fatalf("history of r_rows after most of its source was deleted:\n%s", rowsText(h))
+	}
+	got = rowsText(s.run(`SELECT ` + cols["r_rows"] + ` FROM r_rows ORDER BY ` + cols["r_rows"]))
+	if want := rowsText(s.run(`SELECT ` + cols["r_rows"] + ` FROM (` + tables["r_rows"] + `) ORDER BY ` + cols["r_rows"])); got != want {
+		t.Fatalf("r_rows after most of its source was deleted:\n%s\nwant\n%s", indent(got), indent(want))
+	}
 }
 
 // refreshAndCheck refreshes each dynamic table of a property test's round,
