@@ -144,7 +144,7 @@ func (p *incPlan) appendDelta(state string, w *changeWindow, hi uint64, checks [
 	}
 	// The state must still be at the window's version: a refresh that
 	// ran meanwhile has taken these rows already.
-	checks = append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)}, checks...)
+	checks = append([]string{fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state, w.from), w.from)}, checks...)
 	cols := make([]string, len(p.cols))
 	anys := make([]string, len(p.cols))
 	for i, c := range p.cols {

@@ -316,10 +316,22 @@ func commitWhere(src incSource, cond string, kinds ...string) string {
 }
 
 // stateVersion is SQL reading the version a state brings its dynamic table
-// to.
-func (p *incPlan) stateVersion(state string) string {
+// to. An append plan's state keeps a marker row per refresh (plain
+// MergeTree: nothing folds them), ordered by version after constant key
+// columns: lo, a version the state is known to have reached (0: none),
+// makes the read take only the markers from it on, a few granules, where
+// reading them all cost ~7 ms at 525,000 markers (a year of refreshes a
+// minute apart) against ~2.4 ms from a bound (measured on ClickHouse
+// 18.16). A state's version never goes back, so a bound too high can only
+// come from another process's clock: the read gives 0 then (readWindow
+// reads again without it).
+func (p *incPlan) stateVersion(state string, lo uint64) string {
 	if p.appendRows {
-		return "(SELECT max(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1)"
+		bound := ""
+		if lo > 0 {
+			bound = " AND _lp_upto >= " + strconv.FormatUint(lo, 10)
+		}
+		return "(SELECT max(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1" + bound + ")"
 	}
 	return "(SELECT maxMerge(_lp_upto) FROM " + state + " PREWHERE _lp_marker = 1)"
 }
@@ -382,8 +394,7 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 			// the state moved (another refresh) shows in the next read
 			// of the window.
 			if st.insert != "" {
-				err = e.St.Exec(chstore.OneBlock(ctx), st.insert)
-				d.touched = st.touched
+				d.touched, err = e.insertCounting(ctx, st.insert, st.touched)
 			} else {
 				err = e.regroup(ctx, schema, name, st)
 			}
@@ -425,6 +436,27 @@ func (e *Refresher) incrementalDelta(ctx context.Context, schema, name string, p
 	}
 	d.touched, d.rejoined = st.touched, st.rejoined
 	return d, e.St.Exec(chstore.OneBlock(ctx), st.insert)
+}
+
+// insertCounting runs a summary's INSERT and, beside it on another
+// connection, count: SQL counting the groups it writes from the delta, not
+// from the state, so it need not wait for the INSERT. It returns the count
+// as a literal for the refresh history's row, whose INSERT then reads
+// nothing (counting there after the INSERT was ~10 ms of a ~40 ms refresh
+// here); if the count failed, count itself, for the history to try again.
+func (e *Refresher) insertCounting(ctx context.Context, insert, count string) (string, error) {
+	n := make(chan string, 1)
+	go func() {
+		res, err := e.St.Query(ctx, "SELECT toInt64("+count+")")
+		if err != nil || len(res.Rows) != 1 || len(res.Rows[0]) != 1 {
+			n <- count
+			return
+		}
+		v, _ := res.Rows[0][0].(int64)
+		n <- strconv.FormatInt(v, 10)
+	}()
+	err := e.St.Exec(chstore.OneBlock(ctx), insert)
+	return <-n, err
 }
 
 // regroup builds a summary's state afresh from its state, with the groups
@@ -658,7 +690,7 @@ func (e *Refresher) fullReason(ctx context.Context, p *incPlan, state string, hi
 		generic += ", or a table joined to them changed"
 	}
 	generic += ": the dynamic table is recomputed"
-	v, err := e.St.Strings(ctx, "SELECT toString("+p.stateVersion(state)+")")
+	v, err := e.St.Strings(ctx, "SELECT toString("+p.stateVersion(state, 0)+")")
 	if err != nil || len(v) != 1 {
 		return generic
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/sqlast"
@@ -61,6 +62,25 @@ type incPlan struct {
 	body       string   // the translated query, deltaToken(i) for sources[i]'s rows
 	cols       []string // the state's columns before _lp_src, _lp_row, _lp_marker and _lp_upto, once known
 	branches   []appendBranch
+	// reached is a version the state was seen at (readWindow), a bound
+	// for reading its version again (stateVersion); PlanCache.put gives
+	// it, as a plan is shared from there on.
+	reached *atomic.Uint64
+}
+
+// seen is the version the plan's state was last seen at, 0 for none.
+func (p *incPlan) seen() uint64 {
+	if p.reached == nil {
+		return 0
+	}
+	return p.reached.Load()
+}
+
+// saw records that the plan's state was at version v.
+func (p *incPlan) saw(v uint64) {
+	if p.reached != nil && v > p.reached.Load() {
+		p.reached.Store(v)
+	}
 }
 
 // appendBranch is one SELECT of an append plan that joins dimension
@@ -195,6 +215,7 @@ func (e *Refresher) planOverDynamic(ctx context.Context, q *sqlast.Query, depth 
 		return nil, err.Error(), true
 	}
 	p := *inner
+	p.reached = nil // another state
 	p.outers = append(slices.Clone(inner.outers), outer)
 	p.via = append(slices.Clone(inner.via), incSource{schema: schema, table: name, version: v, created: up.CreatedAt, query: up.Query})
 	return &p, "", true
@@ -473,6 +494,9 @@ func (c *PlanCache) put(schema, name string, version uint64, p *incPlan) {
 	defer c.mu.Unlock()
 	if c.plans == nil || len(c.plans) >= 4096 {
 		c.plans = map[string]cachedPlan{}
+	}
+	if p.reached == nil {
+		p.reached = new(atomic.Uint64)
 	}
 	c.plans[schema+"."+name] = cachedPlan{version, p}
 }

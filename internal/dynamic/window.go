@@ -55,6 +55,23 @@ func (f *fullNeeded) Error() string { return f.reason }
 // every table the plan reads, in one query, which also runs checks (the
 // catalog version checks of a cached plan): a failed check fails it.
 func (e *Refresher) readWindow(ctx context.Context, p *incPlan, state string, checks []string) (*changeWindow, error) {
+	lo := uint64(0)
+	if p.appendRows {
+		lo = p.seen()
+	}
+	w, err := e.readWindowFrom(ctx, p, state, checks, lo)
+	if err == nil && w.from == 0 && lo > 0 {
+		w, err = e.readWindowFrom(ctx, p, state, checks, 0)
+	}
+	if err == nil {
+		p.saw(w.from)
+	}
+	return w, err
+}
+
+// readWindowFrom is readWindow reading the state's version from lo on
+// (stateVersion).
+func (e *Refresher) readWindowFrom(ctx context.Context, p *incPlan, state string, checks []string, lo uint64) (*changeWindow, error) {
 	read := p.read()
 	tables := make([]string, len(read))
 	for i, s := range read {
@@ -62,10 +79,16 @@ func (e *Refresher) readWindow(ctx context.Context, p *incPlan, state string, ch
 	}
 	// The checks are columns of the one row an aggregate without GROUP BY
 	// always gives, so they run even when no commit matches.
-	cols := append([]string{"toString(" + p.stateVersion(state) + ") AS _lp_from",
+	cols := append([]string{"toString(" + p.stateVersion(state, lo) + ") AS _lp_from",
 		"groupArray(db)", "groupArray(table)", "groupArray(commit_id)", "groupArray(version)", "groupArray(kind)"}, checks...)
+	missed := ""
+	if lo > 0 {
+		// No marker from lo on: the caller reads again without the
+		// bound; meanwhile, no commit.
+		missed = " AND _lp_from != '0'"
+	}
 	res, err := e.St.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM lakepipe.table_commits WHERE ("+
-		strings.Join(tables, " OR ")+") AND version > toUInt64(_lp_from)")
+		strings.Join(tables, " OR ")+") AND version > toUInt64(_lp_from)"+missed)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +197,7 @@ func (p *incPlan) summaryDelta(state, fresh string, w *changeWindow, hi uint64, 
 	}
 	// The state must still be at the window's version: a refresh that
 	// ran meanwhile has taken these rows already.
-	atFrom := fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state), w.from)
+	atFrom := fmt.Sprintf("throwIf(%s != %d) = 0", p.stateVersion(state, w.from), w.from)
 	checks = append(append([]string{atFrom}, inFlight...), checks...)
 	windowRows := func(src incSource) string { return rows[slices.IndexFunc(p.sources, src.same)] }
 	if regroup == nil && dimTouched == nil {
