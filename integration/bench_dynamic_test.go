@@ -128,6 +128,10 @@ func BenchmarkDynamicRefresh(b *testing.B) {
 // incremental refresh reads of its state (the version it is at, the groups
 // it wrote) must follow the delta, not the number of groups.
 func benchManyGroups(b *testing.B, p *pipeBench, n, changes int, med func([]time.Duration) time.Duration) (inc, full time.Duration) {
+	if n < changes {
+		// Each round copies `changes` existing rows under new ids.
+		b.Fatalf("LAKEPIPE_BENCH_DT_GROUPS (%d) must be at least LAKEPIPE_BENCH_DT_CHANGES (%d)", n, changes)
+	}
 	p.run(`CREATE TABLE groups_src (id BIGINT, amount DECIMAL(10,2))`)
 	defer p.run(`DROP TABLE groups_src`)
 	if err := p.st.Exec(p.ctx, fmt.Sprintf("INSERT INTO %s (id, amount, %s) SELECT number, toDecimal64(number %% 1000, 2) / 10, toUInt64(1) FROM system.numbers LIMIT %d",
