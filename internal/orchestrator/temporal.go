@@ -87,6 +87,11 @@ func (c Config) clientOptions() (client.Options, error) {
 	opts := client.Options{HostPort: c.Address, Namespace: c.Namespace, Logger: tlog.NewStructuredLogger(logger), MetricsHandler: c.MetricsHandler}
 	if c.Codec != nil {
 		opts.DataConverter, opts.FailureConverter = c.Converters()
+		// A codec's payloads (lakepipe's are encrypted), most of what a
+		// request carries, do not compress: gRPC's gzip (the SDK's
+		// default) would cost the worker and the Temporal server CPU for
+		// nothing.
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	if c.TLS.on() || c.APIKey != "" {
 		tc, err := c.TLS.config()

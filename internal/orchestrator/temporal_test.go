@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -223,7 +224,8 @@ func TestValidate(t *testing.T) {
 // an API key.
 func TestClientOptions(t *testing.T) {
 	opts, err := Config{Address: "x:1"}.clientOptions()
-	if err != nil || opts.DataConverter != nil || opts.FailureConverter != nil || opts.ConnectionOptions.TLS != nil || opts.Credentials != nil {
+	if err != nil || opts.DataConverter != nil || opts.FailureConverter != nil || opts.ConnectionOptions.TLS != nil || opts.Credentials != nil ||
+		opts.ConnectionOptions.GrpcCompression != nil {
 		t.Fatalf("plain config: %+v %v", opts, err)
 	}
 	opts, err = Config{Address: "x:1", Codec: converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}), APIKey: "k"}.clientOptions()
@@ -232,6 +234,9 @@ func TestClientOptions(t *testing.T) {
 	}
 	if opts.DataConverter == nil || opts.FailureConverter == nil {
 		t.Fatal("a codec gives no data or failure converter")
+	}
+	if _, ok := opts.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone); !ok {
+		t.Errorf("with a codec, requests are still compressed: %T", opts.ConnectionOptions.GrpcCompression)
 	}
 	p, err := opts.DataConverter.ToPayload("sealed_orders")
 	if err != nil || string(p.Metadata[converter.MetadataEncoding]) != "binary/zlib" {
