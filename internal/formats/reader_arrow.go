@@ -98,6 +98,7 @@ type arrowReader struct {
 	row       int64             // rows delivered so far
 	err       error             // sticky end: io.EOF or the failure
 	lim       arrowLimits
+	limits    rowio.Limits // for textArray
 	batch     rowio.Batch
 }
 
@@ -121,6 +122,7 @@ func (r *arrowReader) open(opts rowio.Options) error {
 	}
 	mem := newArrowAllocator()
 	r.lim = newArrowLimits(opts.Limits)
+	r.limits = opts.Limits.WithDefaults()
 	rd, err := ipc.NewReaderFromMessageReader(newArrowMessages(r.in, mem, r.lim), ipc.WithAllocator(mem))
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -212,6 +214,9 @@ func (r *arrowReader) releaseRecord() {
 
 func (r *arrowReader) Next() (*rowio.Batch, error) {
 	r.releaseBatch()
+	if r.err != nil && r.rec != nil {
+		return nil, r.err // a batch that failed: the record is not read on
+	}
 	if r.rec == nil || r.off >= r.rec.NumRows() {
 		r.releaseRecord()
 		if r.err != nil {
@@ -238,7 +243,13 @@ func (r *arrowReader) Next() (*rowio.Batch, error) {
 			r.made = append(r.made, a)
 		}
 		if r.text[i] {
-			a = textArray(a)
+			t, err := textArray(a, r.limits)
+			if err != nil {
+				// The slice is released with the batch's others.
+				r.err = fmt.Errorf("%s: rows %d to %d, column %q: %w", r.name, r.row+1, r.row+n, r.cols[i].Name, err)
+				return nil, r.err
+			}
+			a = t
 			r.made = append(r.made, a)
 		}
 		b.Cols[i].Arrow = a

@@ -39,6 +39,7 @@ type parquetReader struct {
 	name string
 	at   *countingReaderAt
 	mem  *rowio.LimitedAllocator
+	limits rowio.Limits // for textArray
 	// pageLimit is Limits.MaxParquetPageBytes.
 	pageLimit int64
 	rr        pqarrow.RecordReader
@@ -139,7 +140,7 @@ func newParquetReader(src rowio.Source, opts rowio.Options) (*parquetReader, err
 		slot[fi] = len(slot)
 		leaves = collectLeaves(&fields[fi], leaves)
 	}
-	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes}
+	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes, limits: lim.WithDefaults()}
 	for i, fi := range picked {
 		f := fields[fi].Field
 		text := !rowio.NativeArrow(f.Type)
@@ -261,7 +262,11 @@ func (r *parquetReader) Next() (*rowio.Batch, error) {
 	for i := range b.Cols {
 		a := r.rec.Column(r.order[i])
 		if r.text[i] {
-			a = textArray(a)
+			t, err := textArray(a, r.limits)
+			if err != nil {
+				return nil, fmt.Errorf("%s: rows %d to %d, column %q: %w", r.name, r.row-int64(b.Rows)+1, r.row, r.cols[i].Name, err)
+			}
+			a = t
 			r.made = append(r.made, a)
 		}
 		b.Cols[i].Arrow = a
@@ -282,9 +287,13 @@ func (r *parquetReader) Close() error {
 // JSON, everything else as Arrow's text for the value. A Null-typed column
 // is all NULL: arrow-go's Null array answers IsNull false for every row,
 // and its text is "(null)".
-func textArray(a arrow.Array) arrow.Array {
+// Nested values are counted first, against lim (checkText).
+func textArray(a arrow.Array, lim rowio.Limits) (arrow.Array, error) {
 	if a.DataType().ID() == arrow.NULL {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len())
+		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len()), nil
+	}
+	if err := checkText(a, lim); err != nil {
+		return nil, err
 	}
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
@@ -308,5 +317,5 @@ func textArray(a arrow.Array) arrow.Array {
 		}
 		b.Append(a.ValueStr(i))
 	}
-	return b.NewArray()
+	return b.NewArray(), nil
 }
