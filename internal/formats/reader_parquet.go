@@ -36,9 +36,9 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 type parquetReader struct {
-	name string
-	at   *countingReaderAt
-	mem  *rowio.LimitedAllocator
+	name   string
+	at     *countingReaderAt
+	mem    *rowio.LimitedAllocator
 	limits rowio.Limits // for textArray
 	// pageLimit is Limits.MaxParquetPageBytes.
 	pageLimit int64
