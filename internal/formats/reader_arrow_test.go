@@ -29,17 +29,27 @@ func arrowStream(t testing.TB, schema *arrow.Schema, batches ...string) []byte {
 // arrowStreamWith is arrowStream with writer options (compression).
 func arrowStreamWith(t testing.TB, schema *arrow.Schema, opts []ipc.Option, batches ...string) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
-	for _, js := range batches {
+	recs := make([]arrow.RecordBatch, len(batches))
+	for i, js := range batches {
 		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, schema, strings.NewReader(js))
 		if err != nil {
 			t.Fatalf("building %s: %v", js, err)
 		}
+		defer rec.Release()
+		recs[i] = rec
+	}
+	return ipcStream(t, schema, opts, recs...)
+}
+
+// ipcStream writes recs as one IPC stream of schema.
+func ipcStream(t testing.TB, schema *arrow.Schema, opts []ipc.Option, recs ...arrow.RecordBatch) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
+	for _, rec := range recs {
 		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
-		rec.Release()
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

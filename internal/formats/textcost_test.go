@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/lakepipe/lakepipe/internal/rowio"
@@ -29,15 +28,7 @@ func listStream(t *testing.T, elem arrow.DataType, lens []int, build func(b arra
 	defer col.Release()
 	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(lens)))
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, ipc.WithSchema(schema))
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return ipcStream(t, schema, nil, rec)
 }
 
 func nulls(b array.Builder, n int) { b.(*array.NullBuilder).AppendNulls(n) }
