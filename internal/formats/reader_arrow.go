@@ -36,6 +36,33 @@ const arrowFileHead = 8
 // counts (and poisons) what is freed.
 var newArrowAllocator = func() memory.Allocator { return memory.NewGoAllocator() }
 
+// cappedAllocator refuses any one allocation past max (a panic with a
+// *rowio.LimitError, which Open's guard makes the file's error): the
+// IPC reader sizes a decompressed buffer by the 8 bytes in front of it,
+// and checkArrowMessage's reading of those sizes is not the reader's in
+// every corrupt stream (the fuzzer found one asking for 4 TB). Nothing a
+// stream within the limits holds needs more than its decompressed body.
+type cappedAllocator struct {
+	memory.Allocator
+	max int64
+}
+
+func (a cappedAllocator) check(size int) {
+	if int64(size) > a.max {
+		panic(&rowio.LimitError{Limit: "MaxArrowMessageBytes", Value: a.max / 4, What: fmt.Sprintf("a buffer of %s (at most four times the limit once decompressed)", rowio.ByteSize(int64(size)))})
+	}
+}
+
+func (a cappedAllocator) Allocate(size int) []byte {
+	a.check(size)
+	return a.Allocator.Allocate(size)
+}
+
+func (a cappedAllocator) Reallocate(size int, b []byte) []byte {
+	a.check(size)
+	return a.Allocator.Reallocate(size, b)
+}
+
 // arrowReader reads an Arrow IPC stream (format "ARROW"): a schema message,
 // then record batches, then optionally an end-of-stream marker. The stream
 // is read to its end: bytes after the end-of-stream marker are an error,
@@ -120,9 +147,9 @@ func (r *arrowReader) open(opts rowio.Options) error {
 		r.file = true
 		_, _ = r.in.Discard(arrowFileHead)
 	}
-	mem := newArrowAllocator()
 	r.lim = newArrowLimits(opts.Limits)
 	r.limits = opts.Limits.WithDefaults()
+	mem := cappedAllocator{Allocator: newArrowAllocator(), max: r.lim.maxUncompressed}
 	rd, err := ipc.NewReaderFromMessageReader(newArrowMessages(r.in, mem, r.lim), ipc.WithAllocator(mem))
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -728,8 +755,15 @@ func uncompressedSize(meta []byte, info arrowMessageInfo, body []byte, limit int
 		p := info.buffers + uint32(fbStructSize*i)
 		off, _ := b.i64(p)
 		n, _ := b.i64(p + 8)
-		if n < 8 || off < 0 || off > int64(len(body))-8 {
-			continue // arrow-go rejects these itself
+		if n == 0 {
+			continue // an empty buffer: arrow-go reads nothing
+		}
+		// arrow-go slices the body by capacity, not length, and reads
+		// the 8-byte prefix of a shorter buffer from whatever follows it
+		// (the fuzzer found a 4 TB size read so): a compressed buffer is
+		// its prefix at least, inside the body.
+		if n < 8 || off < 0 || off > int64(len(body))-n {
+			return 0, fmt.Errorf("a compressed buffer of %d bytes at offset %d of a %d-byte body", n, off, len(body))
 		}
 		size := int64(binary.LittleEndian.Uint64(body[off:]))
 		if size == fbCompressionUnknown {
