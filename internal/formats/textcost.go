@@ -25,19 +25,16 @@ import (
 //     comes near it.
 const textValuesPerByte = 16
 
-// textBudget is the values textArray may render of a, from lim.
-func textBudget(a arrow.Array, lim rowio.Limits) (cell, batch int64) {
-	cell = max(lim.MaxLineBytes/2, 1)
-	return cell, max(cell, textValuesPerByte*bufferBytes(a.Data()))
-}
-
 // checkText counts the values rendering every cell of a would visit and
 // fails past the bounds above.
 func checkText(a arrow.Array, lim rowio.Limits) error {
 	if flat(a.DataType()) {
 		return nil // one value a cell: the batch's rows bound it
 	}
-	cellMax, left := textBudget(a, lim)
+	bytes := bufferBytes(a.Data())
+	cellMax := max(lim.MaxLineBytes/2, 1)
+	batchMax := max(cellMax, textValuesPerByte*bytes)
+	left := batchMax
 	for i := range a.Len() {
 		n := valuesIn(a, i, min(cellMax, left))
 		if n > cellMax {
@@ -45,7 +42,7 @@ func checkText(a arrow.Array, lim rowio.Limits) error {
 				What: fmt.Sprintf("a nested value of more than %d values (row %d of the batch), whose text would be longer", cellMax, i+1)}
 		}
 		if left -= n; left < 0 {
-			return fmt.Errorf("the nested values of a batch of %d rows (more than %d) are out of all proportion to the %d bytes that carry them: the file is corrupt", a.Len(), textValuesPerByte*bufferBytes(a.Data()), bufferBytes(a.Data()))
+			return fmt.Errorf("the nested values of a batch of %d rows (more than %d) are out of all proportion to the %d bytes that carry them: the file is corrupt", a.Len(), batchMax, bytes)
 		}
 	}
 	return nil
