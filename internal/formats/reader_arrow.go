@@ -38,10 +38,12 @@ var newArrowAllocator = func() memory.Allocator { return memory.NewGoAllocator()
 
 // cappedAllocator refuses any one allocation past max (a panic with a
 // *rowio.LimitError, which Open's guard makes the file's error): the
-// IPC reader sizes a decompressed buffer by the 8 bytes in front of it,
-// and checkArrowMessage's reading of those sizes is not the reader's in
-// every corrupt stream (the fuzzer found one asking for 4 TB). Nothing a
-// stream within the limits holds needs more than its decompressed body.
+// IPC reader sizes a decompressed buffer by the 8 bytes in front of it.
+// checkArrowMessage adds those sizes up before, reading the buffers the
+// reader will read; this is the bound should the two readings ever part
+// (they did once: the fuzzer's 4 TB buffer was one the reader took from
+// past a batch's list, see arrowLayout). Nothing a stream within the
+// limits holds needs more than its decompressed body.
 type cappedAllocator struct {
 	memory.Allocator
 	max int64
@@ -470,6 +472,7 @@ type arrowMessages struct {
 	lim  arrowLimits
 	refs atomic.Int64
 	msg  *ipc.Message // the last message, released by the next
+	lay  arrowLayout  // from the schema message
 }
 
 func newArrowMessages(r io.Reader, mem memory.Allocator, lim arrowLimits) *arrowMessages {
@@ -519,7 +522,7 @@ func (m *arrowMessages) Message() (*ipc.Message, error) {
 	if err := readGrowing(m.r, meta, int(size)); err != nil {
 		return nil, fmt.Errorf("reading message metadata: %w", err)
 	}
-	info, err := checkArrowMessage(meta.Bytes(), m.lim.maxFields)
+	info, err := checkArrowMessage(meta.Bytes(), m.lim.maxFields, &m.lay)
 	if err != nil {
 		return nil, fmt.Errorf("invalid message metadata: %w", err)
 	}
@@ -590,12 +593,14 @@ type arrowMessageInfo struct {
 // Field slots (vtable offsets) of the Arrow flatbuffer tables read here;
 // see format/Message.fbs and format/Schema.fbs of the Arrow project.
 const (
+	fbMessageVersion     = 4
 	fbMessageHeaderType  = 6
 	fbMessageHeader      = 8
 	fbMessageBodyLength  = 10
 	fbMessageMetadata    = 12
 	fbSchemaFields       = 6
 	fbSchemaMetadata     = 8
+	fbFieldTypeType      = 8
 	fbFieldType          = 10
 	fbFieldDictionary    = 12
 	fbFieldChildren      = 14
@@ -605,7 +610,12 @@ const (
 	fbBatchBuffers       = 8
 	fbBatchCompression   = 10
 	fbBatchVariadic      = 12
+	fbDictionaryID       = 4
 	fbDictionaryData     = 6
+	fbEncodingID         = 4
+	fbUnionMode          = 4
+	fbUnionDense         = 1
+	fbMetadataV5         = 4
 	fbHeaderSchema       = 1
 	fbHeaderDictionary   = 2
 	fbHeaderRecordBatch  = 3
@@ -616,12 +626,14 @@ const (
 // checkArrowMessage checks the parts of a Message flatbuffer whose counts
 // arrow-go allocates by or recurses on: every vector it reads lies inside
 // the metadata, a schema has at most maxFields fields nested at most
-// arrowMaxDepth deep, and a batch's variadic buffer counts stay within its
-// buffers. Offsets are followed exactly as the flatbuffers runtime follows
-// them (uint32 arithmetic that wraps), so that the checked positions are
-// the ones arrow-go reads. Reads the checks do not cover only make
-// arrow-go panic, which its reader recovers into an error.
-func checkArrowMessage(meta []byte, maxFields int) (arrowMessageInfo, error) {
+// arrowMaxDepth deep, and a batch lists at least the field nodes, buffers
+// and variadic buffer counts its schema needs (lay, learnt from the schema
+// message), which stay within its buffers. Offsets are followed exactly as
+// the flatbuffers runtime follows them (uint32 arithmetic that wraps), so
+// that the checked positions are the ones arrow-go reads. Reads the checks
+// do not cover only make arrow-go panic, which its reader recovers into an
+// error.
+func checkArrowMessage(meta []byte, maxFields int, lay *arrowLayout) (arrowMessageInfo, error) {
 	var info arrowMessageInfo
 	b := fb(meta)
 	root, ok := b.u32(0)
@@ -640,10 +652,14 @@ func checkArrowMessage(meta []byte, maxFields int) (arrowMessageInfo, error) {
 	if err != nil || !present {
 		return info, err
 	}
+	if (kind == fbHeaderDictionary || kind == fbHeaderRecordBatch) && !lay.known {
+		return info, errors.New("a batch before the schema")
+	}
 	switch kind {
 	case fbHeaderSchema:
 		budget := maxFields
-		err = b.checkFields(header, fbSchemaFields, 1, &budget)
+		*lay = arrowLayout{known: true}
+		err = b.checkFields(header, fbSchemaFields, 1, &budget, &lay.record, lay)
 		if errors.Is(err, errTooManyFields) {
 			err = &rowio.LimitError{Limit: "MaxColumns", Value: int64(maxFields), What: "a schema with more fields (nested ones included)"}
 		}
@@ -651,19 +667,92 @@ func checkArrowMessage(meta []byte, maxFields int) (arrowMessageInfo, error) {
 			err = b.checkMetadata(header, fbSchemaMetadata)
 		}
 	case fbHeaderDictionary:
+		id, _ := b.i64Field(header, fbDictionaryID)
+		need, ok := lay.dicts[id]
+		if !ok {
+			return info, fmt.Errorf("a dictionary batch for id %d, which no field of the schema has", id)
+		}
 		var data uint32
 		if data, present, err = b.table(header, fbDictionaryData); err == nil && present {
-			err = b.checkBatch(data, &info)
+			// arrow-go reads a dictionary as version 1 metadata: its
+			// unions have a validity buffer.
+			err = b.checkBatch(data, &info, need, false)
 		}
 	case fbHeaderRecordBatch:
-		err = b.checkBatch(header, &info)
+		version, _ := b.u16Field(root, fbMessageVersion)
+		err = b.checkBatch(header, &info, lay.record, version >= fbMetadataV5)
 	}
 	return info, err
 }
 
+// arrowLayout is what a stream's schema says its batches hold: the field
+// nodes, buffers and variadic buffer counts of a record batch, and of each
+// dictionary batch by its id. arrow-go's loader indexes a batch's vectors
+// by the schema without checking their lengths: a batch that lists fewer
+// buffers than its schema has makes it take the bytes after the vector for
+// buffers (the fuzzer's 4 TB buffer came so).
+type arrowLayout struct {
+	known  bool
+	record arrowNeed
+	dicts  map[int64]arrowNeed
+}
+
+type arrowNeed struct {
+	nodes, buffers, variadics int
+	// legacy counts unions and run-end encoded arrays, which have a
+	// validity buffer before version 5 metadata.
+	legacy int
+}
+
+func (n arrowNeed) atLeast(o arrowNeed) arrowNeed {
+	return arrowNeed{max(n.nodes, o.nodes), max(n.buffers, o.buffers), max(n.variadics, o.variadics), max(n.legacy, o.legacy)}
+}
+
+// addType adds the node and buffers of one field of type t (a flatbuffer
+// Type), as arrow-go's loader (arrayLoaderContext.loadArray) reads them;
+// its children are added by the caller.
+func (b fb) addType(f uint32, need *arrowNeed) error {
+	t, err := b.u8Field(f, fbFieldTypeType)
+	if err != nil {
+		return err
+	}
+	need.nodes++
+	switch t {
+	case 1: // Null
+	case 2, 3, 6, 7, 8, 9, 10, 11, 18, // Int, FloatingPoint, Bool, Decimal, Date, Time, Timestamp, Interval, Duration
+		15, 12, 21, 17: // FixedSizeBinary, List, LargeList, Map
+		need.buffers += 2
+	case 4, 5, 19, 20, 25, 26: // Binary, Utf8, LargeBinary, LargeUtf8, ListView, LargeListView
+		need.buffers += 3
+	case 13, 16: // Struct_, FixedSizeList
+		need.buffers++
+	case 14: // Union: type ids, and offsets when dense
+		need.buffers++
+		need.legacy++
+		typ, present, err := b.table(f, fbFieldType)
+		if err != nil {
+			return err
+		}
+		if mode, _ := b.u16Field(typ, fbUnionMode); present && mode == fbUnionDense {
+			need.buffers++
+		}
+	case 22: // RunEndEncoded
+		need.legacy++
+	case 23, 24: // BinaryView, Utf8View: validity, views, then variadic data buffers
+		need.buffers += 2
+		need.variadics++
+	default:
+		return fmt.Errorf("a field of unknown type %d", t)
+	}
+	return nil
+}
+
 var errTooManyFields = errors.New("too many fields")
 
-func (b fb) checkFields(table uint32, slot uint16, depth int, budget *int) error {
+// checkFields checks the fields in a schema's (or field's) vector slot and
+// adds what a batch holds of them to need; a dictionary-encoded field adds
+// its indices there and its values to lay's dictionary of its id.
+func (b fb) checkFields(table uint32, slot uint16, depth int, budget *int, need *arrowNeed, lay *arrowLayout) error {
 	start, n, err := b.vector(table, slot, 4)
 	if err != nil || n == 0 {
 		return err
@@ -685,13 +774,31 @@ func (b fb) checkFields(table uint32, slot uint16, depth int, budget *int) error
 		if err := b.checkMetadata(f, fbFieldMetadata); err != nil {
 			return err
 		}
-		for _, slot := range []uint16{fbFieldType, fbFieldDictionary} {
-			if _, _, err := b.table(f, slot); err != nil {
-				return err
-			}
-		}
-		if err := b.checkFields(f, fbFieldChildren, depth+1, budget); err != nil {
+		if _, _, err := b.table(f, fbFieldType); err != nil {
 			return err
+		}
+		enc, dict, err := b.table(f, fbFieldDictionary)
+		if err != nil {
+			return err
+		}
+		values := need
+		if dict {
+			need.nodes++
+			need.buffers += 2 // an integer array of indices
+			values = &arrowNeed{}
+		}
+		if err := b.addType(f, values); err != nil {
+			return err
+		}
+		if err := b.checkFields(f, fbFieldChildren, depth+1, budget, values, lay); err != nil {
+			return err
+		}
+		if dict {
+			id, _ := b.i64Field(enc, fbEncodingID)
+			if lay.dicts == nil {
+				lay.dicts = map[int64]arrowNeed{}
+			}
+			lay.dicts[id] = lay.dicts[id].atLeast(*values)
 		}
 	}
 	return nil
@@ -715,7 +822,10 @@ func (b fb) checkMetadata(table uint32, slot uint16) error {
 	return nil
 }
 
-func (b fb) checkBatch(batch uint32, info *arrowMessageInfo) error {
+// checkBatch checks a RecordBatch table (of a record or dictionary batch)
+// against what its schema needs; v5 tells the metadata version (unions and
+// run-end encoded arrays have no validity buffer from version 5 on).
+func (b fb) checkBatch(batch uint32, info *arrowMessageInfo, need arrowNeed, v5 bool) error {
 	if err := b.checkTable(batch); err != nil {
 		return err
 	}
@@ -723,10 +833,10 @@ func (b fb) checkBatch(batch uint32, info *arrowMessageInfo) error {
 	if info.rows < 0 {
 		return fmt.Errorf("negative row count %d", info.rows)
 	}
-	if _, _, err := b.vector(batch, fbBatchNodes, fbStructSize); err != nil {
+	_, nodes, err := b.vector(batch, fbBatchNodes, fbStructSize)
+	if err != nil {
 		return err
 	}
-	var err error
 	if info.buffers, info.nbuf, err = b.vector(batch, fbBatchBuffers, fbStructSize); err != nil {
 		return err
 	}
@@ -737,11 +847,26 @@ func (b fb) checkBatch(batch uint32, info *arrowMessageInfo) error {
 	if err != nil {
 		return err
 	}
+	buffers := need.buffers
+	if !v5 {
+		buffers += need.legacy
+	}
 	for i := range n {
 		v, _ := b.i64(start + uint32(8*i))
 		if v < 0 || v > int64(info.nbuf) {
 			return fmt.Errorf("variadic buffer count %d for %d buffers", v, info.nbuf)
 		}
+		if i < need.variadics {
+			buffers += int(v)
+		}
+	}
+	switch {
+	case nodes < need.nodes:
+		return fmt.Errorf("a batch of %d field nodes where its schema has %d", nodes, need.nodes)
+	case n < need.variadics:
+		return fmt.Errorf("a batch of %d variadic buffer counts where its schema has %d view fields", n, need.variadics)
+	case info.nbuf < buffers:
+		return fmt.Errorf("a batch of %d buffers where its schema needs %d", info.nbuf, buffers)
 	}
 	return nil
 }
@@ -854,6 +979,15 @@ func (b fb) i64Field(t uint32, slot uint16) (int64, error) {
 		return 0, err
 	}
 	v, _ := b.i64(p)
+	return v, nil
+}
+
+func (b fb) u16Field(t uint32, slot uint16) (uint16, error) {
+	p, err := b.field(t, slot)
+	if err != nil || p == 0 {
+		return 0, err
+	}
+	v, _ := b.u16(p)
 	return v, nil
 }
 

@@ -505,12 +505,13 @@ type ipcMessage struct{ meta, metaLen, body, bodyLen int }
 func ipcMessages(t *testing.T, data []byte) []ipcMessage {
 	t.Helper()
 	var out []ipcMessage
+	var lay arrowLayout
 	for p := 0; p+8 <= len(data); {
 		n := int(binary.LittleEndian.Uint32(data[p+4:]))
 		if n == 0 {
 			break
 		}
-		info, err := checkArrowMessage(data[p+8:p+8+n], rowio.DefaultMaxColumns)
+		info, err := checkArrowMessage(data[p+8:p+8+n], rowio.DefaultMaxColumns, &lay)
 		if err != nil {
 			t.Fatal(err)
 		}
