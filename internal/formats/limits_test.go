@@ -509,3 +509,74 @@ func limitEnv(field string) string {
 	}
 	return "formats.Limits." + field
 }
+
+// parquetOf writes rec as a Parquet file with arrow-go's default
+// properties.
+func parquetOf(t *testing.T, rec arrow.RecordBatch) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, nil, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestParquetRowsBounded: a page may declare 2^31 values that a run of
+// NULLs encodes in a few bytes, so past ParquetFreeRows a Parquet file's
+// rows, and the values of its nested columns loaded as text, are bounded
+// by its size (MaxParquetRowsPerByte): a file of a few KB cannot keep a
+// load busy for years. Real values stay far below the default.
+func TestParquetRowsBounded(t *testing.T) {
+	defer func(n int64) { rowio.ParquetFreeRows = n }(rowio.ParquetFreeRows)
+	rowio.ParquetFreeRows = 1000
+	column := func(dt arrow.DataType, fill func(b array.Builder)) []byte {
+		schema := arrow.NewSchema([]arrow.Field{{Name: "c", Type: dt, Nullable: true}}, nil)
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		fill(b.Field(0))
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		return parquetOf(t, rec)
+	}
+	nulls := column(arrow.PrimitiveTypes.Int64, func(b array.Builder) { b.AppendNulls(1_000_000) })
+	ids := column(arrow.PrimitiveTypes.Int64, func(b array.Builder) {
+		for i := range 100_000 {
+			b.(*array.Int64Builder).Append(int64(i))
+		}
+	})
+	lists := column(arrow.ListOf(arrow.PrimitiveTypes.Int64), func(b array.Builder) {
+		lb := b.(*array.ListBuilder)
+		for range 1000 {
+			lb.Append(true)
+			lb.ValueBuilder().AppendNulls(1000)
+		}
+	})
+	t.Logf("sizes: %d rows of NULL %d bytes, %d ids %d bytes, lists of %d NULLs %d bytes", 1_000_000, len(nulls), 100_000, len(ids), 1_000_000, len(lists))
+	for _, tt := range []struct {
+		name string
+		data []byte
+		k    int64
+		want string
+	}{
+		{"NULL rows past the limit", nulls, 10, "1000000 rows declared in a file of 175 bytes (more than 1000 rows plus the limit's rows a byte), over the limit of 10 (LAKEPIPE_MAX_PARQUET_ROWS_PER_BYTE)"},
+		{"NULL rows within the default", nulls, 0, ""},
+		{"distinct values within the default", ids, 0, ""},
+		{"distinct values within a tight limit", ids, 1, ""},
+		{"nested NULLs past the limit", lists, 50, "more than 262350 nested values in a file of 5.1 KiB (more than 1000 values plus the limit's values a byte), over the limit of 50 (LAKEPIPE_MAX_PARQUET_ROWS_PER_BYTE)"},
+		{"nested NULLs within the default", lists, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readFile(tt.data, "r.parquet", "PARQUET", rowio.Options{Limits: rowio.Limits{MaxParquetRowsPerByte: tt.k}})
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -171,10 +172,25 @@ func scanFooter(buf []byte, size int64, lim rowio.Limits) (*parquetFooter, error
 	if f.numRows < 0 || f.rowGroups > 0 && rowSum != f.numRows {
 		return nil, fmt.Errorf("the file declares %d rows, its row groups %d", f.numRows, rowSum)
 	}
+	if limit := parquetValueBudget(size, lim); f.numRows > limit {
+		return nil, &rowio.LimitError{Limit: "MaxParquetRowsPerByte", Value: lim.WithDefaults().MaxParquetRowsPerByte,
+			What: fmt.Sprintf("%d rows declared in a file of %s (more than %d rows plus the limit's rows a byte)", f.numRows, rowio.ByteSize(size), rowio.ParquetFreeRows)}
+	}
 	if f.leaves, err = checkSchemaTree(children, lim.MaxColumns); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// parquetValueBudget is how many rows, and how many values of nested
+// columns loaded as text, a Parquet file of size bytes may hold (see
+// Limits.MaxParquetRowsPerByte).
+func parquetValueBudget(size int64, lim rowio.Limits) int64 {
+	k := lim.WithDefaults().MaxParquetRowsPerByte
+	if size > (math.MaxInt64-rowio.ParquetFreeRows)/k {
+		return math.MaxInt64
+	}
+	return rowio.ParquetFreeRows + k*size
 }
 
 // columnMeta walks a ColumnMetaData struct, checking that the chunk it

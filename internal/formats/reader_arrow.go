@@ -272,7 +272,7 @@ func (r *arrowReader) Next() (*rowio.Batch, error) {
 			r.made = append(r.made, a)
 		}
 		if r.text[i] {
-			t, err := textArray(a, r.limits)
+			t, _, err := textArray(a, r.limits)
 			if err != nil {
 				// The slice is released with the batch's others.
 				r.err = fmt.Errorf("%s: rows %d to %d, column %q: %w", r.name, r.row+1, r.row+n, r.cols[i].Name, err)

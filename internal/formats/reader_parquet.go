@@ -47,11 +47,16 @@ type parquetReader struct {
 	// order[i] is the record column holding output column i.
 	order []int
 	// text[i]: column i is rendered to *array.String (see ClickHouseType).
-	text  []bool
-	rec   arrow.RecordBatch // the current batch's record, retained
-	made  []arrow.Array     // arrays built for the current batch
-	row   int64             // rows delivered before the current batch
-	batch rowio.Batch
+	text []bool
+	// values is what is left of the file's budget of nested values
+	// (parquetValueBudget): the bytes carrying a batch do not bound its
+	// values in Parquet as they do in Arrow (checkText), the file's do.
+	values int64
+	size   int64
+	rec    arrow.RecordBatch // the current batch's record, retained
+	made   []arrow.Array     // arrays built for the current batch
+	row    int64             // rows delivered before the current batch
+	batch  rowio.Batch
 }
 
 func newParquetReader(src rowio.Source, opts rowio.Options) (*parquetReader, error) {
@@ -140,7 +145,8 @@ func newParquetReader(src rowio.Source, opts rowio.Options) (*parquetReader, err
 		slot[fi] = len(slot)
 		leaves = collectLeaves(&fields[fi], leaves)
 	}
-	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes, limits: lim.WithDefaults()}
+	r := &parquetReader{name: src.Name, at: cat, mem: mem, pageLimit: lim.MaxParquetPageBytes, limits: lim.WithDefaults(),
+		values: parquetValueBudget(size, lim), size: size}
 	for i, fi := range picked {
 		f := fields[fi].Field
 		text := !rowio.NativeArrow(f.Type)
@@ -262,7 +268,13 @@ func (r *parquetReader) Next() (*rowio.Batch, error) {
 	for i := range b.Cols {
 		a := r.rec.Column(r.order[i])
 		if r.text[i] {
-			t, err := textArray(a, r.limits)
+			t, n, err := textArray(a, r.limits)
+			if err == nil {
+				if r.values -= n; r.values < 0 {
+					err = &rowio.LimitError{Limit: "MaxParquetRowsPerByte", Value: r.limits.MaxParquetRowsPerByte,
+						What: fmt.Sprintf("more than %d nested values in a file of %s (more than %d values plus the limit's values a byte)", parquetValueBudget(r.size, r.limits), rowio.ByteSize(r.size), rowio.ParquetFreeRows)}
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: rows %d to %d, column %q: %w", r.name, r.row-int64(b.Rows)+1, r.row, r.cols[i].Name, err)
 			}
@@ -287,13 +299,15 @@ func (r *parquetReader) Close() error {
 // JSON, everything else as Arrow's text for the value. A Null-typed column
 // is all NULL: arrow-go's Null array answers IsNull false for every row,
 // and its text is "(null)".
-// Nested values are counted first, against lim (checkText).
-func textArray(a arrow.Array, lim rowio.Limits) (arrow.Array, error) {
+// Nested values are counted first, against lim (checkText); their count
+// is returned.
+func textArray(a arrow.Array, lim rowio.Limits) (arrow.Array, int64, error) {
 	if a.DataType().ID() == arrow.NULL {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len()), nil
+		return array.MakeArrayOfNull(memory.DefaultAllocator, arrow.BinaryTypes.String, a.Len()), 0, nil
 	}
-	if err := checkText(a, lim); err != nil {
-		return nil, err
+	values, err := checkText(a, lim)
+	if err != nil {
+		return nil, 0, err
 	}
 	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
@@ -317,5 +331,5 @@ func textArray(a arrow.Array, lim rowio.Limits) (arrow.Array, error) {
 		}
 		b.Append(a.ValueStr(i))
 	}
-	return b.NewArray(), nil
+	return b.NewArray(), values, nil
 }

@@ -26,10 +26,11 @@ import (
 const textValuesPerByte = 16
 
 // checkText counts the values rendering every cell of a would visit and
-// fails past the bounds above.
-func checkText(a arrow.Array, lim rowio.Limits) error {
+// fails past the bounds above. It returns the count (0 for a column of
+// flat values, which its rows bound).
+func checkText(a arrow.Array, lim rowio.Limits) (int64, error) {
 	if flat(a.DataType()) {
-		return nil // one value a cell: the batch's rows bound it
+		return 0, nil
 	}
 	bytes := bufferBytes(a.Data())
 	cellMax := max(lim.MaxLineBytes/2, 1)
@@ -38,14 +39,14 @@ func checkText(a arrow.Array, lim rowio.Limits) error {
 	for i := range a.Len() {
 		n := valuesIn(a, i, min(cellMax, left))
 		if n > cellMax {
-			return &rowio.LimitError{Limit: "MaxLineBytes", Value: lim.MaxLineBytes,
+			return 0, &rowio.LimitError{Limit: "MaxLineBytes", Value: lim.MaxLineBytes,
 				What: fmt.Sprintf("a nested value of more than %d values (row %d of the batch), whose text would be longer", cellMax, i+1)}
 		}
 		if left -= n; left < 0 {
-			return fmt.Errorf("the nested values of a batch of %d rows (more than %d) are out of all proportion to the %d bytes that carry them: the file is corrupt", a.Len(), batchMax, bytes)
+			return 0, fmt.Errorf("the nested values of a batch of %d rows (more than %d) are out of all proportion to the %d bytes that carry them: the file is corrupt", a.Len(), batchMax, bytes)
 		}
 	}
-	return nil
+	return batchMax - left, nil
 }
 
 // valuesIn counts the values rendering cell i of a visits: 1, plus those

@@ -102,7 +102,7 @@ func TestNestedTextBounded(t *testing.T) {
 			}
 		})
 	}
-	if _, err := textArray(array.NewNull(1), rowio.Limits{}.WithDefaults()); err != nil {
+	if _, _, err := textArray(array.NewNull(1), rowio.Limits{}.WithDefaults()); err != nil {
 		t.Fatalf("a Null column: %v", err)
 	}
 }

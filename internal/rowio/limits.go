@@ -19,11 +19,18 @@ const (
 	DefaultZstdMaxWindow         = 64 << 20
 	DefaultMaxParquetFooterBytes = 16 << 20
 	DefaultMaxParquetPageBytes   = 256 << 20
+	DefaultMaxParquetRowsPerByte = 10_000
 	DefaultMaxReaderMemory       = 256 << 20
 	DefaultMaxArrowMessageBytes  = 256 << 20
 	DefaultMaxKafkaBatchBytes    = 64 << 20
 	DefaultMaxStatementFiles     = 1_000_000
 )
+
+// ParquetFreeRows is how many rows (and nested values) a Parquet file may
+// hold before MaxParquetRowsPerByte applies: a small file of constant or
+// all-NULL columns legitimately holds millions. A variable, so that tests
+// can lower it.
+var ParquetFreeRows int64 = 1 << 26
 
 // compressionRatioGrace is the output a compressed stream may produce
 // before MaxCompressionRatio applies: small files of one repeated value
@@ -34,8 +41,8 @@ const compressionRatioGrace = 64 << 20
 // so that no corrupt or hostile file can take the process down: a file
 // that breaks one is that file's error (a *LimitError naming the limit),
 // and reading other files goes on. The zero value of each field means its
-// default. The limits are per file; they do not bound rows, only what one
-// row, page, message or header may claim.
+// default. The limits are per file; besides MaxParquetRowsPerByte they do
+// not bound rows, only what one row, page, message or header may claim.
 //
 //	Setting                 Default   Breaking it
 //	MaxLineBytes            16 MiB    CSV/JSON: the row is a RowError, reading resumes at the next line
@@ -46,6 +53,7 @@ const compressionRatioGrace = 64 << 20
 //	ZstdMaxWindow           64 MiB    zstd: reading fails at the frame header
 //	MaxParquetFooterBytes   16 MiB    Parquet: Open fails
 //	MaxParquetPageBytes     256 MiB   Parquet: reading fails at the page
+//	MaxParquetRowsPerByte   10000     Parquet: Open fails (rows), or reading fails (nested values)
 //	MaxReaderMemory         256 MiB   Parquet: reading fails at the allocation
 //	MaxArrowMessageBytes    256 MiB   Arrow IPC: reading fails at the message
 //	MaxKafkaBatchBytes      64 MiB    Kafka: the pipe pauses at the record batch
@@ -86,6 +94,15 @@ type Limits struct {
 	// more than its header says is corrupt. Writers make pages of about
 	// 1 MiB.
 	MaxParquetPageBytes int64
+	// MaxParquetRowsPerByte bounds the rows of a Parquet file, and the
+	// values of its nested columns loaded as text, by the file's size,
+	// past the first ParquetFreeRows (64 Mi): a page's header may declare
+	// 2^31 values its encoding holds in a few bytes (a run of NULLs or of
+	// one value), so a hostile file of a few KB could declare more rows
+	// than a load would finish in years. Writers make pages of at most
+	// 20,000 rows (parquet-mr, Arrow C++), about 1,000 rows a byte for a
+	// column of one value; real data is a few bytes a row.
+	MaxParquetRowsPerByte int64
 	// MaxReaderMemory bounds the Arrow memory one Parquet reader holds at
 	// once: pages, dictionaries and the arrays of the current batch. It
 	// catches sizes no header states, such as a dictionary or a batch a
@@ -124,6 +141,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.ZstdMaxWindow, DefaultZstdMaxWindow)
 	def(&l.MaxParquetFooterBytes, DefaultMaxParquetFooterBytes)
 	def(&l.MaxParquetPageBytes, DefaultMaxParquetPageBytes)
+	def(&l.MaxParquetRowsPerByte, DefaultMaxParquetRowsPerByte)
 	def(&l.MaxReaderMemory, DefaultMaxReaderMemory)
 	def(&l.MaxArrowMessageBytes, DefaultMaxArrowMessageBytes)
 	def(&l.MaxKafkaBatchBytes, DefaultMaxKafkaBatchBytes)
@@ -153,7 +171,7 @@ type LimitError struct {
 func (e *LimitError) Error() string {
 	v := fmt.Sprint(e.Value)
 	switch e.Limit {
-	case "MaxJSONDepth", "MaxColumns", "MaxStatementFiles":
+	case "MaxJSONDepth", "MaxColumns", "MaxStatementFiles", "MaxParquetRowsPerByte":
 	case "MaxCompressionRatio":
 		v += ":1"
 	default:

@@ -20,6 +20,7 @@ var LimitVars = []struct {
 	{"LAKEPIPE_ZSTD_MAX_WINDOW", "ZstdMaxWindow", func(l *Limits, n int64) { l.ZstdMaxWindow = n }},
 	{"LAKEPIPE_MAX_PARQUET_FOOTER_BYTES", "MaxParquetFooterBytes", func(l *Limits, n int64) { l.MaxParquetFooterBytes = n }},
 	{"LAKEPIPE_MAX_PARQUET_PAGE_BYTES", "MaxParquetPageBytes", func(l *Limits, n int64) { l.MaxParquetPageBytes = n }},
+	{"LAKEPIPE_MAX_PARQUET_ROWS_PER_BYTE", "MaxParquetRowsPerByte", func(l *Limits, n int64) { l.MaxParquetRowsPerByte = n }},
 	{"LAKEPIPE_MAX_READER_MEMORY", "MaxReaderMemory", func(l *Limits, n int64) { l.MaxReaderMemory = n }},
 	{"LAKEPIPE_MAX_ARROW_MESSAGE_BYTES", "MaxArrowMessageBytes", func(l *Limits, n int64) { l.MaxArrowMessageBytes = n }},
 	{"LAKEPIPE_MAX_KAFKA_BATCH_BYTES", "MaxKafkaBatchBytes", func(l *Limits, n int64) { l.MaxKafkaBatchBytes = n }},
