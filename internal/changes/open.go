@@ -24,6 +24,14 @@ import (
 //   - the commits registered after hi (a range of table_commits' key), and
 //   - the open ones (sum of signs > 0) not registered at or below hi.
 //
+// Merges of the CollapsingMergeTree may fold two +1 marks of a commit into
+// one (it keeps the last), so a sum says "opened", not how many times.
+// That is enough because the attempts of one commit never write at once
+// (leases; a streaming write's attempts have commits of their own), and an
+// attempt closes a commit it does not register (AbandonLoads) only once its
+// rows are gone: a fold can only leave a registered or emptied commit
+// closed.
+//
 // The second rule makes extra opens harmless: a retry or a zombie attempt
 // that opens a commit again, or a process that dies between registering a
 // commit and closing it, leaves a sum above 0 for a registered commit,
