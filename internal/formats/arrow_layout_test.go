@@ -1,10 +1,7 @@
 package formats
 
 import (
-	"bytes"
 	"encoding/binary"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
@@ -16,23 +13,10 @@ import (
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
-// readArrowAll reads every batch of an ARROW stream and returns the error
-// that ended it (nil at a clean end).
-func readArrowAll(t *testing.T, data []byte) error {
-	t.Helper()
-	r, err := Open(rowio.Source{R: bytes.NewReader(data), Name: "s"}, "ARROW", rowio.Options{Compression: rowio.CompressionNone})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for {
-		if _, err := r.Next(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+// readArrow reads every row of an ARROW stream (readFile).
+func readArrow(data []byte) error {
+	_, err := readFile(data, "s", "ARROW", rowio.Options{Compression: rowio.CompressionNone})
+	return err
 }
 
 // Every type arrow-go writes passes the check of a batch against its
@@ -86,14 +70,14 @@ func TestArrowLayoutOfEveryType(t *testing.T) {
 	defer unionCol.Release()
 	unionRec := array.NewRecordBatch(union, []arrow.Array{unionCol}, 2)
 	defer unionRec.Release()
-	if err := readArrowAll(t, ipcStream(t, union, nil, unionRec)); err == nil || !strings.Contains(err.Error(), "a batch of 4 buffers where its schema needs 5") {
+	if err := readArrow(ipcStream(t, union, nil, unionRec)); err == nil || !strings.Contains(err.Error(), "a batch of 4 buffers where its schema needs 5") {
 		t.Errorf("a dictionary of unions: %v", err)
 	}
 	for _, opts := range [][]ipc.Option{nil, {ipc.WithZstd()}, {ipc.WithLZ4()}} {
-		if err := readArrowAll(t, ipcStream(t, schema, opts, rec, rec)); err != nil {
+		if err := readArrow(ipcStream(t, schema, opts, rec, rec)); err != nil {
 			t.Errorf("every type, %d options: %v", len(opts), err)
 		}
-		if err := readArrowAll(t, ipcStream(t, views, opts, viewRec)); err != nil {
+		if err := readArrow(ipcStream(t, views, opts, viewRec)); err != nil {
 			t.Errorf("views, %d options: %v", len(opts), err)
 		}
 	}
@@ -140,7 +124,7 @@ func TestArrowBatchShorterThanSchema(t *testing.T) {
 				t.Fatalf("vector of %d: %v", n, err)
 			}
 			binary.LittleEndian.PutUint32(data[m.meta+int(start)-4:], uint32(n-1))
-			err = readArrowAll(t, data)
+			err = readArrow(data)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/shopspring/decimal"
 
 	"github.com/lakepipe/lakepipe/internal/rowio"
@@ -296,18 +295,8 @@ func TestParquetNullColumn(t *testing.T) {
 	b.Field(1).(*array.NullBuilder).AppendNulls(2)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(schema, &buf, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	r, err := Open(rowio.Source{At: bytes.NewReader(buf.Bytes()), Size: int64(buf.Len()), Name: "n.parquet"}, "PARQUET", rowio.Options{})
+	data := parquetOf(t, rec)
+	r, err := Open(rowio.Source{At: bytes.NewReader(data), Size: int64(len(data)), Name: "n.parquet"}, "PARQUET", rowio.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
