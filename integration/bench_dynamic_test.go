@@ -152,7 +152,7 @@ const deltaAggregates = "category, countState() AS c, sumState(amount) AS s, avg
 
 func newDeltaFloor(b *testing.B, p *pipeBench, src string) *deltaFloor {
 	d := &deltaFloor{b: b, p: p, name: src, src: chsql.Table(p.schema, src), state: chsql.Table(p.schema, "floor_"+src)}
-	if err := p.st.Exec(p.ctx, "CREATE TABLE "+d.state+" ENGINE = AggregatingMergeTree ORDER BY category AS SELECT "+deltaAggregates+" FROM "+d.src+" WHERE 0 GROUP BY category"); err != nil {
+	if err := p.st.Exec(p.ctx, "CREATE TABLE "+d.state+" ENGINE = AggregatingMergeTree ORDER BY (isNull(category), assumeNotNull(category)) AS SELECT "+deltaAggregates+" FROM "+d.src+" WHERE 0 GROUP BY category"); err != nil {
 		b.Fatal(err)
 	}
 	return d
