@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"reflect"
 	"strings"
@@ -91,13 +92,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// SessionSettings are set on every connection, whatever the server's
+// profiles say, because lakepipe's SQL depends on their defaults: an
+// aggregate without GROUP BY over no rows gives one row. A summary's state
+// INSERT writes the version it brings the state to as such a row (its
+// marker), and the checks of a refresh's window read are columns of one;
+// a profile with empty_result_for_aggregation_by_empty_set = 1 would let
+// a refresh write its groups without their version, and the next refresh
+// add the same rows again.
+var SessionSettings = clickhouse.Settings{"empty_result_for_aggregation_by_empty_set": 0}
+
 // dial opens a pool to one server and checks that it answers.
 func dial(ctx context.Context, cfg Config, addr string, settings clickhouse.Settings) (driver.Conn, error) {
+	all := maps.Clone(SessionSettings)
+	maps.Copy(all, settings)
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Addr:        []string{addr},
 		Auth:        clickhouse.Auth{Database: cfg.Database, Username: cfg.User, Password: cfg.Password},
 		DialContext: dialer(cfg.TLS),
-		Settings:    settings,
+		Settings:    all,
 		// Inserts of big files are streamed as many blocks; a generous
 		// timeout keeps slow disks from failing a load.
 		ReadTimeout:     10 * time.Minute,
