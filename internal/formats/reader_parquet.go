@@ -271,6 +271,7 @@ func (r *parquetReader) Next() (*rowio.Batch, error) {
 			t, n, err := textArray(a, r.limits)
 			if err == nil {
 				if r.values -= n; r.values < 0 {
+					t.Release()
 					err = &rowio.LimitError{Limit: "MaxParquetRowsPerByte", Value: r.limits.MaxParquetRowsPerByte,
 						What: fmt.Sprintf("more than %d nested values in a file of %s (more than %d values plus the limit's values a byte)", parquetValueBudget(r.size, r.limits), rowio.ByteSize(r.size), rowio.ParquetFreeRows)}
 				}
