@@ -70,3 +70,51 @@ func TestKafkaPipeBatchTooLarge(t *testing.T) {
 		t.Fatalf("pipe status %s after the reset and resume, want RUNNING", st)
 	}
 }
+
+// TestKafkaPipeFetchMemory: a compressed batch small on the wire and in
+// bytes (here 20,000 records of one byte) whose records the client would
+// decode into far more memory than LAKEPIPE_MAX_KAFKA_FETCH_MEMORY pauses
+// its pipe there, naming the setting, without loading anything of the
+// batch it was in; after a reset past it, the pipe goes on.
+func TestKafkaPipeFetchMemory(t *testing.T) {
+	s := newStack(t)
+	s.Eng, s.Orch, _ = pipeWorkerWith(t, s.Eng, s.Schema, temporalConfig("it-"+s.ID), func(c *worker.Config) {
+		c.Limits.MaxKafkaFetchMemory = 1 << 20
+	})
+	s.run(`CREATE TABLE logs (log_time TIMESTAMP, level STRING, message STRING)`)
+
+	topic := "tiny_" + s.ID
+	prod := kafkaTopic(t, topic, 1)
+	for i := 0; i < 3; i++ {
+		produce(t, prod, logLine("before", i, "INFO")) // offsets 0-2, a batch each
+	}
+	many := kafkaClient(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(16<<20), kgo.ProducerLinger(time.Second))
+	ctx, cancel := context.WithTimeout(s.Ctx, time.Minute)
+	defer cancel()
+	recs := make([]*kgo.Record, 20_000)
+	for i := range recs {
+		recs[i] = &kgo.Record{Value: []byte("x")}
+	}
+	if err := many.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce the batch of small records: %v", err)
+	}
+	time.Sleep(1100 * time.Millisecond) // a clear millisecond boundary
+	mark := time.Now().UnixMilli()
+	for i := 0; i < 2; i++ {
+		produce(t, prod, logLine("after", i, "INFO"))
+	}
+
+	s.run(kafkaPipeSQL("tiny", "logs", topic, "tiny_"+s.ID, 0, ""))
+	s.dropAtEnd("PIPE", "tiny")
+	pipeWait(t, time.Minute, "the pipe pauses at the batch of small records", func() bool { return s.pipeDesc("tiny")["pipe_status"] == "PAUSED" })
+	checkMessage(t, s.pipeDesc("tiny")["invalid_reason"], "topic "+topic, "partition 0", "offset 3", "1 MiB",
+		"LAKEPIPE_MAX_KAFKA_FETCH_MEMORY", "RESET_KAFKA_GROUP_OFFSETS")
+	if n := s.pipeCount("logs"); n != 0 {
+		t.Fatalf("%d rows loaded from the batch that paused; want none (a batch is all or nothing)", n)
+	}
+	s.run(fmt.Sprintf(`ALTER PIPE tiny SET RESET_KAFKA_GROUP_OFFSETS = '%d'`, mark))
+	s.run(`ALTER PIPE tiny SET PIPE_EXECUTION_PAUSED = FALSE`)
+	pipeWait(t, time.Minute, "the records after the batch load", func() bool { return s.pipeCount("logs") == 2 })
+	wantRows(t, "the records after the batch", s.run(`SELECT message FROM logs ORDER BY message`), "after line 0", "after line 1")
+}

@@ -53,6 +53,9 @@ type Client struct {
 	left []*kgo.Record
 	// began says how the last Read began (see Began).
 	began string
+	// budget is the consumer's decompressor when Source.MaxFetchMemory
+	// is set.
+	budget *fetchBudget
 }
 
 // How a Read began, as Began reports it.
@@ -269,6 +272,17 @@ func (c *Client) consumer(assign map[int32]kgo.Offset, from Offsets) (*kgo.Clien
 			// it) resumes at its oldest record: the gap is the broker's
 			// doing.
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if c.src.MaxFetchMemory > 0 {
+			// The client's own decompressor, bounded per batch
+			// (MaxDecompressBatchBytes: a decompressor passed in is
+			// used as is), under the fetch's budget.
+			inner, ok := c.cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+			if !ok {
+				return nil, nil, errors.New("the Kafka client has no decompressor")
+			}
+			c.budget = newFetchBudget(inner, c.src.MaxFetchMemory)
+			opts = append(opts, kgo.WithDecompressor(c.budget))
+		}
 		cons, err := kgo.NewClient(opts...)
 		if err != nil {
 			return nil, nil, err
@@ -425,6 +439,9 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 		defer close(fetches)
 		for pctx.Err() == nil {
 			wctx, cancel := context.WithTimeout(pctx, time.Second)
+			if c.budget != nil {
+				c.budget.polled()
+			}
 			fs := cons.PollFetches(wctx)
 			cancel()
 			select {
@@ -452,6 +469,9 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 			}
 			if big, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err); ok {
 				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.src.MaxBatchBytes}
+				if c.budget != nil && c.budget.tripped() {
+					ferr.(*BatchTooLargeError).Fetch, ferr.(*BatchTooLargeError).Limit = true, c.src.MaxFetchMemory
+				}
 				return
 			}
 			ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)
@@ -481,14 +501,17 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 }
 
 // BatchTooLargeError is a record batch that decompresses to more than
-// Source.MaxBatchBytes: the data's fault, not a transient failure, so
-// reading the same offsets fails the same way.
+// Source.MaxBatchBytes, or (Fetch) that with the batches fetched before it
+// takes more than Source.MaxFetchMemory decoded: the data's fault, not a
+// transient failure, so reading the same offsets fails the same way (a
+// fetch begins where the last one stopped).
 type BatchTooLargeError struct {
 	Topic     string
 	Partition int32
 	Offset    int64 // the batch's first offset
 	Next      int64 // the offset after its last record
 	Limit     int64
+	Fetch     bool // the fetch's budget, Limit being MaxFetchMemory
 }
 
 func (e *BatchTooLargeError) Error() string {
@@ -503,6 +526,10 @@ func (e *BatchTooLargeError) Error() string {
 	span := ""
 	if e.Next > e.Offset+1 {
 		span = fmt.Sprintf(" (up to offset %d)", e.Next-1)
+	}
+	if e.Fetch {
+		return fmt.Sprintf("topic %s partition %d offset %d: the record batch%s and those fetched before it take more than %s decompressed and decoded (their bytes and about %d bytes a record; LAKEPIPE_MAX_KAFKA_FETCH_MEMORY on the workers): batches that decompress hundreds of times over (decompression bombs), or millions of records of a few bytes",
+			e.Topic, e.Partition, e.Offset, span, size, recordCost)
 	}
 	return fmt.Sprintf("topic %s partition %d offset %d: a record batch%s decompresses to more than %s (LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers): a decompression bomb, or a producer batching far more than Kafka's usual 1 MiB",
 		e.Topic, e.Partition, e.Offset, span, size)

@@ -32,6 +32,11 @@ type Source struct {
 	// LAKEPIPE_MAX_KAFKA_BATCH_BYTES); 0 leaves the Kafka client's 1 GiB.
 	// Reading a batch past it fails with a *BatchTooLargeError.
 	MaxBatchBytes int64
+	// MaxFetchMemory bounds what the record batches a consumer fetches
+	// between two polls take decompressed and decoded (the worker's
+	// LAKEPIPE_MAX_KAFKA_FETCH_MEMORY; see fetchBudget); 0: no bound.
+	// Passing it fails as MaxBatchBytes does, with Fetch set.
+	MaxFetchMemory int64
 }
 
 // defaultFetchMaxBytes is fetch.max.bytes when the map does not set it.

@@ -32,7 +32,8 @@ func (d *countingDecompressor) Decompress(src []byte, codec kgo.CompressionCodec
 
 // FuzzRecordBatches feeds bytes to the Kafka client as the record batches
 // of one partition in a fetch answer, decoded as a pipe's consumer decodes
-// them (its settings, its bounded decompressor; CRC checks off so that
+// them (its settings, its bounded decompressor under a fetch budget of
+// four batches; CRC checks off so that
 // mutations reach the decoding): nothing panics, and what decoding
 // allocates stays within 170 bytes per byte the batches hold decompressed
 // (the client sizes its record slice from the record count a batch
@@ -52,10 +53,11 @@ func FuzzRecordBatches(f *testing.F) {
 	binary.BigEndian.PutUint32(claim[57:], 1<<20) // NumRecords
 	f.Add(claim)
 
-	dec := consumerDecompressor(f)
+	budget := newFetchBudget(consumerDecompressor(f), 4*fuzzBatchLimit)
 
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		counting := &countingDecompressor{Decompressor: dec}
+		budget.polled()
+		counting := &countingDecompressor{Decompressor: budget}
 		rp := &kmsg.FetchResponseTopicPartition{HighWatermark: 1 << 40, LastStableOffset: 1 << 40, RecordBatches: raw}
 		opts := kgo.ProcessFetchPartitionOpts{Topic: "t", DisableCRCValidation: true, IsolationLevel: kgo.ReadCommitted()}
 		var before, after runtime.MemStats

@@ -55,7 +55,7 @@ func NewPool(idle time.Duration) *Pool {
 // that long.
 func (p *Pool) EndOffsets(ctx context.Context, src Source) (Offsets, error) {
 	cluster := src
-	cluster.Topic, cluster.Group, cluster.MaxBatchBytes = "", "", 0
+	cluster.Topic, cluster.Group, cluster.MaxBatchBytes, cluster.MaxFetchMemory = "", "", 0, 0
 	k := cluster.key()
 	p.mu.Lock()
 	sc := p.shared[k]
@@ -102,7 +102,7 @@ func (p *Pool) closeIdle(k [32]byte, sc *sharedClient, after time.Duration) {
 // settings hold credentials, so only their hash is kept.
 func (s Source) key() [32]byte {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q\x00%q\x00%q\x00%d", s.Bootstrap, s.Topic, s.Group, s.MaxBatchBytes)
+	fmt.Fprintf(h, "%q\x00%q\x00%q\x00%d\x00%d", s.Bootstrap, s.Topic, s.Group, s.MaxBatchBytes, s.MaxFetchMemory)
 	keys := make([]string, 0, len(s.Config))
 	for k := range s.Config {
 		keys = append(keys, k)

@@ -211,7 +211,8 @@ func (e *Consumer) compileKafka(ctx context.Context, name string, cp *sqlast.Cop
 	if err != nil {
 		return nil, err
 	}
-	rk.Src.MaxBatchBytes = e.Cfg.Limits.WithDefaults().MaxKafkaBatchBytes
+	lim := e.Cfg.Limits.WithDefaults()
+	rk.Src.MaxBatchBytes, rk.Src.MaxFetchMemory = lim.MaxKafkaBatchBytes, lim.MaxKafkaFetchMemory
 	run := &KafkaPipeRun{e: e, Name: name, rk: rk, prog: prog, target: core.TableTarget(schema, table, tspec, cols), keepReplaced: changes.KeepsReplaced(tspec), stageKey: changes.StageKey(tspec)}
 	src := make([]rowio.Column, len(prog.Columns))
 	for i, c := range prog.Columns {
@@ -759,8 +760,12 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return jobs.KafkaBatchResult{Offsets: in.Offsets, Records: res.Records, Paused: true, Reason: reason, Read: res.Read}, nil
 	}
 	if big, ok := errors.AsType[*kafka.BatchTooLargeError](err); ok {
-		return pause(fmt.Sprintf("%v; the pipe paused without loading this batch. Fix the producer and ALTER PIPE %s SET RESET_KAFKA_GROUP_OFFSETS = '<epoch millis>' to a time after the batch, then resume it; or raise LAKEPIPE_MAX_KAFKA_BATCH_BYTES on the workers (each may then hold that much per partition it reads) and resume it",
-			big, r.Name))
+		setting, holds := "LAKEPIPE_MAX_KAFKA_BATCH_BYTES", "that much per partition it reads"
+		if big.Fetch {
+			setting, holds = "LAKEPIPE_MAX_KAFKA_FETCH_MEMORY", "twice that per pipe it runs"
+		}
+		return pause(fmt.Sprintf("%v; the pipe paused without loading this batch. Fix the producer and ALTER PIPE %s SET RESET_KAFKA_GROUP_OFFSETS = '<epoch millis>' to a time after the batch, then resume it; or raise %s on the workers (each may then hold %s) and resume it",
+			big, r.Name, setting, holds))
 	}
 	if err != nil && err != errStop {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)

@@ -23,6 +23,7 @@ const (
 	DefaultMaxReaderMemory       = 256 << 20
 	DefaultMaxArrowMessageBytes  = 256 << 20
 	DefaultMaxKafkaBatchBytes    = 64 << 20
+	DefaultMaxKafkaFetchMemory   = 256 << 20
 	DefaultMaxStatementFiles     = 1_000_000
 )
 
@@ -57,6 +58,7 @@ const compressionRatioGrace = 64 << 20
 //	MaxReaderMemory         256 MiB   Parquet: reading fails at the allocation
 //	MaxArrowMessageBytes    256 MiB   Arrow IPC: reading fails at the message
 //	MaxKafkaBatchBytes      64 MiB    Kafka: the pipe pauses at the record batch
+//	MaxKafkaFetchMemory     256 MiB   Kafka: the pipe pauses at the record batch
 //	MaxStatementFiles       1000000   COPY INTO / SELECT … FROM VOLUME: the statement fails
 type Limits struct {
 	// MaxLineBytes bounds one CSV record (quoted line breaks included) or
@@ -120,6 +122,14 @@ type Limits struct {
 	// decompression bomb or a misconfigured producer, and its pipe
 	// pauses there.
 	MaxKafkaBatchBytes int64
+	// MaxKafkaFetchMemory bounds what the compressed record batches a
+	// pipe's consumer fetches between two polls take once decompressed
+	// and decoded: their bytes plus ~170 bytes a record. The per-batch
+	// bound alone lets one fetch of 1 MiB hold hundreds of batches that
+	// each decompress to it, and 64 MiB of 7-byte records decode to
+	// 1.6 GiB. Real fetches (1 MiB compressed a fetch, records of
+	// hundreds of bytes) take tens of MiB at most.
+	MaxKafkaFetchMemory int64
 	// MaxStatementFiles bounds the files one COPY INTO or SELECT … FROM
 	// VOLUME reads (those its FILES, SUBDIRECTORY and REGEXP select),
 	// which the statement lists and keeps in memory before it reads them
@@ -145,6 +155,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxReaderMemory, DefaultMaxReaderMemory)
 	def(&l.MaxArrowMessageBytes, DefaultMaxArrowMessageBytes)
 	def(&l.MaxKafkaBatchBytes, DefaultMaxKafkaBatchBytes)
+	def(&l.MaxKafkaFetchMemory, DefaultMaxKafkaFetchMemory)
 	def(&l.MaxStatementFiles, DefaultMaxStatementFiles)
 	if l.MaxJSONDepth <= 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth

@@ -24,6 +24,7 @@ var LimitVars = []struct {
 	{"LAKEPIPE_MAX_READER_MEMORY", "MaxReaderMemory", func(l *Limits, n int64) { l.MaxReaderMemory = n }},
 	{"LAKEPIPE_MAX_ARROW_MESSAGE_BYTES", "MaxArrowMessageBytes", func(l *Limits, n int64) { l.MaxArrowMessageBytes = n }},
 	{"LAKEPIPE_MAX_KAFKA_BATCH_BYTES", "MaxKafkaBatchBytes", func(l *Limits, n int64) { l.MaxKafkaBatchBytes = n }},
+	{"LAKEPIPE_MAX_KAFKA_FETCH_MEMORY", "MaxKafkaFetchMemory", func(l *Limits, n int64) { l.MaxKafkaFetchMemory = n }},
 	{"LAKEPIPE_MAX_STATEMENT_FILES", "MaxStatementFiles", func(l *Limits, n int64) { l.MaxStatementFiles = n }},
 }
 
