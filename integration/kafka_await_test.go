@@ -3,12 +3,15 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
@@ -119,7 +122,7 @@ func TestKafkaPipeIdleWaits(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 90 s, the waits asked to cancel and how they ended (by the event that scheduled them; Unspecified: not yet): %v; want 2 at least, all ended", ended)
+			t.Fatalf("after 90 s, the waits asked to cancel and how they ended (by the event that scheduled them; Unspecified: not yet): %v; want 2 at least, all ended. The history:\n%s", ended, eventList(historyOf(t, s, id)))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -132,4 +135,34 @@ func TestKafkaPipeIdleWaits(t *testing.T) {
 	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
 		recordHistory(t, s, id, filepath.Join(dir, "pipe_kafka_await.json"))
 	}
+}
+
+// eventList is a workflow history one event a line: its id, its type, and
+// for an activity its type or the event that scheduled it; for a signal,
+// its name.
+func eventList(events []*historypb.HistoryEvent) string {
+	var b strings.Builder
+	for _, ev := range events {
+		fmt.Fprintf(&b, "%4d %v", ev.GetEventId(), ev.GetEventType())
+		switch {
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			fmt.Fprintf(&b, " %s", ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+		case ev.GetWorkflowExecutionSignaledEventAttributes() != nil:
+			fmt.Fprintf(&b, " %s", ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName())
+		case ev.GetActivityTaskCancelRequestedEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskCancelRequestedEventAttributes().GetScheduledEventId())
+		case ev.GetActivityTaskStartedEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId())
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId())
+		case ev.GetActivityTaskFailedEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId())
+		case ev.GetActivityTaskCanceledEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId())
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			fmt.Fprintf(&b, " of %d", ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId())
+		}
+		fmt.Fprintf(&b, " %s\n", ev.GetEventTime().AsTime().Format("15:04:05.000"))
+	}
+	return b.String()
 }
