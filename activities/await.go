@@ -108,7 +108,8 @@ type idleWait struct {
 // carries the progress (DESC PIPE adds the polls to the pipe's turns):
 // the SDK sends the last one recorded.
 func (a *Activities) await(actx context.Context, w idleWait) (polls int, err error) {
-	ctx, done := a.waits.enter(actx, activity.GetInfo(actx).WorkflowExecution.ID)
+	info := activity.GetInfo(actx)
+	ctx, done := a.waits.enter(actx, info.WorkflowExecution.ID, info.ScheduledTime)
 	defer done()
 	defer func() {
 		if err != nil && errors.Is(context.Cause(ctx), errSuperseded) {
@@ -238,28 +239,41 @@ func (a *Activities) listOnce(ctx context.Context, p jobs.PipeParams, state jobs
 // waits holds the waits (AwaitFiles, AwaitRecords) running on this
 // worker, one per pipe workflow: a newer wait of a pipe ends the one
 // before, which its workflow has cancelled already (it starts a new wait
-// only after the last ended or was cancelled).
+// only after the last ended or was cancelled). Newer is by when the
+// workflow scheduled them, not by when they start here: a wait scheduled
+// and then replaced can start after its replacement (the task queue's
+// partitions hand out tasks in no set order), and must end then, not end
+// the wait its workflow is waiting on (TestKafkaPipeIdleWaits saw that
+// wait time out, twice in a day).
 type waits struct {
 	mu sync.Mutex
 	by map[string]*waitEntry
 }
 
-type waitEntry struct{ cancel context.CancelCauseFunc }
+type waitEntry struct {
+	cancel    context.CancelCauseFunc
+	scheduled time.Time
+}
 
 // errSuperseded is the cause that ends a wait a newer wait of its pipe
 // replaced on this worker.
 var errSuperseded = errors.New("a newer wait of the pipe took its place")
 
-// enter registers a wait of the workflow id and ends an older one (with
-// errSuperseded); done removes it.
-func (w *waits) enter(ctx context.Context, id string) (context.Context, func()) {
+// enter registers a wait of the workflow id, scheduled at scheduled, and
+// ends an older one (with errSuperseded); a wait older than the one
+// registered ends at once instead. done removes it.
+func (w *waits) enter(ctx context.Context, id string, scheduled time.Time) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	e := &waitEntry{cancel: cancel}
+	e := &waitEntry{cancel: cancel, scheduled: scheduled}
 	w.mu.Lock()
 	if w.by == nil {
 		w.by = map[string]*waitEntry{}
 	}
-	if old := w.by[id]; old != nil {
+	if old := w.by[id]; old != nil && old.scheduled.After(scheduled) {
+		w.mu.Unlock()
+		cancel(errSuperseded)
+		return ctx, func() {}
+	} else if old != nil {
 		old.cancel(errSuperseded)
 	}
 	w.by[id] = e

@@ -38,12 +38,19 @@ func TestFirstListing(t *testing.T) {
 // It opens the pipe once, not at every read.
 // TestWaitsSupersede: a newer wait of a pipe ends the older one with
 // errSuperseded (which await turns into the cancellation Temporal asked
-// for), and leaves other pipes' waits alone.
+// for), and leaves other pipes' waits alone; an older wait that starts
+// after a newer one ends at once and leaves the newer alone.
 func TestWaitsSupersede(t *testing.T) {
 	var w waits
-	old, doneOld := w.enter(context.Background(), "pipe.a")
-	other, doneOther := w.enter(context.Background(), "pipe.b")
-	newer, doneNewer := w.enter(context.Background(), "pipe.a")
+	t0 := time.Now()
+	old, doneOld := w.enter(context.Background(), "pipe.a", t0)
+	other, doneOther := w.enter(context.Background(), "pipe.b", t0)
+	newer, doneNewer := w.enter(context.Background(), "pipe.a", t0.Add(time.Second))
+	late, doneLate := w.enter(context.Background(), "pipe.a", t0.Add(time.Second/2))
+	if !errors.Is(context.Cause(late), errSuperseded) || newer.Err() != nil {
+		t.Fatalf("an older wait starting after a newer: its cause %v (want errSuperseded), the newer's %v (want none)", context.Cause(late), newer.Err())
+	}
+	doneLate()
 	if !errors.Is(context.Cause(old), errSuperseded) {
 		t.Fatalf("the older wait's cause: %v, want errSuperseded", context.Cause(old))
 	}
