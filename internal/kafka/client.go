@@ -468,10 +468,11 @@ func (c *Client) Read(ctx context.Context, from, until Offsets, max int, fn func
 				return
 			}
 			if big, ok := errors.AsType[*kgo.ErrDecompressTooLarge](err); ok {
-				ferr = &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.src.MaxBatchBytes}
+				e := &BatchTooLargeError{Topic: c.src.Topic, Partition: big.Partition, Offset: big.Offset, Next: big.NextOffset, Limit: c.src.MaxBatchBytes}
 				if c.budget != nil && c.budget.tripped() {
-					ferr.(*BatchTooLargeError).Fetch, ferr.(*BatchTooLargeError).Limit = true, c.src.MaxFetchMemory
+					e.Fetch, e.Limit = true, c.src.MaxFetchMemory
 				}
+				ferr = e
 				return
 			}
 			ferr = c.wrap(fmt.Sprintf("fetch partition %d", p), err)

@@ -158,4 +158,11 @@ func TestBatchTooLargeError(t *testing.T) {
 			}
 		}
 	}
+	// The fetch's budget names its own setting.
+	msg := (&BatchTooLargeError{Topic: "t", Partition: 2, Offset: 17, Next: 40, Limit: 256 << 20, Fetch: true}).Error()
+	for _, w := range []string{"topic t partition 2 offset 17", "(up to offset 39)", "more than 256 MiB decompressed and decoded", "LAKEPIPE_MAX_KAFKA_FETCH_MEMORY"} {
+		if !strings.Contains(msg, w) || strings.Contains(msg, "LAKEPIPE_MAX_KAFKA_BATCH_BYTES") {
+			t.Errorf("the fetch's budget: %q lacks %q or names the batch's setting", msg, w)
+		}
+	}
 }
