@@ -4,7 +4,9 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
 // TestSweepAbandonedLoads: a Kafka pipe's loads name the pipe in their
@@ -150,5 +153,84 @@ func TestSweepAbandonedLoads(t *testing.T) {
 	}
 	if n, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.open_commits WHERE "+where+" AND commit_id IN (901, 902, 906, 907)"); err != nil || len(n) != 1 || n[0] != "0" {
 		t.Errorf("marks of swept and registered loads left after maintenance: %v %v", n, err)
+	}
+}
+
+// TestSweepAbandonedVolumePipeLoad: a volume pipe's loads name the pipe
+// and its generation in their open marks, and a file's commit id names
+// the generation too, so that a pipe created again under the name loads
+// a file under another id than the dropped one: the load the dropped pipe
+// left open (rows and a mark, as an attempt dying after its INSERT leaves
+// them) is its alone, and maintenance removes it without touching the new
+// pipe's rows of the same file.
+func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("abv_vol", "abv", false)
+	s.pipeTable("abv_t")
+	s.run(`ALTER TABLE abv_t SET PROPERTIES ('change_tracking' = 'true')`)
+	merges := func(verb string) {
+		if err := s.Store.Exec(s.Ctx, "SYSTEM "+verb+" MERGES lakepipe.open_commits"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merges("STOP")
+	t.Cleanup(func() { merges("START") })
+	const create = `CREATE PIPE abv_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO abv_t FROM VOLUME abv_vol USING CSV`
+	generation := func() int64 {
+		t.Helper()
+		var spec catalog.PipeSpec
+		if ok, err := s.Eng.Cat.Get(s.Ctx, catalog.KindPipe, s.Schema, "abv_pipe", &spec); err != nil || !ok {
+			t.Fatalf("pipe abv_pipe in the catalog: %v %v", ok, err)
+		}
+		return spec.CreatedAt.UnixNano()
+	}
+	s.put("abv/a.csv", csvRows(0, 10))
+	s.run(create)
+	gone := generation()
+	pipeWait(t, time.Minute, "the pipe loads a.csv", func() bool { return s.pipeHistory("abv_t")["a.csv"]["status"] == "LOADED" })
+	where := `db = ` + chsql.QuoteString(s.Schema) + ` AND table = 'abv_t'`
+	owners, err := s.Store.Strings(s.Ctx, `SELECT DISTINCT owner FROM lakepipe.open_commits WHERE `+where+` AND sign = 1`)
+	if want := core.PipeOwner(s.Schema, "abv_pipe", gone); err != nil || len(owners) != 1 || owners[0] != want {
+		t.Fatalf("the load's open mark names %q (%v), want %q", owners, err, want)
+	}
+	merges("START")
+
+	s.run(`DROP PIPE abv_pipe`)
+	s.run(create)
+	s.dropAtEnd("PIPE", "abv_pipe")
+	live := generation()
+	s.put("abv/b.csv", csvRows(10, 10))
+	pipeWait(t, time.Minute, "the pipe created again loads b.csv", func() bool { return s.pipeHistory("abv_t")["b.csv"]["status"] == "LOADED" })
+	rec, err := s.Store.Strings(s.Ctx, `SELECT concat(argMax(etag, version), ' ', argMax(load_id, version)) FROM lakepipe.load_history WHERE pipe_name = 'abv_pipe' AND table_name = `+
+		chsql.QuoteString(core.Display(s.Schema, "abv_t"))+` AND file_path = 'b.csv'`)
+	if err != nil || len(rec) != 1 {
+		t.Fatalf("b.csv's record: %v %v", rec, err)
+	}
+	etag, loadID, _ := strings.Cut(rec[0], " ")
+	b := jobs.FileRef{Path: "b.csv", ETag: etag}
+	if want := fmt.Sprintf("%016x", core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "abv_pipe", live, b)); loadID != want {
+		t.Fatalf("b.csv loaded under commit %s, want %s (its pipe's generation's)", loadID, want)
+	}
+	// What the dropped pipe would have left had it died loading b.csv.
+	old := core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "abv_pipe", gone, b)
+	if fmt.Sprintf("%016x", old) == loadID {
+		t.Fatal("both generations of the pipe load b.csv under the same commit id")
+	}
+	id := strconv.FormatUint(old, 10)
+	table := chsql.Table(s.Schema, "abv_t")
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT number, 'LEFT', toUInt64("+id+") FROM system.numbers LIMIT 3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+		chsql.QuoteString(s.Schema)+", 'abv_t', toUInt64("+id+"), toInt8(1), "+chsql.QuoteString(core.PipeOwner(s.Schema, "abv_pipe", gone))+", now() - 90000"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge); err != nil || n != 1 {
+		t.Fatalf("swept %d loads (%v), want 1: the dropped pipe's", n, err)
+	}
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
+	if err != nil || len(counts) != 1 || counts[0] != "0 20 20" {
+		t.Fatalf("after the sweep the table holds (left, loaded, distinct ids) %v (%v), want 0 20 20: the leftover gone, a.csv and b.csv once", counts, err)
 	}
 }

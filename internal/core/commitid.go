@@ -48,9 +48,20 @@ func commitHash(domain string, fields ...string) uint64 {
 	return binary.BigEndian.Uint64(h.Sum(sum[:0])) | 1
 }
 
-// fileCommit names one file version's load by a pipe.
-func FileCommit(workspace, schema, pipe string, f jobs.FileRef) uint64 {
-	return commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag)
+// FileCommit names one file version's load by one generation of a pipe
+// (its creation time, as Kafka batches): a pipe created again under the
+// name loads the file under another id, so the loads the dropped one left
+// open are its own alone, and maintenance can remove them
+// (changes.SweepAbandoned) without touching the new pipe's.
+func FileCommit(workspace, schema, pipe string, generation int64, f jobs.FileRef) uint64 {
+	return commitHash(domainPipeFile, workspace, schema, pipe, strconv.FormatInt(generation, 10), f.Path, f.ETag)
+}
+
+// EarlierFileCommits are the ids earlier releases gave the same load:
+// without the generation (2026-12-04 to 2026-12-07), and FNV-1a's
+// (LegacyFileCommit).
+func EarlierFileCommits(workspace, schema, pipe string, f jobs.FileRef) []uint64 {
+	return []uint64{commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag), LegacyFileCommit(workspace, schema, pipe, f)}
 }
 
 // kafkaCommit names one batch of a Kafka pipe: the offsets it starts from.

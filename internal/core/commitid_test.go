@@ -22,16 +22,24 @@ func TestCommitIDs(t *testing.T) {
 		}
 		ids[id] = name
 	}
-	add("file", FileCommit("w", "s", "p", f))
-	add("file, other etag", FileCommit("w", "s", "p", jobs.FileRef{Path: "a.csv", ETag: "e2"}))
-	add("file, fields shifted", FileCommit("w", "s", "pa.csv", jobs.FileRef{Path: "", ETag: "e1"}))
+	add("file", FileCommit("w", "s", "p", 1, f))
+	add("file, other etag", FileCommit("w", "s", "p", 1, jobs.FileRef{Path: "a.csv", ETag: "e2"}))
+	add("file, fields shifted", FileCommit("w", "s", "pa.csv", 1, jobs.FileRef{Path: "", ETag: "e1"}))
+	add("file, other generation", FileCommit("w", "s", "p", 2, f))
 	add("kafka", KafkaCommit("w", "s", "p", 1, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
 	add("kafka, other generation", KafkaCommit("w", "s", "p", 2, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
 	add("flush", FlushIDCommit("sess", "f1"))
 	add("flush, other id", FlushIDCommit("sess", "f2"))
-	add("legacy file", LegacyFileCommit("w", "s", "p", f))
+	earlier := EarlierFileCommits("w", "s", "p", f)
+	// 0x39b4c98aa78bdc2f: FileCommit("w", "s", "p", f) of the releases
+	// from 2026-12-04 to 2026-12-07, computed by that code.
+	if len(earlier) != 2 || earlier[0] != 0x39b4c98aa78bdc2f || earlier[1] != LegacyFileCommit("w", "s", "p", f) {
+		t.Fatalf("EarlierFileCommits = %x, want the ids of the releases before", earlier)
+	}
+	add("file, no generation (2026-12-04)", earlier[0])
+	add("legacy file", earlier[1])
 	add("legacy flush", LegacyFlushCommit("sess", "f1"))
-	if FileCommit("w", "s", "p", f) != FileCommit("w", "s", "p", f) {
+	if FileCommit("w", "s", "p", 1, f) != FileCommit("w", "s", "p", 1, f) {
 		t.Error("the same load got two ids")
 	}
 }

@@ -100,11 +100,11 @@ func (e *Loader) openPipe(ctx context.Context, p jobs.PipeParams) (*PipeRun, err
 		return nil, core.Permanent(fmt.Errorf("pipe %s: %w", p.Name, err))
 	}
 	run.target = core.TableTarget(schema, table, tspec, cols)
-	// No owner (core.LoadTarget.Owner): a file's commit id names the
-	// pipe by name, not generation, so a pipe created again under the
-	// name may load the file under the same id, and a sweep of the
-	// dropped pipe's load could remove that load's rows. The new pipe's
-	// load of the file removes them instead (LoadFile's step 2).
+	// Its loads name their pipe and generation, as a file's commit id
+	// does (commitID), so maintenance removes those a dropped pipe left
+	// open (changes.SweepAbandoned): a pipe created again under the name
+	// loads the file under another id.
+	run.target.Owner = core.PipeOwner(p.Schema, p.Name, spec.CreatedAt.UnixNano())
 	run.tableCreated = tspec.CreatedAt
 	run.keepReplaced, run.stageKey = changes.KeepsReplaced(tspec), changes.StageKey(tspec)
 	var vspec catalog.VolumeSpec
@@ -553,14 +553,16 @@ func (r *PipeRun) listSelected(ctx context.Context, hints []string, max int) ([]
 	return all, 0, nil
 }
 
-// commitID names one file version's load in a pipe; it tags the rows.
+// commitID names one file version's load in this generation of the pipe;
+// it tags the rows.
 func (r *PipeRun) commitID(f jobs.FileRef) uint64 {
-	return core.FileCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, f)
+	return core.FileCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), f)
 }
 
-// legacyCommitID is commitID before 2026-12-04 (see commitid.go).
-func (r *PipeRun) legacyCommitID(f jobs.FileRef) uint64 {
-	return core.LegacyFileCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, f)
+// earlierCommitIDs are the ids earlier releases gave the load: an attempt
+// of one of them that died leaves rows under those (core.EarlierFileCommits).
+func (r *PipeRun) earlierCommitIDs(f jobs.FileRef) []uint64 {
+	return core.EarlierFileCommits(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, f)
 }
 
 // LoadFile loads one file exactly once:
@@ -599,9 +601,8 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		return res, nil
 	}
 	commit := r.commitID(f)
-	// The id of releases before 2026-12-04 too: a load retried across an
-	// upgrade.
-	if err := r.e.DropCommits(ctx, r.target, []uint64{commit, r.legacyCommitID(f)}); err != nil {
+	// The ids of earlier releases too: a load retried across an upgrade.
+	if err := r.e.DropCommits(ctx, r.target, append([]uint64{commit}, r.earlierCommitIDs(f)...)); err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	target := r.target
@@ -742,11 +743,10 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		todo = append(todo, i)
 		commits = append(commits, r.commitID(f))
 	}
-	// The ids of releases before 2026-12-04 too: loads retried across an
-	// upgrade.
+	// The ids of earlier releases too: loads retried across an upgrade.
 	drop := slices.Clone(commits)
 	for _, i := range todo {
-		drop = append(drop, r.legacyCommitID(files[i]))
+		drop = append(drop, r.earlierCommitIDs(files[i])...)
 	}
 	if err := r.e.DropCommits(ctx, r.target, drop); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
