@@ -30,7 +30,8 @@ import (
 // naming partition and offsets, and tripped tells the consumer it was the
 // budget. Real fetches (1 MiB compressed, records of hundreds of bytes)
 // take a tenth of the default budget at most. Batches sent uncompressed are
-// not seen here: fetch.max.bytes bounds them on the wire.
+// not seen here: fetch.max.bytes, kept within the budget over
+// uncompressedFactor, bounds them.
 type fetchBudget struct {
 	inner kgo.Decompressor
 	limit int64
@@ -44,6 +45,14 @@ const recordCost = int64(unsafe.Sizeof(kgo.Record{}) + unsafe.Sizeof(uintptr(0))
 
 // headerCost is the client's RecordHeader: a string and a byte slice.
 const headerCost = int64(unsafe.Sizeof(kgo.RecordHeader{}))
+
+// uncompressedFactor bounds what batches sent uncompressed, which the
+// budget does not see, take decoded per byte of them: the byte, and a
+// Record for each record of at least 7 bytes (a header, 2 bytes at least,
+// costs less a byte). Source.settings keeps fetch.max.bytes at most the
+// budget over it (10 MiB at 256 MiB), so that a fetch of them decodes
+// within the budget as well.
+const uncompressedFactor = 1 + recordCost/7
 
 func newFetchBudget(inner kgo.Decompressor, limit int64) *fetchBudget {
 	return &fetchBudget{inner: inner, limit: limit}

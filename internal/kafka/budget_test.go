@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -120,4 +121,33 @@ func FuzzDecodedCost(f *testing.F) {
 			t.Fatalf("%d bytes cost %d", n, cost)
 		}
 	})
+}
+
+// TestUncompressedFetchBound: what the client keeps of a fetch of batches
+// sent uncompressed (which the budget does not see), of the smallest
+// records, stays within uncompressedFactor a byte of the fetch, and comes
+// close to it (so the bound on fetch.max.bytes it sets is not loose).
+func TestUncompressedFetchBound(t *testing.T) {
+	var raw []byte
+	for i := range 2_000 { // 128,000 records of 7 bytes, 64 a batch
+		raw = append(raw, recordBatch(int64(i)*64, make([][]byte, 64), 0)...)
+	}
+	rp := &kmsg.FetchResponseTopicPartition{HighWatermark: 1 << 30, LastStableOffset: 1 << 30, RecordBatches: raw}
+	dec := consumerDecompressor(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Topic: "t"}, rp, dec, nil)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if fp.Err != nil || len(fp.Records) != 128_000 {
+		t.Fatalf("%d records, err %v", len(fp.Records), fp.Err)
+	}
+	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	runtime.KeepAlive(fp)
+	per := float64(kept) / float64(len(raw))
+	t.Logf("%d bytes of batches: %d kept decoded (%.1f a byte; the bound %d)", len(raw), kept, per, uncompressedFactor)
+	if per > float64(uncompressedFactor) || per < float64(uncompressedFactor)/2 {
+		t.Fatalf("%.1f bytes kept a byte of uncompressed batches, want at most uncompressedFactor (%d) and near it", per, uncompressedFactor)
+	}
 }

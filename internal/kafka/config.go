@@ -50,6 +50,7 @@ type settings struct {
 	resetLatest    bool
 	readCommitted  bool
 	maxPollRecords int
+	fetchMax       int32 // fetch.max.bytes as sent
 }
 
 // Known lists the READ_KAFKA map keys lakepipe understands, with what they
@@ -65,7 +66,7 @@ var Known = map[string]string{
 	"ssl.key.location":                      "PEM client key (mutual TLS)",
 	"ssl.endpoint.identification.algorithm": "https (default) checks the broker host name; none skips that check only (the certificate must still be signed by a trusted CA)",
 	"isolation.level":                       "read_committed (default: records of aborted transactions are never loaded) or read_uncommitted",
-	"fetch.max.bytes":                       "upper bound of one fetch response (bytes; default 1048576, 1 MiB)",
+	"fetch.max.bytes":                       "upper bound of one fetch response (bytes; default 1048576, 1 MiB; at most the worker's LAKEPIPE_MAX_KAFKA_FETCH_MEMORY / 25, 10 MiB by default)",
 	"max.partition.fetch.bytes":             "upper bound per partition of one fetch (bytes)",
 	"fetch.max.wait.ms":                     "how long a fetch waits for data (default 500)",
 	"max.poll.records":                      "most records one pipe turn loads (default 500000); a backlog continues in the next turn at once",
@@ -155,7 +156,14 @@ func (s Source) settings() (*settings, error) {
 	} else if ok {
 		fetchMax = n
 	}
-	st.opts = append(st.opts, kgo.FetchMaxBytes(int32(min(fetchMax, math.MaxInt32))))
+	if s.MaxFetchMemory > 0 {
+		// Batches sent uncompressed reach no decompressor, so the fetch
+		// budget does not see them: bounding the fetch keeps what they
+		// take decoded within it too.
+		fetchMax = int(min(int64(fetchMax), max(s.MaxFetchMemory/uncompressedFactor, 1)))
+	}
+	st.fetchMax = int32(min(fetchMax, math.MaxInt32))
+	st.opts = append(st.opts, kgo.FetchMaxBytes(st.fetchMax))
 	if n, ok, err := num("max.partition.fetch.bytes", 1); err != nil {
 		return nil, err
 	} else if ok {

@@ -28,6 +28,10 @@ func TestSettings(t *testing.T) {
 		}
 		return s
 	}
+	budgeted := func(s Source, limit int64) Source {
+		s.MaxFetchMemory = limit
+		return s
+	}
 	for _, tc := range []struct {
 		name    string
 		src     Source
@@ -40,6 +44,13 @@ func TestSettings(t *testing.T) {
 		{"earliest", with("auto.offset.reset", "EARLIEST"), "", func(s *settings) bool { return !s.resetLatest }},
 		{"read committed", with("isolation.level", "read_committed"), "", func(s *settings) bool { return s.readCommitted }},
 		{"max poll records", with("max.poll.records", "1000"), "", func(s *settings) bool { return s.maxPollRecords == 1000 }},
+		{"default fetch", base, "", func(s *settings) bool { return s.fetchMax == 1<<20 }},
+		{"fetch raised", with("fetch.max.bytes", "52428800"), "", func(s *settings) bool { return s.fetchMax == 50<<20 }},
+		// Uncompressed batches of 7-byte records take 25 bytes decoded a
+		// byte: a fetch of them stays within the fetch budget.
+		{"fetch within the budget", budgeted(with("fetch.max.bytes", "52428800"), 256<<20), "", func(s *settings) bool { return s.fetchMax == 256<<20/25 }},
+		{"default fetch under the budget", budgeted(base, 256<<20), "", func(s *settings) bool { return s.fetchMax == 1<<20 }},
+		{"tiny budget", budgeted(base, 10), "", func(s *settings) bool { return s.fetchMax == 1 }},
 		{"sasl plain", with("security.protocol", "SASL_PLAINTEXT", "sasl.username", "u", "sasl.password", "p"), "", nil},
 		{"sasl scram", with("security.protocol", "sasl_plaintext", "sasl.mechanism", "SCRAM-SHA-512", "sasl.username", "u", "sasl.password", "p"), "", nil},
 		{"tls no verify", with("security.protocol", "SSL", "ssl.endpoint.identification.algorithm", "none"), "", nil},
