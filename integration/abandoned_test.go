@@ -15,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/jobs"
+	"github.com/minio/minio-go/v7"
 )
 
 // TestSweepAbandonedLoads: a Kafka pipe's loads name the pipe in their
@@ -232,5 +233,44 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
 	if err != nil || len(counts) != 1 || counts[0] != "0 20 20" {
 		t.Fatalf("after the sweep the table holds (left, loaded, distinct ids) %v (%v), want 0 20 20: the leftover gone, a.csv and b.csv once", counts, err)
+	}
+}
+
+// TestEarlierReleaseLoadRetried: a load an earlier release opened under
+// the id it gave the file (before ids named the pipe's generation), whose
+// attempt died after its INSERT, is retried by this release under its own
+// id: the earlier attempt's rows go, and so does its open mark, which no
+// one would ever close (a name in every committed-rows read of the table).
+func TestEarlierReleaseLoadRetried(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("abe_vol", "abe", false)
+	s.pipeTable("abe_t")
+	s.run(`ALTER TABLE abe_t SET PROPERTIES ('change_tracking' = 'true')`)
+	s.put("abe/p.csv", csvRows(0, 10))
+	info, err := rawS3(t).StatObject(s.Ctx, s3Bucket, s.key("abe/p.csv"), minio.StatObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := core.EarlierFileCommits(s.Eng.Cfg.Workspace, s.Schema, "abe_pipe", jobs.FileRef{Path: "p.csv", ETag: strings.Trim(info.ETag, `"`)})[0]
+	id := strconv.FormatUint(earlier, 10)
+	table := chsql.Table(s.Schema, "abe_t")
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+		chsql.QuoteString(s.Schema)+", 'abe_t', toUInt64("+id+"), toInt8(1), '', now()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT number, 'LEFT', toUInt64("+id+") FROM system.numbers LIMIT 3"); err != nil {
+		t.Fatal(err)
+	}
+	s.run(`CREATE PIPE abe_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO abe_t FROM VOLUME abe_vol USING CSV`)
+	s.dropAtEnd("PIPE", "abe_pipe")
+	pipeWait(t, time.Minute, "the pipe loads p.csv", func() bool { return s.pipeHistory("abe_t")["p.csv"]["status"] == "LOADED" })
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
+	if err != nil || len(counts) != 1 || counts[0] != "0 10 10" {
+		t.Fatalf("the table holds (left, loaded, distinct ids) %v (%v), want 0 10 10: the earlier attempt's rows gone, p.csv once", counts, err)
+	}
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(sum(sign)) FROM lakepipe.open_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abe_t' AND commit_id = "+id)
+	if err != nil || len(open) != 1 || open[0] != "0" {
+		t.Fatalf("the earlier attempt's load has marks summing to %v (%v), want 0: closed", open, err)
 	}
 }

@@ -3,6 +3,7 @@ package changes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -662,15 +663,20 @@ type Log struct {
 	Fresh *Freshness
 }
 
-// dropCommit deletes the rows of an unrecorded attempt, if there are any.
-// dropCommits is dropCommit for the loads of one batch: one count of
-// their rows, and one removal of those that left any.
-func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint64) error {
-	if len(commits) == 0 {
+// DropCommits deletes the rows of unrecorded attempts of the loads of one
+// batch, if there are any: one count of their rows, and one removal of
+// those that left any. earlier are the ids an earlier release gave the
+// same loads (a load retried across an upgrade): their rows go too, and
+// since nothing registers those ids any more, their loads are closed
+// (AbandonLoads) once their rows are gone, rather than left open, a name
+// in every committed-rows read of the table.
+func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint64, earlier ...uint64) error {
+	all := append(slices.Clip(commits), earlier...)
+	if len(all) == 0 {
 		return nil
 	}
 	found, err := e.St.Strings(ctx, fmt.Sprintf("SELECT DISTINCT toString(%s) FROM %s WHERE %s IN (%s)",
-		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), IDList(commits)))
+		chsql.QuoteIdent(core.CommitColumn), chsql.Table(t.DB, t.Table), chsql.QuoteIdent(core.CommitColumn), IDList(all)))
 	if err != nil {
 		return err
 	}
@@ -678,15 +684,40 @@ func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint
 		return nil
 	}
 	ids := make([]uint64, 0, len(found))
+	var gone []uint64 // of earlier
 	for _, f := range found {
 		id, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return fmt.Errorf("remove unfinished loads: commit id %q: %w", f, err)
 		}
 		ids = append(ids, id)
+		if slices.Contains(earlier, id) {
+			gone = append(gone, id)
+		}
 	}
 	if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), IDList(ids))); err != nil {
 		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
+	}
+	if len(gone) == 0 || !t.Tracked {
+		return nil
+	}
+	// Only those open: closing a load never opened would leave its mark
+	// of -1 for good (releases before the marks wrote none).
+	open, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM "+openRel+" WHERE db = "+chsql.QuoteString(t.DB)+" AND table = "+chsql.QuoteString(t.Table)+
+		" AND commit_id IN ("+IDList(gone)+") GROUP BY commit_id HAVING sum(sign) > 0")
+	if err != nil {
+		return fmt.Errorf("close %d loads of an earlier release: %w", len(gone), err)
+	}
+	closing := make([]uint64, 0, len(open))
+	for _, o := range open {
+		id, err := strconv.ParseUint(o, 10, 64)
+		if err != nil {
+			return fmt.Errorf("close loads of an earlier release: commit id %q: %w", o, err)
+		}
+		closing = append(closing, id)
+	}
+	if err := e.AbandonLoads(ctx, t, closing); err != nil {
+		return fmt.Errorf("close %d loads of an earlier release: %w", len(closing), err)
 	}
 	return nil
 }

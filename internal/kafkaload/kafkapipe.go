@@ -537,7 +537,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		// The id of releases before 2026-12-04 too: a batch retried across
 		// an upgrade.
 		legacy := core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
-		if err := r.e.DropCommits(ctx, target, []uint64{commit, legacy}); err != nil {
+		if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		if r.dlt != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -602,7 +601,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	}
 	commit := r.commitID(f)
 	// The ids of earlier releases too: a load retried across an upgrade.
-	if err := r.e.DropCommits(ctx, r.target, append([]uint64{commit}, r.earlierCommitIDs(f)...)); err != nil {
+	if err := r.e.DropCommits(ctx, r.target, []uint64{commit}, r.earlierCommitIDs(f)...); err != nil {
 		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	target := r.target
@@ -744,11 +743,11 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 		commits = append(commits, r.commitID(f))
 	}
 	// The ids of earlier releases too: loads retried across an upgrade.
-	drop := slices.Clone(commits)
+	var earlier []uint64
 	for _, i := range todo {
-		drop = append(drop, r.earlierCommitIDs(files[i])...)
+		earlier = append(earlier, r.earlierCommitIDs(files[i])...)
 	}
-	if err := r.e.DropCommits(ctx, r.target, drop); err != nil {
+	if err := r.e.DropCommits(ctx, r.target, commits, earlier...); err != nil {
 		return nil, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 
