@@ -227,12 +227,31 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 		chsql.QuoteString(s.Schema)+", 'abv_t', toUInt64("+id+"), toInt8(1), "+chsql.QuoteString(core.PipeOwner(s.Schema, "abv_pipe", gone))+", now() - 90000"); err != nil {
 		t.Fatal(err)
 	}
+	// And a load the dropped pipe recorded LOADED (its commit point) but
+	// did not register: the worker died between the two, and the pipe was
+	// dropped before a retry registered it. It is no abandoned load.
+	recorded := core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "abv_pipe", gone, jobs.FileRef{Path: "c.csv", ETag: "e"})
+	recID := strconv.FormatUint(recorded, 10)
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT 100 + number, 'RECORDED', toUInt64("+recID+") FROM system.numbers LIMIT 3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+		chsql.QuoteString(s.Schema)+", 'abv_t', toUInt64("+recID+"), toInt8(1), "+chsql.QuoteString(core.PipeOwner(s.Schema, "abv_pipe", gone))+", now() - 90000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.load_history (table_name, pipe_name, file_path, etag, file_size, last_copy_time, status, rows_loaded, load_id, version) SELECT "+
+		chsql.QuoteString(core.Display(s.Schema, "abv_t"))+", 'abv_pipe', 'c.csv', 'e', 30, now(), 'LOADED', 3, "+chsql.QuoteString(fmt.Sprintf("%016x", recorded))+", 1"); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge); err != nil || n != 1 {
-		t.Fatalf("swept %d loads (%v), want 1: the dropped pipe's", n, err)
+		t.Fatalf("swept %d loads (%v), want 1: the dropped pipe's unrecorded one", n, err)
 	}
 	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
-	if err != nil || len(counts) != 1 || counts[0] != "0 20 20" {
-		t.Fatalf("after the sweep the table holds (left, loaded, distinct ids) %v (%v), want 0 20 20: the leftover gone, a.csv and b.csv once", counts, err)
+	if err != nil || len(counts) != 1 || counts[0] != "0 23 23" {
+		t.Fatalf("after the sweep the table holds (left, loaded, distinct ids) %v (%v), want 0 23 23: the leftover gone, a.csv, b.csv and the recorded load once", counts, err)
+	}
+	if reg, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abv_t' AND commit_id = "+recID); err != nil || len(reg) != 1 || reg[0] != "1" {
+		t.Fatalf("the recorded load is registered %v times (%v), want once", reg, err)
 	}
 }
 

@@ -760,6 +760,13 @@ func TestPipePurgeKeepsNewVersion(t *testing.T) {
 	if h := s.pipeHistory("t")["a.csv"]; !strings.Contains(h["first_error_message"], "loaded before") {
 		t.Fatalf("load_history of a.csv: %v, want the reason it was skipped", h)
 	}
+	// The record that replaces the loaded version's names the load that
+	// holds the path's rows (what maintenance reads of it).
+	ids, err := s.Store.Strings(s.Ctx, "SELECT concat(argMax(load_id, version), ' ', (SELECT lower(hex(any(_lp_commit))) FROM "+chsql.Table(s.Schema, "t")+
+		")) FROM lakepipe.load_history WHERE pipe_name = 'rp_pipe' AND file_path = 'a.csv'")
+	if load, rows, _ := strings.Cut(fmt.Sprint(ids), " "); err != nil || len(ids) != 1 || strings.TrimLeft(strings.Trim(load, "[]"), "0") != strings.TrimLeft(strings.Trim(rows, "[]"), "0") {
+		t.Fatalf("a.csv's last record and its rows name loads %v (%v), want the same", ids, err)
+	}
 }
 
 // TestPipeIgnoresTempFiles: writers' temporary and marker files are

@@ -3,11 +3,13 @@ package changes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
+	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/schemas"
 )
@@ -129,6 +131,13 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 	if len(drop) == 0 {
 		return 0, nil
 	}
+	// A volume pipe's load is committed once load_history records it,
+	// and registered after: one recorded but not registered (the worker
+	// died in between, and the pipe was dropped before a retry registered
+	// it) is no abandoned load. It is registered, as the retry would have.
+	if drop, err = e.registerRecorded(ctx, schema, name, spec, drop); err != nil || len(drop) == 0 {
+		return 0, err
+	}
 	t := core.LoadTarget{DB: schema, Table: name, Display: core.Display(schema, name), Tracked: true}
 	if err := e.DropCommits(ctx, t, drop); err != nil {
 		return 0, fmt.Errorf("table %s: remove %d abandoned loads: %w", t.Display, len(drop), err)
@@ -140,4 +149,38 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 		return 0, fmt.Errorf("table %s: forget %d abandoned loads: %w", t.Display, len(drop), err)
 	}
 	return len(drop), nil
+}
+
+// registerRecorded registers the loads among ids that a pipe recorded in
+// load_history for the table (since it was created: load ids do not name
+// the table), and returns the others. A record naming a load in any state
+// counts: the last record of a path names the load that holds its rows
+// (a new version skipped names the version loaded), and a load recorded
+// FAILED left no rows. Its marks are left to closeRegistered.
+func (e *Log) registerRecorded(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) ([]uint64, error) {
+	hex := make([]string, len(ids))
+	for i, id := range ids {
+		hex[i] = chsql.QuoteString(fmt.Sprintf("%016x", id))
+	}
+	recorded, err := e.St.Strings(ctx, "SELECT DISTINCT load_id FROM "+schemas.SystemDB+".load_history WHERE table_name = "+chsql.QuoteString(core.Display(schema, name))+
+		" AND last_copy_time >= toDateTime("+strconv.FormatInt(spec.CreatedAt.Unix(), 10)+") AND load_id IN ("+strings.Join(hex, ", ")+")")
+	if err != nil {
+		return nil, fmt.Errorf("table %s: read the load history of its abandoned loads: %w", core.Display(schema, name), err)
+	}
+	if len(recorded) == 0 {
+		return ids, nil
+	}
+	var rest []uint64
+	var track []LoadCommit
+	for _, id := range ids {
+		if slices.Contains(recorded, fmt.Sprintf("%016x", id)) {
+			track = append(track, LoadCommit{ID: id, Rows: -1})
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	if err := e.TrackLoads(ctx, schema, name, track); err != nil {
+		return nil, fmt.Errorf("table %s: register %d recorded loads: %w", core.Display(schema, name), len(track), err)
+	}
+	return rest, nil
 }

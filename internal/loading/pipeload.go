@@ -210,8 +210,11 @@ func (r *PipeRun) pending(h history, recorded bool, etag string) bool {
 // reloaded is the load record of a new version at a path a LIST_PURGE
 // pipe loaded before: not loaded (a path loads once) and not removed
 // (removing it would destroy data the pipe never read), with the reason.
-func reloaded(f jobs.FileRef, h history) fileread.FileLoad {
-	return fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped,
+// It names the commit of the version loaded, whose record it replaces:
+// the last record of a path names the load that holds its rows, which
+// maintenance reads (changes.SweepAbandoned).
+func (r *PipeRun) reloaded(f jobs.FileRef, h history) fileread.FileLoad {
+	return fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped, LoadID: fmt.Sprintf("%016x", r.loadedCommit(h, f)),
 		FirstError: fmt.Sprintf("the path was loaded before (ETag %s) and this is another version of it (ETag %s): a path loads once, and LIST_PURGE removes only the version it loaded, so this one stays in the volume", h.etag, f.ETag)}
 }
 
@@ -593,7 +596,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 			return res, r.vol.RemoveListed(ctx, f.Path)
 		}
 		if r.pending(h, true, f.ETag) {
-			fl := reloaded(f, h)
+			fl := r.reloaded(f, h)
 			res.FirstError = fl.FirstError
 			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []fileread.FileLoad{fl})
 		}
@@ -733,7 +736,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			case r.purgeable(h, f.ETag):
 				purge = append(purge, f.Path)
 			case r.pending(h, true, f.ETag):
-				fl := reloaded(f, h)
+				fl := r.reloaded(f, h)
 				skipped = append(skipped, fl)
 				results[i].FirstError = fl.FirstError
 			}
