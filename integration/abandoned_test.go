@@ -71,13 +71,7 @@ func TestSweepAbandonedLoads(t *testing.T) {
 	// Loads left open: rows in the table, a mark, no registration.
 	table := chsql.Table(s.Schema, "ab_logs")
 	// mark opens a commit as owner did age ago.
-	mark := func(commit uint64, owner string, age time.Duration) {
-		t.Helper()
-		if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
-			chsql.QuoteString(s.Schema)+", 'ab_logs', toUInt64("+strconv.FormatUint(commit, 10)+"), toInt8(1), "+chsql.QuoteString(owner)+", now() - "+strconv.Itoa(int(age/time.Second))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mark := func(commit uint64, owner string, age time.Duration) { openMark(s, "ab_logs", commit, owner, age) }
 	leave := func(commit uint64, owner string, age time.Duration) {
 		t.Helper()
 		id := strconv.FormatUint(commit, 10)
@@ -167,9 +161,7 @@ func TestSweepAbandonedLoads(t *testing.T) {
 func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
-	s.volume("abv_vol", "abv", false)
-	s.pipeTable("abv_t")
-	s.run(`ALTER TABLE abv_t SET PROPERTIES ('change_tracking' = 'true')`)
+	trackedVolume(s, "abv_vol", "abv", "abv_t")
 	merges := func(verb string) {
 		if err := s.Store.Exec(s.Ctx, "SYSTEM "+verb+" MERGES lakepipe.open_commits"); err != nil {
 			t.Fatal(err)
@@ -218,27 +210,15 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 	if fmt.Sprintf("%016x", old) == loadID {
 		t.Fatal("both generations of the pipe load b.csv under the same commit id")
 	}
-	id := strconv.FormatUint(old, 10)
-	table := chsql.Table(s.Schema, "abv_t")
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT number, 'LEFT', toUInt64("+id+") FROM system.numbers LIMIT 3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
-		chsql.QuoteString(s.Schema)+", 'abv_t', toUInt64("+id+"), toInt8(1), "+chsql.QuoteString(core.PipeOwner(s.Schema, "abv_pipe", gone))+", now() - 90000"); err != nil {
-		t.Fatal(err)
-	}
+	goneOwner := core.PipeOwner(s.Schema, "abv_pipe", gone)
+	leaveRows(s, "abv_t", old, "LEFT", 0, 3)
+	openMark(s, "abv_t", old, goneOwner, 25*time.Hour)
 	// And a load the dropped pipe recorded LOADED (its commit point) but
 	// did not register: the worker died between the two, and the pipe was
 	// dropped before a retry registered it. It is no abandoned load.
 	recorded := core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "abv_pipe", gone, jobs.FileRef{Path: "c.csv", ETag: "e"})
-	recID := strconv.FormatUint(recorded, 10)
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT 100 + number, 'RECORDED', toUInt64("+recID+") FROM system.numbers LIMIT 3"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
-		chsql.QuoteString(s.Schema)+", 'abv_t', toUInt64("+recID+"), toInt8(1), "+chsql.QuoteString(core.PipeOwner(s.Schema, "abv_pipe", gone))+", now() - 90000"); err != nil {
-		t.Fatal(err)
-	}
+	leaveRows(s, "abv_t", recorded, "RECORDED", 100, 3)
+	openMark(s, "abv_t", recorded, goneOwner, 25*time.Hour)
 	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.load_history (table_name, pipe_name, file_path, etag, file_size, last_copy_time, status, rows_loaded, load_id, version) SELECT "+
 		chsql.QuoteString(core.Display(s.Schema, "abv_t"))+", 'abv_pipe', 'c.csv', 'e', 30, now(), 'LOADED', 3, "+chsql.QuoteString(fmt.Sprintf("%016x", recorded))+", 1"); err != nil {
 		t.Fatal(err)
@@ -246,11 +226,11 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 	if n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge); err != nil || n != 1 {
 		t.Fatalf("swept %d loads (%v), want 1: the dropped pipe's unrecorded one", n, err)
 	}
-	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+chsql.Table(s.Schema, "abv_t"))
 	if err != nil || len(counts) != 1 || counts[0] != "0 23 23" {
 		t.Fatalf("after the sweep the table holds (left, loaded, distinct ids) %v (%v), want 0 23 23: the leftover gone, a.csv, b.csv and the recorded load once", counts, err)
 	}
-	if reg, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abv_t' AND commit_id = "+recID); err != nil || len(reg) != 1 || reg[0] != "1" {
+	if reg, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abv_t' AND commit_id = "+strconv.FormatUint(recorded, 10)); err != nil || len(reg) != 1 || reg[0] != "1" {
 		t.Fatalf("the recorded load is registered %v times (%v), want once", reg, err)
 	}
 }
@@ -263,33 +243,55 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 func TestEarlierReleaseLoadRetried(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
-	s.volume("abe_vol", "abe", false)
-	s.pipeTable("abe_t")
-	s.run(`ALTER TABLE abe_t SET PROPERTIES ('change_tracking' = 'true')`)
+	trackedVolume(s, "abe_vol", "abe", "abe_t")
 	s.put("abe/p.csv", csvRows(0, 10))
 	info, err := rawS3(t).StatObject(s.Ctx, s3Bucket, s.key("abe/p.csv"), minio.StatObjectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	earlier := core.EarlierFileCommits(s.Eng.Cfg.Workspace, s.Schema, "abe_pipe", jobs.FileRef{Path: "p.csv", ETag: strings.Trim(info.ETag, `"`)})[0]
-	id := strconv.FormatUint(earlier, 10)
-	table := chsql.Table(s.Schema, "abe_t")
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
-		chsql.QuoteString(s.Schema)+", 'abe_t', toUInt64("+id+"), toInt8(1), '', now()"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Store.Exec(s.Ctx, "INSERT INTO "+table+" (id, name, _lp_commit) SELECT number, 'LEFT', toUInt64("+id+") FROM system.numbers LIMIT 3"); err != nil {
-		t.Fatal(err)
-	}
+	openMark(s, "abe_t", earlier, "", 0)
+	leaveRows(s, "abe_t", earlier, "LEFT", 0, 3)
 	s.run(`CREATE PIPE abe_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO abe_t FROM VOLUME abe_vol USING CSV`)
 	s.dropAtEnd("PIPE", "abe_pipe")
 	pipeWait(t, time.Minute, "the pipe loads p.csv", func() bool { return s.pipeHistory("abe_t")["p.csv"]["status"] == "LOADED" })
-	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+table)
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name != 'LEFT')), ' ', toString(uniqExact(id))) FROM "+chsql.Table(s.Schema, "abe_t"))
 	if err != nil || len(counts) != 1 || counts[0] != "0 10 10" {
 		t.Fatalf("the table holds (left, loaded, distinct ids) %v (%v), want 0 10 10: the earlier attempt's rows gone, p.csv once", counts, err)
 	}
-	open, err := s.Store.Strings(s.Ctx, "SELECT toString(sum(sign)) FROM lakepipe.open_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abe_t' AND commit_id = "+id)
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(sum(sign)) FROM lakepipe.open_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'abe_t' AND commit_id = "+strconv.FormatUint(earlier, 10))
 	if err != nil || len(open) != 1 || open[0] != "0" {
 		t.Fatalf("the earlier attempt's load has marks summing to %v (%v), want 0: closed", open, err)
 	}
+}
+
+// openMark opens commit on table as owner did age ago, as a load's
+// attempt does before its rows go in (lakepipe.open_commits).
+func openMark(s *Stack, table string, commit uint64, owner string, age time.Duration) {
+	s.T.Helper()
+	if err := s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.open_commits (db, table, commit_id, sign, owner, opened_at) SELECT "+
+		chsql.QuoteString(s.Schema)+", "+chsql.QuoteString(table)+", toUInt64("+strconv.FormatUint(commit, 10)+"), toInt8(1), "+chsql.QuoteString(owner)+
+		", now() - "+strconv.Itoa(int(age/time.Second))); err != nil {
+		s.T.Fatal(err)
+	}
+}
+
+// leaveRows writes n rows named name into a table of (id, name) under
+// commit, ids from first: what an attempt that died after its INSERT
+// leaves.
+func leaveRows(s *Stack, table string, commit uint64, name string, first, n int) {
+	s.T.Helper()
+	if err := s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s (id, name, _lp_commit) SELECT %d + number, %s, toUInt64(%d) FROM system.numbers LIMIT %d",
+		chsql.Table(s.Schema, table), first, chsql.QuoteString(name), commit, n)); err != nil {
+		s.T.Fatal(err)
+	}
+}
+
+// trackedVolume makes a volume over dir and a change-tracked table of
+// (id, name) for a volume pipe to load.
+func trackedVolume(s *Stack, volume, dir, table string) {
+	s.T.Helper()
+	s.volume(volume, dir, false)
+	s.pipeTable(table)
+	s.run(`ALTER TABLE ` + table + ` SET PROPERTIES ('change_tracking' = 'true')`)
 }
