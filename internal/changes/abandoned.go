@@ -158,12 +158,12 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 // (a new version skipped names the version loaded), and a load recorded
 // FAILED left no rows. Its marks are left to closeRegistered.
 func (e *Log) registerRecorded(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) ([]uint64, error) {
-	hex := make([]string, len(ids))
+	quoted := make([]string, len(ids))
 	for i, id := range ids {
-		hex[i] = chsql.QuoteString(fmt.Sprintf("%016x", id))
+		quoted[i] = chsql.QuoteString(core.LoadID(id))
 	}
 	recorded, err := e.St.Strings(ctx, "SELECT DISTINCT load_id FROM "+schemas.SystemDB+".load_history WHERE table_name = "+chsql.QuoteString(core.Display(schema, name))+
-		" AND last_copy_time >= toDateTime("+strconv.FormatInt(spec.CreatedAt.Unix(), 10)+") AND load_id IN ("+strings.Join(hex, ", ")+")")
+		" AND last_copy_time >= toDateTime("+strconv.FormatInt(spec.CreatedAt.Unix(), 10)+") AND load_id IN ("+strings.Join(quoted, ", ")+")")
 	if err != nil {
 		return nil, fmt.Errorf("table %s: read the load history of its abandoned loads: %w", core.Display(schema, name), err)
 	}
@@ -173,7 +173,7 @@ func (e *Log) registerRecorded(ctx context.Context, schema, name string, spec ca
 	var rest []uint64
 	var track []LoadCommit
 	for _, id := range ids {
-		if slices.Contains(recorded, fmt.Sprintf("%016x", id)) {
+		if slices.Contains(recorded, core.LoadID(id)) {
 			track = append(track, LoadCommit{ID: id, Rows: -1})
 		} else {
 			rest = append(rest, id)

@@ -113,6 +113,19 @@ func LegacyFlushCommit(session, flush string) uint64 {
 	return h.Sum64() | 1
 }
 
+// LoadID is how load_history names the load of a commit: its id in 16
+// hex digits. Maintenance reads it back (changes.SweepAbandoned).
+func LoadID(commit uint64) string { return fmt.Sprintf("%016x", commit) }
+
+// ParseLoadID reads a LoadID; 0 for a load id of another kind.
+func ParseLoadID(s string) uint64 {
+	if len(s) != 16 {
+		return 0
+	}
+	id, _ := strconv.ParseUint(s, 16, 64)
+	return id
+}
+
 // randomCommit is a commit id for a one-shot load.
 func RandomCommit() uint64 {
 	var b [8]byte

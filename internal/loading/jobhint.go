@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
@@ -114,7 +115,7 @@ func (r *PipeRun) CopyJobHint() CopyJobHint {
 func (r *PipeRun) RejectTooLarge(ctx context.Context, f jobs.FileRef, limit int64) (jobs.FileResult, error) {
 	msg := fmt.Sprintf("the file is %d bytes, more than COPY_JOB_HINT max_file_size (%d bytes): it was not read (raise max_file_size with ALTER PIPE %s SET COPY_JOB_HINT, or split the file)", f.Size, limit, r.Name)
 	fl := fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileFailed, FirstError: msg}
-	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []fileread.FileLoad{fl}); err != nil {
+	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, core.LoadID(r.commitID(f)), []fileread.FileLoad{fl}); err != nil {
 		return jobs.FileResult{Path: f.Path}, err
 	}
 	return jobs.FileResult{Path: f.Path, Status: jobs.FileFailed, FirstError: msg}, nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,9 +175,7 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 	out := make(map[string]history, len(res.Rows))
 	for _, row := range res.Rows {
 		h := history{status: jobs.FileStatus(row[1].(string)), etag: row[2].(string)}
-		if id := row[3].(string); len(id) == 16 {
-			h.commit, _ = strconv.ParseUint(id, 16, 64)
-		}
+		h.commit = core.ParseLoadID(row[3].(string))
 		out[row[0].(string)] = h
 	}
 	return out, nil
@@ -214,7 +211,7 @@ func (r *PipeRun) pending(h history, recorded bool, etag string) bool {
 // the last record of a path names the load that holds its rows, which
 // maintenance reads (changes.SweepAbandoned).
 func (r *PipeRun) reloaded(f jobs.FileRef, h history) fileread.FileLoad {
-	return fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped, LoadID: fmt.Sprintf("%016x", r.loadedCommit(h, f)),
+	return fileread.FileLoad{Path: f.Path, Size: f.Size, ETag: f.ETag, Status: jobs.FileSkipped, LoadID: core.LoadID(r.loadedCommit(h, f)),
 		FirstError: fmt.Sprintf("the path was loaded before (ETag %s) and this is another version of it (ETag %s): a path loads once, and LIST_PURGE removes only the version it loaded, so this one stays in the volume", h.etag, f.ETag)}
 }
 
@@ -598,7 +595,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 		if r.pending(h, true, f.ETag) {
 			fl := r.reloaded(f, h)
 			res.FirstError = fl.FirstError
-			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", r.commitID(f)), []fileread.FileLoad{fl})
+			return res, r.e.RecordLoads(ctx, r.target.Display, r.Name, "", []fileread.FileLoad{fl})
 		}
 		return res, nil
 	}
@@ -645,7 +642,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 			return res, err
 		}
 	}
-	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, fmt.Sprintf("%016x", commit), []fileread.FileLoad{fl}); err != nil {
+	if err := r.e.RecordLoads(ctx, r.target.Display, r.Name, core.LoadID(commit), []fileread.FileLoad{fl}); err != nil {
 		return res, err
 	}
 	if fl.Status != jobs.FileFailed {
@@ -811,7 +808,7 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			if fl.Status == jobs.FileFailed {
 				staged[i], fl.Rows = chstore.Staged{}, 0 // nothing of it is written
 			}
-			fl.LoadID = fmt.Sprintf("%016x", commits[k])
+			fl.LoadID = core.LoadID(commits[k])
 			loads[i] = fl
 		}()
 	}
