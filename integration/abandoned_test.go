@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -35,13 +36,7 @@ func TestSweepAbandonedLoads(t *testing.T) {
 
 	// A real pipe's load records its owner. The table collapses a +1 mark
 	// with its -1 when it merges: merges wait until the mark is read.
-	merges := func(verb string) {
-		if err := s.Store.Exec(s.Ctx, "SYSTEM "+verb+" MERGES lakepipe.open_commits"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	merges("STOP")
-	t.Cleanup(func() { merges("START") })
+	merges := openMarkMerges(s)
 	s.run(kafkaPipeSQL("ab_gone", "ab_logs", topic, "ab_gone_"+s.ID, 0, ""))
 	pipeWait(t, time.Minute, "the pipe loads its record", func() bool { return s.pipeScalar(`SELECT COUNT(*) FROM ab_logs`) == "1" })
 	var spec catalog.PipeSpec
@@ -162,13 +157,7 @@ func TestSweepAbandonedVolumePipeLoad(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
 	trackedVolume(s, "abv_vol", "abv", "abv_t")
-	merges := func(verb string) {
-		if err := s.Store.Exec(s.Ctx, "SYSTEM "+verb+" MERGES lakepipe.open_commits"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	merges("STOP")
-	t.Cleanup(func() { merges("START") })
+	merges := openMarkMerges(s)
 	const create = `CREATE PIPE abv_pipe POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO abv_t FROM VOLUME abv_vol USING CSV`
 	generation := func() int64 {
 		t.Helper()
@@ -265,6 +254,21 @@ func TestEarlierReleaseLoadRetried(t *testing.T) {
 	}
 }
 
+// openMarkMerges stops merges of lakepipe.open_commits, so that a test
+// sees each +1 and -1 mark, until the returned func starts them again
+// (with "START"; at the latest when the test ends).
+func openMarkMerges(s *Stack) func(verb string) {
+	s.T.Helper()
+	merges := func(verb string) {
+		if err := s.Store.Exec(s.Ctx, "SYSTEM "+verb+" MERGES lakepipe.open_commits"); err != nil {
+			s.T.Fatal(err)
+		}
+	}
+	merges("STOP")
+	s.T.Cleanup(func() { merges("START") })
+	return merges
+}
+
 // openMark opens commit on table as owner did age ago, as a load's
 // attempt does before its rows go in (lakepipe.open_commits).
 func openMark(s *Stack, table string, commit uint64, owner string, age time.Duration) {
@@ -294,4 +298,161 @@ func trackedVolume(s *Stack, volume, dir, table string) {
 	s.volume(volume, dir, false)
 	s.pipeTable(table)
 	s.run(`ALTER TABLE ` + table + ` SET PROPERTIES ('change_tracking' = 'true')`)
+}
+
+// TestReplacedFileLoadClosed: an attempt of a volume pipe died after
+// opening its file's load and inserting rows, and the file was replaced
+// before the retry. The retry (the same file version, as Temporal retries
+// an activity with its input) removes the rows, finds the file replaced,
+// and closes the load, which nothing will register: left open it would be
+// a name in every committed-rows read of the table for good. The same for
+// a file of a batch, and for one that fails.
+func TestReplacedFileLoadClosed(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	trackedVolume(s, "arf_vol", "arf", "arf_t")
+	s.run(`CREATE PIPE arf_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO arf_t FROM VOLUME arf_vol USING CSV`)
+	s.dropAtEnd("PIPE", "arf_pipe")
+	s.pipeTurns("arf_pipe") // its first turn found nothing; the next is an hour away
+	var spec catalog.PipeSpec
+	if ok, err := s.Eng.Cat.Get(s.Ctx, catalog.KindPipe, s.Schema, "arf_pipe", &spec); err != nil || !ok {
+		t.Fatalf("pipe arf_pipe in the catalog: %v %v", ok, err)
+	}
+	owner := core.PipeOwner(s.Schema, "arf_pipe", spec.CreatedAt.UnixNano())
+	s.put("arf/a.csv", csvRows(0, 10))
+	s.put("arf/b.csv", csvRows(10, 10))
+	s.put("arf/c.csv", csvRows(20, 10))
+	params, err := s.Eng.PipeParams(s.Ctx, "arf_pipe")
+	must(t, err)
+	run, err := s.Eng.OpenPipe(s.Ctx, params)
+	must(t, err)
+	list, err := run.ListFiles(s.Ctx, nil, 100, jobs.ListState{})
+	must(t, err)
+	if len(list.Files) != 3 {
+		t.Fatalf("listed %v, want a.csv, b.csv, c.csv", list.Files)
+	}
+	// An attempt died in each file's load: open, rows in.
+	commits := map[string]uint64{}
+	for i, f := range list.Files {
+		c := core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "arf_pipe", spec.CreatedAt.UnixNano(), f)
+		commits[f.Path] = c
+		openMark(s, "arf_t", c, owner, 0)
+		leaveRows(s, "arf_t", c, "LEFT", i*10, 4)
+	}
+	// Then a.csv and b.csv were replaced, and c.csv with a file that fails.
+	s.put("arf/a.csv", csvRows(100, 10))
+	s.put("arf/b.csv", csvRows(110, 10))
+	s.put("arf/c.csv", []byte("not a number,x\n"))
+
+	var files []jobs.FileRef
+	for _, f := range list.Files {
+		if f.Path == "a.csv" {
+			res, err := run.LoadFile(s.Ctx, f)
+			if err != nil || res.Status != jobs.FileSkipped {
+				t.Fatalf("the retry of a.csv's load: %+v %v, want skipped (replaced)", res, err)
+			}
+		} else {
+			files = append(files, f)
+		}
+	}
+	res, err := run.LoadBatch(s.Ctx, files, 2)
+	must(t, err)
+	if len(res) != 2 || res[0].Status != jobs.FileSkipped || res[1].Status != jobs.FileSkipped {
+		t.Fatalf("the retry of b.csv's and c.csv's loads: %+v, want both skipped (replaced)", res)
+	}
+	where := "db = " + chsql.QuoteString(s.Schema) + " AND table = 'arf_t'"
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM (SELECT commit_id FROM lakepipe.open_commits WHERE "+where+" GROUP BY commit_id HAVING sum(sign) > 0)")
+	if err != nil || len(open) != 1 || open[0] != "0" {
+		t.Fatalf("%v loads left open (%v), want none: the died attempts' loads are closed", open, err)
+	}
+	left, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM "+chsql.Table(s.Schema, "arf_t"))
+	if err != nil || len(left) != 1 || left[0] != "0" {
+		t.Fatalf("the table holds %v rows (%v), want none: the died attempts' rows removed", left, err)
+	}
+
+	// The next listing finds the new versions: a.csv and b.csv load, c.csv
+	// fails, and nothing is left open.
+	list, err = run.ListFiles(s.Ctx, nil, 100, jobs.ListState{})
+	must(t, err)
+	// An attempt that read c.csv without error (a failure that comes and
+	// goes) died in its load too: the failing retry closes it.
+	for i, f := range list.Files {
+		if f.Path == "c.csv" {
+			c := core.FileCommit(s.Eng.Cfg.Workspace, s.Schema, "arf_pipe", spec.CreatedAt.UnixNano(), f)
+			openMark(s, "arf_t", c, owner, 0)
+			leaveRows(s, "arf_t", c, "LEFT", 200+i, 4)
+		}
+	}
+	res, err = run.LoadBatch(s.Ctx, list.Files, 2)
+	must(t, err)
+	status := map[string]jobs.FileStatus{}
+	for _, r := range res {
+		status[r.Path] = r.Status
+	}
+	if status["a.csv"] != jobs.FileLoaded || status["b.csv"] != jobs.FileLoaded || status["c.csv"] != jobs.FileFailed {
+		t.Fatalf("the new versions: %v, want a.csv and b.csv loaded, c.csv failed", status)
+	}
+	open, err = s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM (SELECT commit_id FROM lakepipe.open_commits WHERE "+where+
+		" AND commit_id NOT IN (SELECT commit_id FROM lakepipe.table_commits WHERE "+where+") GROUP BY commit_id HAVING sum(sign) > 0)")
+	if err != nil || len(open) != 1 || open[0] != "0" {
+		t.Fatalf("%v unregistered loads left open (%v), want none", open, err)
+	}
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(count()), ' ', toString(uniqExact(id)), ' ', toString(min(id))) FROM "+chsql.Table(s.Schema, "arf_t"))
+	if err != nil || len(counts) != 1 || counts[0] != "20 20 100" {
+		t.Fatalf("the table holds (rows, distinct ids, least id) %v (%v), want 20 20 100: the new a.csv and b.csv once", counts, err)
+	}
+}
+
+// TestWriterLeaseSweep: the loads a statement opens (INSERT, COPY INTO)
+// name the process's writer lease, which the process renews; maintenance
+// removes the loads of a lease not renewed for a day (the process died
+// mid-statement: its rows sat hidden in the table, a name in every
+// committed-rows read, for good), and keeps those of a live one.
+func TestWriterLeaseSweep(t *testing.T) {
+	s := newStack(t)
+	trackedVolume(s, "awl_vol", "awl", "awl_t")
+	merges := openMarkMerges(s)
+	s.run(`INSERT INTO awl_t VALUES (1, 'a')`)
+	s.put("awl/f.csv", csvRows(10, 5))
+	s.run(`COPY INTO awl_t FROM VOLUME awl_vol USING CSV`)
+	where := `db = ` + chsql.QuoteString(s.Schema) + ` AND table = 'awl_t'`
+	owners, err := s.Store.Strings(s.Ctx, `SELECT DISTINCT owner FROM lakepipe.open_commits WHERE `+where+` AND sign = 1`)
+	if err != nil || len(owners) != 1 || !strings.HasPrefix(owners[0], `{"lease":"`) {
+		t.Fatalf("the statements' open marks name %q (%v), want one writer lease", owners, err)
+	}
+	merges("START")
+	live := owners[0]
+	renewed, err := s.Store.Strings(s.Ctx, "SELECT toString(max(renewed_at) >= now() - 120) FROM lakepipe.writer_leases WHERE owner = "+chsql.QuoteString(live))
+	if err != nil || len(renewed) != 1 || renewed[0] != "1" {
+		t.Fatalf("the process's lease renewed in the last 2 minutes: %v (%v)", renewed, err)
+	}
+
+	// What processes that died mid-statement left: one whose lease was
+	// last renewed 25 hours ago, one whose lease maintenance deleted.
+	dead, gone := `{"lease":"awl-host/1/dead"}`, `{"lease":"awl-host/2/gone"}`
+	must(t, s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.writer_leases (owner, renewed_at) SELECT "+chsql.QuoteString(dead)+", now() - 90000"))
+	const c1, c2, c3 = 0x51ee01, 0x51ee02, 0x51ee03
+	leaveRows(s, "awl_t", c1, "LEFT", 100, 3)
+	openMark(s, "awl_t", c1, dead, 25*time.Hour)
+	leaveRows(s, "awl_t", c2, "LEFT", 200, 3)
+	openMark(s, "awl_t", c2, gone, 25*time.Hour)
+	// And a statement of a live process, running for more than a day.
+	leaveRows(s, "awl_t", c3, "RUNNING", 300, 3)
+	openMark(s, "awl_t", c3, live, 25*time.Hour)
+	t.Cleanup(func() {
+		ctx := context.WithoutCancel(s.Ctx)
+		_ = s.Store.Exec(ctx, "ALTER TABLE lakepipe.writer_leases DELETE WHERE owner = "+chsql.QuoteString(dead))
+		_ = s.Store.Exec(ctx, "ALTER TABLE lakepipe.open_commits DELETE WHERE "+where+" AND commit_id = "+strconv.Itoa(c3))
+	})
+	if n, err := s.Eng.SweepAbandoned(s.Ctx, changes.AbandonedAge); err != nil || n != 2 {
+		t.Fatalf("swept %d loads (%v), want 2: the dead processes' ones", n, err)
+	}
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(countIf(name = 'LEFT')), ' ', toString(countIf(name = 'RUNNING')), ' ', toString(count())) FROM "+chsql.Table(s.Schema, "awl_t"))
+	if err != nil || len(counts) != 1 || counts[0] != "0 3 9" {
+		t.Fatalf("after the sweep the table holds (left, running, all) %v (%v), want 0 3 9: the dead statements' rows gone, the live one's kept", counts, err)
+	}
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(commit_id) FROM lakepipe.open_commits WHERE "+where+" GROUP BY commit_id HAVING sum(sign) > 0 ORDER BY commit_id")
+	if err != nil || strings.Join(open, ",") != strconv.Itoa(c3) {
+		t.Fatalf("loads open after the sweep: %v (%v), want only the live statement's %d", open, err, c3)
+	}
 }

@@ -144,7 +144,24 @@ func TestFlushRetrySweep(t *testing.T) {
 	must(t, s.Store.InsertRows(s.Ctx, "lakepipe", "flush_retries", []string{"session", "flush_id", "attempt", "db", "table", "winner", "records", "at"}, [][]any{
 		{"sess", "c", uint32(2), s.Schema, "sweep", uint64(3), int64(1), time.Now().UTC()},
 	}))
+	// Flush d into a change-tracked table: attempt 2 won and finished,
+	// attempt 1 died after opening its commit and writing 3 rows.
+	s.run(`CREATE TABLE sweep_t (id BIGINT)`)
+	s.run(`ALTER TABLE sweep_t SET PROPERTIES ('change_tracking' = 'true')`)
+	d1, d2 := core.FlushAttemptCommit("sess", "d", 1), core.FlushAttemptCommit("sess", "d", 2)
+	for commit, n := range map[uint64]int{d1: 3, d2: 2} {
+		must(t, s.Store.Exec(s.Ctx, fmt.Sprintf("INSERT INTO %s.sweep_t (id, _lp_commit) SELECT number, %d FROM numbers(%d)", chsql.QuoteIdent(s.Schema), commit, n)))
+	}
+	openMark(s, "sweep_t", d1, "", 2*time.Hour)
+	must(t, s.Store.InsertRows(s.Ctx, "lakepipe", "flush_retries", []string{"session", "flush_id", "attempt", "db", "table", "winner", "records", "at"}, [][]any{
+		{"sess", "d", uint32(2), s.Schema, "sweep_t", d2, int64(2), old},
+	}))
 	must(t, s.Eng.SweepFlushRetries(s.Ctx))
+	tracked, err := s.Store.Strings(s.Ctx, fmt.Sprintf("SELECT concat(toString(count()), ' ', toString((SELECT sum(sign) FROM lakepipe.open_commits WHERE db = %s AND table = 'sweep_t'))) FROM %s.sweep_t",
+		chsql.QuoteString(s.Schema), chsql.QuoteIdent(s.Schema)))
+	if err != nil || len(tracked) != 1 || tracked[0] != "2 0" {
+		t.Fatalf("after the sweep the tracked table holds (rows, open marks) %v (%v), want 2 0: the dead attempt's rows gone and its load closed", tracked, err)
+	}
 	got, err := s.Store.Strings(s.Ctx, fmt.Sprintf("SELECT concat(toString(_lp_commit = %d), ':', toString(count())) FROM %s.sweep GROUP BY _lp_commit", a3, chsql.QuoteIdent(s.Schema)))
 	must(t, err)
 	if strings.Join(got, ",") != "1:5" {

@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 8
+const Version = 9
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -209,5 +209,19 @@ var Migrations = []Migration{{
 		// processes migrating at once).
 		`ALTER TABLE lakepipe.open_commits ADD COLUMN owner String`,
 		`ALTER TABLE lakepipe.open_commits ADD COLUMN opened_at DateTime DEFAULT now()`,
+	},
+}, {
+	Version: 9,
+	Statements: []string{
+		// The writer leases of processes that write change-tracked tables
+		// outside pipes (COPY INTO, INSERT, UPDATE, MERGE INTO, streaming
+		// flushes), renewed every minute: maintenance removes the loads
+		// of a lease not renewed for a day (package writerlease). One row
+		// per lease once merged; leases not renewed for two days are
+		// deleted.
+		`CREATE TABLE IF NOT EXISTS lakepipe.writer_leases (
+			owner String,
+			renewed_at DateTime
+		) ENGINE = ReplacingMergeTree(renewed_at) ORDER BY owner`,
 	},
 }}

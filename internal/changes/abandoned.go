@@ -11,6 +11,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/writerlease"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -22,16 +23,18 @@ import (
 const AbandonedAge = 24 * time.Hour
 
 // SweepAbandoned removes the loads of change-tracked tables that pipes
-// since dropped (Kafka pipes: see core.LoadTarget.Owner) opened and never
-// registered: their rows, then their open marks, so that they no longer
-// cost every read of the table a name in its set of uncommitted loads (and
-// their rows no longer sit, hidden, in the table). A load qualifies when
-// its last open mark is older than age and none of its owners
-// (core.PipeOwner) is in the catalog under the same generation: a dropped
-// pipe starts no attempt (ErrPipeGone comes before any write), the
-// attempts it had running have stopped writing by then, and no other
-// writer uses its commit ids, so nothing can add a row to the commit after
-// its rows are removed. A load whose table is gone stays as it is (UNDROP
+// since dropped (see core.LoadTarget.Owner), or processes since dead,
+// opened and never registered: their rows, then their open marks, so that
+// they no longer cost every read of the table a name in its set of
+// uncommitted loads (and their rows no longer sit, hidden, in the table).
+// A load qualifies when its last open mark is older than age and none of
+// its owners is alive: a pipe (core.PipeOwner) in the catalog under the
+// same generation, or a writer lease (package writerlease) renewed within
+// age. A dropped pipe starts no attempt (ErrPipeGone comes before any
+// write), and the attempts it had running have stopped writing by then; a
+// process stops writing under a lease it has not renewed for
+// writerlease.FenceAfter, and nothing else writes under its commits. So
+// nothing can add a row to the commit after its rows are removed. A load whose table is gone stays as it is (UNDROP
 // brings the table back with its marks). It returns the loads it removed.
 //
 // A mark names the commit open while the sum of its signs is above 0;
@@ -90,11 +93,21 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 }
 
 // ownerLive reports whether the pipe an owner names is in the catalog
-// under the same generation; an owner it cannot read counts as live.
+// under the same generation, or the writer lease it names was renewed
+// within AbandonedAge (a lease deleted is dead: its row is written before
+// its first mark); an owner it cannot read counts as live.
 func (e *Log) ownerLive(ctx context.Context, owner string) (bool, error) {
 	o, ok := core.ParseOwner(owner)
 	if !ok {
 		return true, nil
+	}
+	if o.Lease != "" {
+		v, err := e.St.Strings(ctx, "SELECT toString(count()) FROM "+writerlease.Table+" WHERE owner = "+chsql.QuoteString(owner)+
+			" AND renewed_at >= now() - "+strconv.FormatInt(int64(AbandonedAge/time.Second), 10))
+		if err != nil {
+			return false, fmt.Errorf("find abandoned loads: writer lease %s: %w", o.Lease, err)
+		}
+		return len(v) != 1 || v[0] != "0", nil
 	}
 	var spec catalog.PipeSpec
 	found, err := e.Cat.Get(ctx, catalog.KindPipe, o.Schema, o.Pipe, &spec)

@@ -13,6 +13,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/writerlease"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -134,6 +135,9 @@ type Commit struct {
 // INSERT commit, its updated and deleted keys an UPDATE commit). The ids
 // are fresh: nothing is checked.
 func (e *Log) RegisterCommits(ctx context.Context, schema, name string, commits []Commit) error {
+	if err := writerlease.Check(ctx); err != nil {
+		return fmt.Errorf("table %s: %w", core.Display(schema, name), err)
+	}
 	now := time.Now().UTC()
 	rows := make([][]any, len(commits))
 	var opened []uint64
@@ -237,6 +241,9 @@ func (e *Log) TrackLoads(ctx context.Context, schema, name string, loads []LoadC
 		rows = append(rows, []any{schema, name, NextCommitVersion(), l.ID, kind, uint64(max(l.Rows, 0)), now})
 	}
 	if len(rows) > 0 {
+		if err := writerlease.Check(ctx); err != nil {
+			return fmt.Errorf("table %s: %w", core.Display(schema, name), err)
+		}
 		if err := e.St.InsertRows(ctx, schemas.SystemDB, "table_commits", []string{"db", "table", "version", "commit_id", "kind", "rows", "committed_at"}, rows); err != nil {
 			return fmt.Errorf("table %s: record %d commits in its change log: %w", core.Display(schema, name), len(rows), err)
 		}
@@ -661,6 +668,22 @@ type Log struct {
 	// fresh lets stream reads skip their full check when nothing was
 	// written since the last one (see freshness); shared by copies.
 	Fresh *Freshness
+	// Lease is the process's writer lease, which the open marks of
+	// writes outside pipes name (HoldLease); nil: they name no one.
+	Lease *writerlease.Lease
+}
+
+// HoldLease binds a write outside pipes (COPY INTO, INSERT, UPDATE, MERGE
+// INTO, a streaming flush) to the process's writer lease: the loads it
+// opens name the lease, so that maintenance removes them if the process
+// dies before it registers them, and the write ends, registering
+// nothing, if the lease is lost (package writerlease). release ends the
+// binding.
+func (e *Log) HoldLease(ctx context.Context) (_ context.Context, release func()) {
+	if e.Lease == nil {
+		return ctx, func() {}
+	}
+	return e.Lease.Hold(ctx)
 }
 
 // DropCommits deletes the rows of unrecorded attempts of the loads of one
@@ -698,26 +721,8 @@ func (e *Log) DropCommits(ctx context.Context, t core.LoadTarget, commits []uint
 	if _, err := e.Mutate(ctx, t.DB, t.Table, fmt.Sprintf("DELETE WHERE %s IN (%s)", chsql.QuoteIdent(core.CommitColumn), IDList(ids))); err != nil {
 		return fmt.Errorf("remove %d unfinished loads: %w", len(found), err)
 	}
-	if len(gone) == 0 || !t.Tracked {
-		return nil
-	}
-	// Only those open: closing a load never opened would leave its mark
-	// of -1 for good (releases before the marks wrote none).
-	open, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM "+openRel+" WHERE db = "+chsql.QuoteString(t.DB)+" AND table = "+chsql.QuoteString(t.Table)+
-		" AND commit_id IN ("+IDList(gone)+") GROUP BY commit_id HAVING sum(sign) > 0")
-	if err != nil {
-		return fmt.Errorf("close %d loads of an earlier release: %w", len(gone), err)
-	}
-	closing := make([]uint64, 0, len(open))
-	for _, o := range open {
-		id, err := strconv.ParseUint(o, 10, 64)
-		if err != nil {
-			return fmt.Errorf("close loads of an earlier release: commit id %q: %w", o, err)
-		}
-		closing = append(closing, id)
-	}
-	if err := e.AbandonLoads(ctx, t, closing); err != nil {
-		return fmt.Errorf("close %d loads of an earlier release: %w", len(closing), err)
+	if err := e.CloseAbandoned(ctx, t, gone); err != nil {
+		return fmt.Errorf("close loads of an earlier release: %w", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/writerlease"
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
@@ -38,13 +39,15 @@ import (
 // which is still read. Those leftovers are removed by maintenance
 // (closeRegistered). What bounds the table: the loads under way, plus
 // leftovers until the next maintenance, plus one row per load abandoned
-// between opening and registering and never retried. Those of Kafka
-// pipes (a pipe dropped while a batch of it failed and was being
-// retried) maintenance removes a day after their last attempt
-// (SweepAbandoned); those of other writers (a volume pipe, whose file
-// commits a pipe created again under its name may reuse; a COPY INTO, a
-// streaming write or a DML statement whose process died in the middle)
-// stay, with their rows, hidden.
+// between opening and registering and never retried. A retry that
+// loads nothing under its commit (its file replaced or failing, a flush's
+// earlier attempts) closes what the attempt before it opened
+// (CloseAbandoned). Maintenance removes, a day after their last
+// attempt, those of pipes (Kafka or volume) dropped while a load of
+// theirs failed and was being retried, and those of statements whose
+// process died in the middle (their marks name its writer lease, package
+// writerlease): SweepAbandoned. Marks of earlier releases name no one
+// and stay, with their rows, hidden.
 const (
 	openTable = "open_commits"
 	openRel   = schemas.SystemDB + "." + openTable
@@ -95,6 +98,13 @@ func (e *Log) closeCommits(ctx context.Context, schema, name string, ids []uint6
 func (e *Log) markOpen(ctx context.Context, schema, name string, ids []uint64, sign int8, owner string) error {
 	if len(ids) == 0 {
 		return nil
+	}
+	if owner == "" && sign > 0 {
+		// A write outside pipes, if it holds the lease.
+		var err error
+		if owner, err = writerlease.Owner(ctx); err != nil {
+			return fmt.Errorf("table %s: open %d commits in its change log: %w", core.Display(schema, name), len(ids), err)
+		}
 	}
 	rows := make([][]any, len(ids))
 	for i, id := range ids {
@@ -167,4 +177,32 @@ func (e *Log) closeRegistered(ctx context.Context, schema, name string) error {
 		return fmt.Errorf("table %s: forget its closed commits: %w", core.Display(schema, name), err)
 	}
 	return nil
+}
+
+// CloseAbandoned closes those of ids that are open on t: loads an attempt
+// that died had opened (and perhaps written rows under, which the caller
+// has removed), and that nothing will register: the attempt after it
+// found its file replaced or failing, or the ids are an earlier release's.
+// Left open, each would be a name in every committed-rows read of the
+// table for good. Only open ones get their -1: a lone -1 never collapses.
+// Closing is safe once the rows are gone, as no other attempt of the load
+// writes at once (leases).
+func (e *Log) CloseAbandoned(ctx context.Context, t core.LoadTarget, ids []uint64) error {
+	if len(ids) == 0 || !t.Tracked {
+		return nil
+	}
+	open, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM "+openRel+" WHERE "+TableWhere(t.DB, t.Table)+
+		" AND commit_id IN ("+IDList(ids)+") GROUP BY commit_id HAVING sum(sign) > 0")
+	if err != nil {
+		return fmt.Errorf("table %s: read the marks of %d abandoned loads: %w", core.Display(t.DB, t.Table), len(ids), err)
+	}
+	closing := make([]uint64, 0, len(open))
+	for _, o := range open {
+		id, err := strconv.ParseUint(o, 10, 64)
+		if err != nil {
+			return fmt.Errorf("table %s: abandoned load: commit id %q: %w", core.Display(t.DB, t.Table), o, err)
+		}
+		closing = append(closing, id)
+	}
+	return e.AbandonLoads(ctx, t, closing)
 }

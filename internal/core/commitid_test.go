@@ -58,7 +58,11 @@ func TestPipeOwner(t *testing.T) {
 			t.Errorf("ParseOwner(PipeOwner(%+v)) = %+v, %v", o, got, ok)
 		}
 	}
-	for _, s := range []string{"", "{}", `{"pipe":"p"}`, `{"generation":3}`, "pipe:1:s.p", "null", `{"pipe":1}`} {
+	if got, ok := ParseOwner(`{"lease":"host/42/ab"}`); !ok || got != (LoadOwner{Lease: "host/42/ab"}) {
+		t.Errorf("ParseOwner of a writer lease = %+v, %v", got, ok)
+	}
+	for _, s := range []string{"", "{}", `{"pipe":"p"}`, `{"generation":3}`, "pipe:1:s.p", "null", `{"pipe":1}`,
+		`{"lease":""}`, `{"lease":"l","pipe":"p","generation":1}`} {
 		if o, ok := ParseOwner(s); ok {
 			t.Errorf("ParseOwner(%q) = %+v, want none", s, o)
 		}

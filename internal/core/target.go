@@ -31,9 +31,12 @@ type LoadTarget struct {
 // LoadOwner is the pipe that opened a load (PipeOwner): Generation tells
 // it from a pipe dropped and created again under its name.
 type LoadOwner struct {
-	Schema     string `json:"schema"`
-	Pipe       string `json:"pipe"`
-	Generation int64  `json:"generation"`
+	Schema     string `json:"schema,omitempty"`
+	Pipe       string `json:"pipe,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+	// Lease names a process's writer lease (package writerlease) for
+	// writes outside pipes; Pipe is empty then.
+	Lease string `json:"lease,omitempty"`
 }
 
 // PipeOwner is the owner of a pipe's loads in the change log's open marks
@@ -43,10 +46,10 @@ func PipeOwner(schema, pipe string, generation int64) string {
 	return string(b)
 }
 
-// ParseOwner reads an owner PipeOwner wrote.
+// ParseOwner reads an owner PipeOwner or a writer lease wrote.
 func ParseOwner(s string) (LoadOwner, bool) {
 	var o LoadOwner
-	if json.Unmarshal([]byte(s), &o) != nil || o.Pipe == "" || o.Generation == 0 {
+	if json.Unmarshal([]byte(s), &o) != nil || (o.Lease == "") == (o.Pipe == "" || o.Generation == 0) {
 		return LoadOwner{}, false
 	}
 	return o, true

@@ -22,6 +22,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/runcache"
 	"github.com/lakepipe/lakepipe/internal/sqlast"
 	"github.com/lakepipe/lakepipe/internal/streamwrite"
+	"github.com/lakepipe/lakepipe/internal/writerlease"
 )
 
 // Engine runs statements; safe for concurrent use. Its parts each embed
@@ -73,6 +74,7 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 	e.Core = core.Core{Cfg: cfg, Cat: cat, St: cat.Store()}
 	e.Commits = new(changes.CommitCache)
 	e.Fresh = new(changes.Freshness)
+	e.Lease = writerlease.New(e.St)
 	e.FlushLocks = new([64]sync.Mutex)
 	e.Plans = new(dynamic.PlanCache)
 	e.Kafka = kafka.NewPool(kafkaClientIdle)
@@ -89,6 +91,13 @@ func New(cat *catalog.Catalog, cfg core.Config) *Engine {
 func (e *Engine) Exec(ctx context.Context, stmt sqlast.Statement) (*core.Result, error) {
 	if err := e.Guard(stmt); err != nil {
 		return nil, err
+	}
+	switch stmt.(type) {
+	case *sqlast.Insert, *sqlast.Update, *sqlast.MergeInto, *sqlast.CopyIntoTable:
+		// Loads they open name the process's lease (writerlease).
+		var release func()
+		ctx, release = e.HoldLease(ctx)
+		defer release()
 	}
 	switch s := stmt.(type) {
 	case *sqlast.CreateConnection:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/catalog"
 	"github.com/lakepipe/lakepipe/internal/changes"
@@ -58,6 +59,11 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if _, err := e.SweepAbandoned(ctx, changes.AbandonedAge); err != nil {
+		return err
+	}
+	// Writer leases not renewed for twice that: the sweep has removed
+	// their loads, and a lease that is gone reads as dead.
+	if err := e.expire(ctx, "writer_leases", fmt.Sprintf("renewed_at < now() - %d", 2*int64(changes.AbandonedAge/time.Second))); err != nil {
 		return err
 	}
 	if err := e.CompactStates(ctx); err != nil {

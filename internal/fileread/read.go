@@ -121,7 +121,7 @@ func ReadOptions(src *sqlast.VolumeSource) (rowio.Options, error) {
 
 // FileColumns opens a file only to learn the columns it provides.
 func (e *Reader) FileColumns(ctx context.Context, vol *objstore.Volume, obj objstore.Object, format string, opts rowio.Options) ([]rowio.Column, error) {
-	f, _, err := vol.OpenListed(ctx, obj.Path)
+	f, _, err := vol.OpenListed(ctx, obj.Path, obj.ETag)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,12 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 			obj.Size = int64(len(data))
 		}
 	} else {
-		f, _, err = openListed(vol, ctx, obj.Path)
+		var opened objstore.Object
+		f, opened, err = openListed(vol, ctx, obj.Path, obj.ETag)
+		if err == nil && obj.ETag == "" {
+			// Any version was asked for (a COPY): the one opened.
+			obj.Size, res.Size, res.ETag = opened.Size, opened.Size, opened.ETag
+		}
 	}
 	if errors.Is(err, objstore.ErrRefused) {
 		return res, &FileError{err: err} // the store will not serve this key: no retry helps

@@ -33,7 +33,7 @@ func serveFiles(t *testing.T, files map[string]string, failErr error) {
 		}
 		return []byte(data), nil
 	}
-	openListed = func(_ *objstore.Volume, _ context.Context, rel string) (objstore.File, objstore.Object, error) {
+	openListed = func(_ *objstore.Volume, _ context.Context, rel, _ string) (objstore.File, objstore.Object, error) {
 		data, ok := files[rel]
 		if !ok {
 			return nil, objstore.Object{}, failErr

@@ -67,9 +67,13 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	defer func() {
 		// Registered even when a later file fails: the rows of the files
 		// before it stay in the table.
-		_ = e.TrackLoad(context.Background(), schema, name, target.Commit, loaded)
+		// Not cancelled with ctx, but still fenced by its lease.
+		_ = e.TrackLoad(context.WithoutCancel(ctx), schema, name, target.Commit, loaded)
 	}()
 	for _, f := range files {
+		// A COPY loads each file as it is when read, not as listed: the
+		// version read is the one recorded.
+		f.ETag = ""
 		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.StageKey(spec))
 		if err != nil {
 			fl.Status = jobs.FileFailed

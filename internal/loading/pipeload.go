@@ -616,7 +616,7 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	fl, err := r.e.SafeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, stg.Into(target), r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
 		res.Status = jobs.FileSkipped // gone since the listing (another worker purged it)
-		return res, nil
+		return res, r.abandon(ctx, []uint64{commit})
 	}
 	if err != nil {
 		var fe *fileread.FileError
@@ -632,6 +632,9 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 			if err := r.dropCommit(ctx, commit); err != nil {
 				return res, err
 			}
+		}
+		if err := r.abandon(ctx, []uint64{commit}); err != nil {
+			return res, err
 		}
 		fl.Rows = 0
 	} else {
@@ -662,6 +665,17 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 // open marks loads under way before their rows go in (changes.OpenLoads).
 func (r *PipeRun) open(ctx context.Context, commits []uint64) error {
 	if err := r.e.OpenLoads(ctx, r.target, commits); err != nil {
+		return fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+// abandon closes the loads (commit ids) of files this attempt does not
+// load, replaced since the listing or failing, that an attempt before it
+// opened and died in: their rows were removed before the file was read,
+// and nothing will register them (changes.CloseAbandoned).
+func (r *PipeRun) abandon(ctx context.Context, commits []uint64) error {
+	if err := r.e.CloseAbandoned(ctx, r.target, commits); err != nil {
 		return fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	return nil
@@ -819,15 +833,20 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 
 	var write []chstore.Staged
 	var record []fileread.FileLoad
+	var abandoned []uint64 // not loaded now: replaced since the listing, or failing
 	for k, i := range todo {
 		if gone[i] {
 			results[i].Status = jobs.FileSkipped
+			abandoned = append(abandoned, commits[k])
 			continue
 		}
 		if alone[i] {
 			continue
 		}
 		fl := loads[i]
+		if fl.Status == jobs.FileFailed {
+			abandoned = append(abandoned, commits[k])
+		}
 		record = append(record, fl)
 		if fl.Status != jobs.FileFailed {
 			write = append(write, staged[i])
@@ -837,6 +856,9 @@ func (r *PipeRun) LoadBatch(ctx context.Context, files []jobs.FileRef, par int) 
 			}
 		}
 		results[i].Status, results[i].Rows, results[i].Rejected, results[i].FirstError = fl.Status, fl.Rows, fl.Rejected, fl.FirstError
+	}
+	if err := r.abandon(ctx, abandoned); err != nil {
+		return nil, err
 	}
 	opening := make([]uint64, len(track))
 	for i, t := range track {

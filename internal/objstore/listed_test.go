@@ -60,8 +60,12 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodHead {
 			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>no such key</Message></Error>`)
 		}
+	case r.Header.Get("If-Match") != "" && r.Header.Get("If-Match") != fakeETag(body):
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusPreconditionFailed)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>changed</Message></Error>`)
 	default:
-		w.Header().Set("ETag", `"e-`+fmt.Sprint(len(body))+`"`)
+		w.Header().Set("ETag", fakeETag(body))
 		w.Header().Set("Last-Modified", "Mon, 01 Jun 2026 12:00:00 GMT")
 		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 		if r.Method == http.MethodHead {
@@ -104,7 +108,7 @@ func (f *fakeS3) list(w http.ResponseWriter, prefix string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		res.Contents = append(res.Contents, content{Key: k, LastModified: "2026-06-01T12:00:00.000Z", ETag: `"e"`, Size: len(f.objects[k])})
+		res.Contents = append(res.Contents, content{Key: k, LastModified: "2026-06-01T12:00:00.000Z", ETag: fakeETag(f.objects[k]), Size: len(f.objects[k])})
 	}
 	res.KeyCount = len(keys)
 	w.Header().Set("Content-Type", "application/xml")
@@ -122,6 +126,9 @@ func fakeVolume(t *testing.T, f *fakeS3) *Volume {
 	}
 	return v
 }
+
+// fakeETag is the fake store's ETag of an object: its length.
+func fakeETag(body string) string { return `"e-` + fmt.Sprint(len(body)) + `"` }
 
 // TestListedKeysRoundTrip lists odd keys from a store that keeps them as
 // they are and reads, stats and deletes each by its listed path: the
@@ -153,7 +160,7 @@ func TestListedKeysRoundTrip(t *testing.T) {
 		if err != nil || st.Path != o.Path || st.Size != int64(len(want)) {
 			t.Errorf("StatListed(%q) = %+v, %v", o.Path, st, err)
 		}
-		r, _, err := v.OpenListed(ctx, o.Path)
+		r, _, err := v.OpenListed(ctx, o.Path, o.ETag)
 		if err != nil {
 			t.Errorf("OpenListed(%q): %v", o.Path, err)
 			continue
@@ -187,17 +194,45 @@ func TestListedKeyRefused(t *testing.T) {
 	v := fakeVolume(t, f)
 	ctx := context.Background()
 	for _, rel := range []string{"bad.csv", "ghost.csv"} {
-		_, _, err := v.OpenListed(ctx, rel)
+		_, _, err := v.OpenListed(ctx, rel, "")
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), rel) || strings.Contains(err.Error(), "secret") {
 			t.Errorf("OpenListed(%q) err = %v, want ErrRefused naming the file", rel, err)
 		}
 	}
-	if _, _, err := v.OpenListed(ctx, "gone.csv"); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrRefused) {
+	if _, _, err := v.OpenListed(ctx, "gone.csv", ""); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrRefused) {
 		t.Errorf("OpenListed(gone.csv) err = %v, want ErrNotFound only", err)
 	}
 	// A typed path that is missing stays ErrNotFound, never ErrRefused.
 	if _, err := v.Stat(ctx, "bad.csv"); errors.Is(err, ErrRefused) {
 		t.Errorf("Stat(bad.csv) err = %v: typed paths are not ErrRefused", err)
+	}
+}
+
+// TestOpenListedVersion checks that a listed file is read in the version
+// the listing saw: replaced before the open, or between the open and the
+// first read, it is ErrNotFound (the next listing finds the new version),
+// never the new content under the old version's name.
+func TestOpenListedVersion(t *testing.T) {
+	f := &fakeS3{objects: map[string]string{"data/a.csv": "1,x\n"}}
+	v := fakeVolume(t, f)
+	ctx := context.Background()
+	var listed []Object
+	if err := v.ListPages(ctx, "", "", func(page []Object) error { listed = append(listed, page...); return nil }); err != nil || len(listed) != 1 {
+		t.Fatalf("listed %+v, %v", listed, err)
+	}
+	old := listed[0].ETag
+	f.objects["data/a.csv"] = "22,yy\n"
+	if _, _, err := v.OpenListed(ctx, "a.csv", old); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "replaced") {
+		t.Errorf("OpenListed of a replaced file: %v, want ErrNotFound (replaced since it was listed)", err)
+	}
+	r, obj, err := v.OpenListed(ctx, "a.csv", strings.Trim(fakeETag("22,yy\n"), `"`))
+	if err != nil {
+		t.Fatalf("OpenListed of the listed version: %v", err)
+	}
+	defer r.Close()
+	f.objects["data/a.csv"] = "333,zzz\n"
+	if b, err := io.ReadAll(r); !errors.Is(err, ErrNotFound) {
+		t.Errorf("reading a file replaced after its open: %q, %v (size %d), want ErrNotFound", b, err, obj.Size)
 	}
 }
 

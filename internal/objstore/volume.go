@@ -438,29 +438,46 @@ func (v *Volume) OpenFile(ctx context.Context, rel string) (File, Object, error)
 	if err != nil {
 		return nil, Object{}, err
 	}
-	return v.open(ctx, key, false)
-}
-
-// OpenListed opens a listed file (see ListedKey) for reading; data is
-// fetched as it is read. A key the store will not serve is ErrRefused, a
-// missing one ErrNotFound.
-func (v *Volume) OpenListed(ctx context.Context, rel string) (File, Object, error) {
-	return v.open(ctx, v.ListedKey(rel), true)
-}
-
-func (v *Volume) open(ctx context.Context, key string, listed bool) (File, Object, error) {
-	obj, err := v.stat(ctx, key, listed)
+	obj, err := v.stat(ctx, key, false)
 	if err != nil {
 		return nil, Object{}, err
 	}
 	f, err := v.client.GetObject(ctx, v.loc.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, Object{}, v.wrapKey("read", obj.Path, listed, err)
-	}
-	if listed {
-		return &listedFile{Object: f, v: v, rel: obj.Path}, obj, nil
+		return nil, Object{}, v.wrapKey("read", obj.Path, false, err)
 	}
 	return f, obj, nil
+}
+
+// OpenListed opens a listed file (see ListedKey) for reading; data is
+// fetched as it is read. With etag set it reads the version the listing
+// saw: a file replaced since is ErrNotFound, as a file gone is, and the
+// next listing finds the new version (a load recorded under the listed
+// version with the new one's rows would load those rows again then). The
+// reads are of the version the open found in any case, however the file
+// changes meanwhile. A key the store will not serve is ErrRefused.
+func (v *Volume) OpenListed(ctx context.Context, rel, etag string) (File, Object, error) {
+	key := v.ListedKey(rel)
+	obj, err := v.stat(ctx, key, true)
+	if err != nil {
+		return nil, Object{}, err
+	}
+	if etag != "" && obj.ETag != etag {
+		return nil, Object{}, fmt.Errorf("read %s%s: replaced since it was listed: %w", v.loc, obj.Path, ErrNotFound)
+	}
+	opts := minio.GetObjectOptions{}
+	if obj.ETag != "" {
+		// minio-go pins the version of its first response for the reads
+		// after it; this pins the first to the version stat saw.
+		if err := opts.SetMatchETag(obj.ETag); err != nil {
+			return nil, Object{}, fmt.Errorf("read %s%s: %w", v.loc, obj.Path, err)
+		}
+	}
+	f, err := v.client.GetObject(ctx, v.loc.Bucket, key, opts)
+	if err != nil {
+		return nil, Object{}, v.wrapKey("read", obj.Path, true, err)
+	}
+	return &listedFile{Object: f, v: v, rel: obj.Path}, obj, nil
 }
 
 // listedFile marks the read errors of a listed file that refuse its key
@@ -483,7 +500,14 @@ func (f *listedFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *listedFile) check(err error) error {
-	if err == nil || err == io.EOF || !refusedKey(minio.ToErrorResponse(err)) {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	resp := minio.ToErrorResponse(err)
+	if resp.StatusCode == http.StatusPreconditionFailed {
+		return fmt.Errorf("read %s%s: replaced while it was read: %w", f.v.loc, f.rel, ErrNotFound)
+	}
+	if !refusedKey(resp) {
 		return err
 	}
 	return f.v.wrapKey("read", f.rel, true, err)

@@ -332,7 +332,8 @@ func (e *Writer) sweepFlush(ctx context.Context, session, flush string, attempt 
 			}
 		}
 	}
-	if err := e.DropCommits(ctx, t, losers); err != nil && !tableGone(err) {
+	t.Tracked = changes.Tracked(spec) // the losers' open marks are closed too
+	if err := e.dropAttempts(ctx, t, losers); err != nil && !tableGone(err) {
 		return fmt.Errorf("sweep flush %s of %s: %w", flush, t.Display, err)
 	}
 	return nil

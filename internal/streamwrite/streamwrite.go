@@ -381,6 +381,9 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 	// No attempt writes past MaxAttempt: a retry's lock relies on it.
 	ctx, cancel := context.WithTimeout(ctx, e.maxAttempt())
 	defer cancel()
+	// Its commit's open mark names the process's lease (writerlease).
+	ctx, release := e.HoldLease(ctx)
+	defer release()
 	table := core.Display(s.Schema, s.Table)
 	spec, err := e.streamTable(ctx, s.Schema, s.Table)
 	if err != nil {
@@ -450,7 +453,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 				if keyed {
 					return n, nil // a keyed table's earlier rows are replaced, never removed
 				}
-				if err := e.DropCommits(ctx, target, without(prior, commit)); err != nil {
+				if err := e.dropAttempts(ctx, target, without(prior, commit)); err != nil {
 					return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 				}
 				return n, nil
@@ -469,7 +472,7 @@ func (e *Writer) FlushStream(ctx context.Context, s StreamSession, f StreamFlush
 			return 0, err
 		}
 		if !keyed {
-			if err := e.DropCommits(ctx, target, prior); err != nil {
+			if err := e.dropAttempts(ctx, target, prior); err != nil {
 				return 0, fmt.Errorf("flush %s into %s: %w", f.ID, table, err)
 			}
 		}
@@ -875,4 +878,15 @@ func IsStreamError(err error) (tunnel.ErrorCode, bool) {
 		return se.Code, true
 	}
 	return "", false
+}
+
+// dropAttempts removes what earlier attempts of a flush (commits, fenced
+// off by now) left, rows and then open marks: an attempt that died
+// between opening its commit and registering or abandoning it left its
+// mark, which no one else would close.
+func (e *Writer) dropAttempts(ctx context.Context, target core.LoadTarget, commits []uint64) error {
+	if err := e.DropCommits(ctx, target, commits); err != nil {
+		return err
+	}
+	return e.CloseAbandoned(ctx, target, commits)
 }
