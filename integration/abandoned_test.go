@@ -3,9 +3,12 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -454,5 +457,49 @@ func TestWriterLeaseSweep(t *testing.T) {
 	open, err := s.Store.Strings(s.Ctx, "SELECT toString(commit_id) FROM lakepipe.open_commits WHERE "+where+" GROUP BY commit_id HAVING sum(sign) > 0 ORDER BY commit_id")
 	if err != nil || strings.Join(open, ",") != strconv.Itoa(c3) {
 		t.Fatalf("loads open after the sweep: %v (%v), want only the live statement's %d", open, err, c3)
+	}
+}
+
+// TestKilledCopySwept: a COPY INTO a change-tracked table whose process is
+// killed in the middle of a file leaves the rows it had written in the
+// table (shown to plain reads, hidden from refreshes and streams) and its
+// load open. Its open mark names the process's writer lease, which no one
+// renews any more: maintenance (here with a sweep age of seconds instead
+// of a day) removes the rows, then the mark.
+func TestKilledCopySwept(t *testing.T) {
+	s := newStack(t)
+	trackedVolume(s, "akc_vol", "akc", "akc_t")
+	s.put("akc/big.csv", csvRows(0, 3_000_000))
+	cmd := exec.Command(lakepipeBin(t), "sql")
+	cmd.Env = append(os.Environ(), "LAKEPIPE_SCHEMA="+s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR="+chAddr)
+	cmd.Stdin = strings.NewReader("COPY INTO akc_t FROM VOLUME akc_vol USING CSV;\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tbl := chsql.Table(s.Schema, "akc_t")
+	pipeWait(t, time.Minute, "the COPY's first rows", func() bool {
+		n, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM "+tbl)
+		return err == nil && len(n) == 1 && n[0] != "0"
+	})
+	must(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	written, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM "+tbl)
+	if err != nil || len(written) != 1 || written[0] == "3000000" {
+		t.Fatalf("the killed COPY wrote %v rows (%v), want part of the file:\n%s", written, err, out.String())
+	}
+	where := `db = ` + chsql.QuoteString(s.Schema) + ` AND table = 'akc_t'`
+	owners, err := s.Store.Strings(s.Ctx, `SELECT owner FROM lakepipe.open_commits WHERE `+where+` GROUP BY commit_id, owner HAVING sum(sign) > 0`)
+	if err != nil || len(owners) != 1 || !strings.HasPrefix(owners[0], `{"lease":"`) {
+		t.Fatalf("the killed COPY's open load names %q (%v), want its process's writer lease", owners, err)
+	}
+	t.Logf("the killed COPY left %s rows, its load open under %s", written[0], owners[0])
+	time.Sleep(5 * time.Second) // the sweep's age below: the lease is older, not renewed since the kill
+	if _, err := s.Eng.SweepAbandoned(s.Ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	left, err := s.Store.Strings(s.Ctx, "SELECT concat(toString((SELECT count() FROM "+tbl+")), ' ', toString((SELECT count() FROM (SELECT commit_id FROM lakepipe.open_commits WHERE "+where+" GROUP BY commit_id HAVING sum(sign) > 0))))")
+	if err != nil || len(left) != 1 || left[0] != "0 0" {
+		t.Fatalf("after the sweep (rows, open loads) %v (%v), want 0 0: the killed COPY's rows and load removed", left, err)
 	}
 }

@@ -19,7 +19,9 @@ import (
 // maintenance removes it (SweepAbandoned): longer than any attempt of a
 // CopyFiles or a KafkaBatch can write (their start-to-close timeouts are
 // 2 hours and 30 minutes, and an attempt past it is fenced within its
-// heartbeat timeout), as for staging tables.
+// heartbeat timeout), as for staging tables; and, for a statement's
+// load, longer than its process writes under a writer lease it has not
+// renewed (writerlease.FenceAfter).
 const AbandonedAge = 24 * time.Hour
 
 // SweepAbandoned removes the loads of change-tracked tables that pipes
@@ -69,7 +71,7 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 		for _, owner := range strings.Split(r[3], "\n") {
 			l, seen := alive[owner]
 			if !seen {
-				if l, err = e.ownerLive(ctx, owner); err != nil {
+				if l, err = e.ownerLive(ctx, owner, age); err != nil {
 					return 0, err
 				}
 				alive[owner] = l
@@ -94,16 +96,16 @@ func (e *Log) SweepAbandoned(ctx context.Context, age time.Duration) (int, error
 
 // ownerLive reports whether the pipe an owner names is in the catalog
 // under the same generation, or the writer lease it names was renewed
-// within AbandonedAge (a lease deleted is dead: its row is written before
+// within age (a lease deleted is dead: its row is written before
 // its first mark); an owner it cannot read counts as live.
-func (e *Log) ownerLive(ctx context.Context, owner string) (bool, error) {
+func (e *Log) ownerLive(ctx context.Context, owner string, age time.Duration) (bool, error) {
 	o, ok := core.ParseOwner(owner)
 	if !ok {
 		return true, nil
 	}
 	if o.Lease != "" {
 		v, err := e.St.Strings(ctx, "SELECT toString(count()) FROM "+writerlease.Table+" WHERE owner = "+chsql.QuoteString(owner)+
-			" AND renewed_at >= now() - "+strconv.FormatInt(int64(AbandonedAge/time.Second), 10))
+			" AND renewed_at >= now() - "+strconv.FormatInt(int64(age/time.Second), 10))
 		if err != nil {
 			return false, fmt.Errorf("find abandoned loads: writer lease %s: %w", o.Lease, err)
 		}
