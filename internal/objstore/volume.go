@@ -357,8 +357,17 @@ func (v *Volume) StatListed(ctx context.Context, rel string) (Object, error) {
 }
 
 func (v *Volume) stat(ctx context.Context, key string, listed bool) (Object, error) {
+	return v.statWith(ctx, key, listed, minio.StatObjectOptions{})
+}
+
+// statWith is stat with options: a version asked for (If-Match) that is
+// not the file's is ErrNotFound, the file replaced since it was listed.
+func (v *Volume) statWith(ctx context.Context, key string, listed bool, opts minio.StatObjectOptions) (Object, error) {
 	rel := v.listedPath(key)
-	info, err := v.client.StatObject(ctx, v.loc.Bucket, key, minio.StatObjectOptions{})
+	info, err := v.client.StatObject(ctx, v.loc.Bucket, key, opts)
+	if minio.ToErrorResponse(err).StatusCode == http.StatusPreconditionFailed {
+		return Object{}, fmt.Errorf("read %s%s: replaced since it was listed: %w", v.loc, rel, ErrNotFound)
+	}
 	if err != nil {
 		err = v.wrapKey("stat", rel, listed, err)
 		if listed && errors.Is(err, ErrNotFound) && v.lists(ctx, key) {
@@ -458,12 +467,17 @@ func (v *Volume) OpenFile(ctx context.Context, rel string) (File, Object, error)
 // changes meanwhile. A key the store will not serve is ErrRefused.
 func (v *Volume) OpenListed(ctx context.Context, rel, etag string) (File, Object, error) {
 	key := v.ListedKey(rel)
-	obj, err := v.stat(ctx, key, true)
+	// The store compares (If-Match): its listing and its HEAD may spell
+	// one version's ETag differently.
+	sopts := minio.StatObjectOptions{}
+	if etag != "" {
+		if err := sopts.SetMatchETag(etag); err != nil {
+			return nil, Object{}, fmt.Errorf("read %s%s: %w", v.loc, rel, err)
+		}
+	}
+	obj, err := v.statWith(ctx, key, true, sopts)
 	if err != nil {
 		return nil, Object{}, err
-	}
-	if etag != "" && obj.ETag != etag {
-		return nil, Object{}, fmt.Errorf("read %s%s: replaced since it was listed: %w", v.loc, obj.Path, ErrNotFound)
 	}
 	opts := minio.GetObjectOptions{}
 	if obj.ETag != "" {
