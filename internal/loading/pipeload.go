@@ -615,7 +615,9 @@ func (r *PipeRun) LoadFile(ctx context.Context, f jobs.FileRef) (jobs.FileResult
 	obj := objstore.Object{Path: f.Path, Size: f.Size, ETag: f.ETag}
 	fl, err := r.e.SafeLoadFile(ctx, r.vol, obj, r.copy.Volume, r.opts, stg.Into(target), r.onError)
 	if errors.Is(err, objstore.ErrNotFound) {
-		res.Status = jobs.FileSkipped // gone since the listing (another worker purged it)
+		// Gone since the listing (another worker purged it), or replaced:
+		// the next listing finds the new version.
+		res.Status = jobs.FileSkipped
 		return res, r.abandon(ctx, []uint64{commit})
 	}
 	if err != nil {
