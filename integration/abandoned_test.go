@@ -316,7 +316,9 @@ func TestReplacedFileLoadClosed(t *testing.T) {
 	trackedVolume(s, "arf_vol", "arf", "arf_t")
 	s.run(`CREATE PIPE arf_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO arf_t FROM VOLUME arf_vol USING CSV`)
 	s.dropAtEnd("PIPE", "arf_pipe")
-	s.pipeTurns("arf_pipe") // its first turn found nothing; the next is an hour away
+	// Its first turn finds nothing; the next is an hour away, so that the
+	// loads below are the test's own.
+	s.pipeFirstTurn("arf_pipe")
 	var spec catalog.PipeSpec
 	if ok, err := s.Eng.Cat.Get(s.Ctx, catalog.KindPipe, s.Schema, "arf_pipe", &spec); err != nil || !ok {
 		t.Fatalf("pipe arf_pipe in the catalog: %v %v", ok, err)

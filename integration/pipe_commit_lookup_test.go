@@ -25,7 +25,7 @@ func TestLoadLooksUpOnlyItsCommits(t *testing.T) {
 	s.volume("la_vol", "la", false)
 	s.pipeTable("la_t")
 	s.run(`CREATE PIPE la_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '3600' AS COPY INTO la_t FROM VOLUME la_vol USING CSV`)
-	s.pipeTurns("la_pipe") // its first turn found nothing; the next is an hour away
+	s.pipeFirstTurn("la_pipe") // it found nothing; the next turn is an hour away
 	tbl := chsql.Table(s.Schema, "la_t")
 	must(t, s.Store.Exec(s.Ctx, "INSERT INTO "+tbl+" (id, name) SELECT number + 1000, 'old' FROM system.numbers LIMIT 4000000"))
 	s.put("la/a.csv", csvRows(1, 3))

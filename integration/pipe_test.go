@@ -94,6 +94,13 @@ func (s *Stack) pipeTurns(name string) int {
 	}
 }
 
+// pipeFirstTurn waits until the pipe has finished its first turn (DESC
+// shows its counters before that, at 0).
+func (s *Stack) pipeFirstTurn(name string) {
+	s.T.Helper()
+	pipeWait(s.T, time.Minute, "pipe "+name+"'s first turn", func() bool { return s.pipeTurns(name) >= 1 })
+}
+
 // pipeWaitTurns waits until the pipe has finished n more turns (each a full
 // listing of its volume), the deterministic way to say "a few poll
 // intervals have passed and the pipe has looked".
