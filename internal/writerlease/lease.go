@@ -74,9 +74,9 @@ type epoch struct {
 	l       *Lease
 	id      string
 	mu      sync.Mutex
-	renewed time.Time // wall clock of the last acknowledged renewal
-	lost    chan struct{}
-	once    sync.Once
+	renewed time.Time       // wall clock of the last acknowledged renewal
+	lost    context.Context // done, with ErrLost, once the lease is lost
+	lose    context.CancelCauseFunc
 }
 
 // New returns the lease of this process over st; it writes nothing until
@@ -129,7 +129,7 @@ func Owner(ctx context.Context) (string, error) {
 			return "", err
 		}
 		b.ep = ep
-		b.stop = context.AfterFunc(&lostCtx{ep}, func() { b.cancel(ErrLost) })
+		b.stop = context.AfterFunc(ep.lost, func() { b.cancel(ErrLost) })
 	}
 	return b.ep.owner(), nil
 }
@@ -161,7 +161,8 @@ func (l *Lease) epoch(ctx context.Context) (*epoch, error) {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
-	ep := &epoch{l: l, id: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])), lost: make(chan struct{})}
+	ep := &epoch{l: l, id: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))}
+	ep.lost, ep.lose = context.WithCancelCause(context.Background())
 	if err := l.renew(ctx, ep); err != nil {
 		return nil, fmt.Errorf("take a writer lease: %w", err)
 	}
@@ -173,10 +174,8 @@ func (l *Lease) epoch(ctx context.Context) (*epoch, error) {
 // held reports whether ep was renewed within FenceAfter, and loses it if
 // not.
 func (l *Lease) held(ep *epoch) bool {
-	select {
-	case <-ep.lost:
+	if ep.lost.Err() != nil {
 		return false
-	default:
 	}
 	ep.mu.Lock()
 	renewed := ep.renewed
@@ -184,7 +183,7 @@ func (l *Lease) held(ep *epoch) bool {
 	if l.now().Sub(renewed) < FenceAfter {
 		return true
 	}
-	ep.once.Do(func() { close(ep.lost) })
+	ep.lose(ErrLost)
 	return false
 }
 
@@ -192,7 +191,7 @@ func (l *Lease) held(ep *epoch) bool {
 func (l *Lease) keep(ep *epoch) {
 	for {
 		select {
-		case <-ep.lost:
+		case <-ep.lost.Done():
 			return
 		case <-l.tick():
 		}
@@ -227,18 +226,3 @@ func (ep *epoch) owner() string {
 	}{ep.id})
 	return string(b)
 }
-
-// lostCtx is a context done when its epoch is lost (for AfterFunc).
-type lostCtx struct{ ep *epoch }
-
-func (c *lostCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *lostCtx) Done() <-chan struct{}       { return c.ep.lost }
-func (c *lostCtx) Err() error {
-	select {
-	case <-c.ep.lost:
-		return ErrLost
-	default:
-		return nil
-	}
-}
-func (c *lostCtx) Value(any) any { return nil }
