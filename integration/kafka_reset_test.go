@@ -64,6 +64,53 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	}
 }
 
+// TestKafkaResetLoadsAnew: records loaded again after a
+// RESET_KAFKA_GROUP_OFFSETS back to where an earlier batch started are
+// new loads of a change-tracked table: a stream consumed before the reset
+// shows them again, and a dynamic table's incremental refresh counts them.
+// Batches were named by the offsets they start from alone, so the batch
+// after the reset took the first batch's commit id: the change log knew
+// it, registered nothing, and the stream and the refresh never saw the
+// records again (a retry of that batch would have removed the first
+// batch's rows too).
+func TestKafkaResetLoadsAnew(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	topic, group := "reseta_"+s.ID, "reseta_group_"+s.ID
+	prod := kafkaTopic(t, topic, 2)
+	var lines, want []string
+	for i := range 10 {
+		lines, want = append(lines, logLine(s.ID, i, "INFO")), append(want, fmt.Sprintf("%s line %d", s.ID, i))
+	}
+	produce(t, prod, lines...)
+	s.run(`CREATE TABLE reseta_logs (log_time TIMESTAMP, level STRING, message STRING)`)
+	s.run(`ALTER TABLE reseta_logs SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`CREATE TABLE reseta_sink (message STRING)`)
+	s.run(`CREATE TABLE STREAM reseta_stream ON TABLE reseta_logs WITH PROPERTIES ('TABLE_STREAM_MODE' = 'APPEND_ONLY')`)
+	s.run(`CREATE DYNAMIC TABLE reseta_counts REFRESH INTERVAL 1 HOUR AS SELECT level, COUNT(*) AS n FROM reseta_logs GROUP BY level`)
+	s.run(kafkaPipeSQL("reseta_pipe", "reseta_logs", topic, group, 0, ""))
+	s.dropAtEnd("PIPE", "reseta_pipe")
+	count := func() string { return s.pipeScalar(`SELECT COUNT(*) FROM reseta_logs`) }
+	pipeWait(t, time.Minute, "the 10 records load", func() bool { return count() == "10" })
+	s.waitStream(`SELECT message FROM reseta_stream ORDER BY message`, want...)
+	s.run(`INSERT INTO reseta_sink SELECT message FROM reseta_stream`)
+	s.run(`REFRESH DYNAMIC TABLE reseta_counts`)
+	wantRows(t, "the summary before the reset", s.run(`SELECT level, n FROM reseta_counts`), "INFO|10")
+
+	s.run(`ALTER PIPE reseta_pipe SET RESET_KAFKA_GROUP_OFFSETS = 'earliest'`)
+	pipeWait(t, time.Minute, "the reset to earliest loads the 10 records again", func() bool { return count() == "20" })
+	s.waitStream(`SELECT message FROM reseta_stream ORDER BY message`, want...)
+	s.run(`INSERT INTO reseta_sink SELECT message FROM reseta_stream`)
+	if n := s.pipeCount("reseta_sink"); n != 20 {
+		t.Fatalf("the sink has %d rows after consuming the stream twice, want 20", n)
+	}
+	s.run(`REFRESH DYNAMIC TABLE reseta_counts`)
+	wantRows(t, "the summary after the reset", s.run(`SELECT level, n FROM reseta_counts`), "INFO|20")
+	if dir := os.Getenv("LAKEPIPE_RECORD_HISTORY"); dir != "" {
+		recordHistory(t, s, s.Eng.PipeWorkflowID("reseta_pipe"), filepath.Join(dir, "pipe_kafka_reset_epoch.json"))
+	}
+}
+
 // TestKafkaPipeDeadLetters: with DEAD_LETTER_TABLE, the bad records of a
 // mixed topic land in that table (topic, partition, offset, timestamp,
 // key, value, error), exactly those, the good ones load, and the pipe

@@ -29,6 +29,10 @@ func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaSta
 			return false, err
 		}
 		st.Offsets, st.End, st.ResetTo = moved.Offsets, nil, ""
+		// Histories recorded before replay their batches under epoch 0.
+		if workflow.GetVersion(ctx, "kafka-reset-epoch", workflow.DefaultVersion, 1) >= 1 {
+			st.Epoch++
+		}
 	}
 	if fixedEnd && len(st.End) == 0 {
 		var end jobs.KafkaOffsetsResult
@@ -49,7 +53,7 @@ func kafkaTurn(ctx, loads workflow.Context, p jobs.PipeParams, st *jobs.KafkaSta
 	}
 	var res jobs.KafkaBatchResult
 	bctx := workflow.WithStartToCloseTimeout(loads, 30*time.Minute)
-	in := jobs.KafkaBatchInput{Params: p, Offsets: st.Offsets, Rejected: c.RowsRejected, Retry: st.Unfinished, End: st.End}
+	in := jobs.KafkaBatchInput{Params: p, Offsets: st.Offsets, Rejected: c.RowsRejected, Retry: st.Unfinished, End: st.End, Epoch: st.Epoch}
 	if err := get(workflow.ExecuteActivity(bctx, jobs.ActivityKafkaBatch, in), &res); err != nil {
 		st.Unfinished = true
 		return false, err

@@ -52,6 +52,7 @@ type batchCall struct {
 	retry    bool
 	attempt  int32
 	end      []jobs.PartitionOffset
+	epoch    int64
 }
 
 func newKafkaEnv(t *testing.T, ends ...int64) (*testsuite.TestWorkflowEnvironment, *topic) {
@@ -146,7 +147,7 @@ func (tp *topic) batch(ctx context.Context, in jobs.KafkaBatchInput) (jobs.Kafka
 	defer tp.mu.Unlock()
 	n := len(tp.batches)
 	attempt := activity.GetInfo(ctx).Attempt
-	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt, end: slices.Clone(in.End)})
+	tp.batches = append(tp.batches, batchCall{at: tp.env.Now().Sub(t0), offsets: slices.Clone(in.Offsets), rejected: in.Rejected, retry: in.Retry, attempt: attempt, end: slices.Clone(in.End), epoch: in.Epoch})
 	if tp.batchErr != nil {
 		if err := tp.batchErr(n, attempt); err != nil {
 			return jobs.KafkaBatchResult{}, err
@@ -362,6 +363,10 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	// has nothing left to load: no batch.
 	eq(t, "batch times (s)", batchTimes(calls), []int{0, 90})
 	eq(t, "offsets of the batch after the reset to earliest", calls[1].offsets, offs(0, 0))
+	// It loads the records again as new loads: another epoch, so another
+	// commit id than the first batch's, which started there too.
+	eq(t, "epochs of the batches", []int64{calls[0].epoch, calls[1].epoch}, []int64{0, 1})
+	eq(t, "epoch after the reset to latest", st.Kafka.Epoch, int64(2))
 	eq(t, "offsets after the reset to latest", st.Kafka.Offsets, offs(7, 3))
 	eq(t, "KafkaEnd times (s)", tp.endCalls, []int{0, 90, 160})
 }

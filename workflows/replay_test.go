@@ -81,6 +81,9 @@ import (
 //     3 records, each that left a backlog handing the next its end (one
 //     KafkaEnd for three batches), pause, a new batch size, resume, drop
 //     (TestKafkaPipeSetBatchSize). In clear.
+//   - pipe_kafka_reset_epoch.json: the "kafka-reset-epoch" version: a reset
+//     to 'earliest' starts offset epoch 1, the batch after it carries it
+//     (TestKafkaResetLoadsAnew). In clear.
 func TestReplay(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "pipe_*.json*"))
 	if err != nil {

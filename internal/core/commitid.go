@@ -64,9 +64,16 @@ func EarlierFileCommits(workspace, schema, pipe string, f jobs.FileRef) []uint64
 	return []uint64{commitHash(domainPipeFile, workspace, schema, pipe, f.Path, f.ETag), LegacyFileCommit(workspace, schema, pipe, f)}
 }
 
-// kafkaCommit names one batch of a Kafka pipe: the offsets it starts from.
-func KafkaCommit(workspace, schema, pipe string, generation int64, from []jobs.PartitionOffset) uint64 {
+// KafkaCommit names one batch of a Kafka pipe: the offsets it starts from,
+// in the pipe's offset epoch (jobs.KafkaState.Epoch: offsets repeat only
+// after a RESET_KAFKA_GROUP_OFFSETS moved the pipe back). Epoch 0 adds no
+// field: the ids of batches before the first reset are those of earlier
+// releases.
+func KafkaCommit(workspace, schema, pipe string, generation, epoch int64, from []jobs.PartitionOffset) uint64 {
 	fields := []string{workspace, schema, pipe, strconv.FormatInt(generation, 10)}
+	if epoch > 0 {
+		fields = append(fields, "epoch:"+strconv.FormatInt(epoch, 10))
+	}
 	for _, o := range from {
 		fields = append(fields, fmt.Sprintf("%d:%d", o.Partition, o.Offset))
 	}

@@ -26,8 +26,17 @@ func TestCommitIDs(t *testing.T) {
 	add("file, other etag", FileCommit("w", "s", "p", 1, jobs.FileRef{Path: "a.csv", ETag: "e2"}))
 	add("file, fields shifted", FileCommit("w", "s", "pa.csv", 1, jobs.FileRef{Path: "", ETag: "e1"}))
 	add("file, other generation", FileCommit("w", "s", "p", 2, f))
-	add("kafka", KafkaCommit("w", "s", "p", 1, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
-	add("kafka, other generation", KafkaCommit("w", "s", "p", 2, []jobs.PartitionOffset{{Partition: 0, Offset: 5}}))
+	from := []jobs.PartitionOffset{{Partition: 0, Offset: 5}}
+	add("kafka", KafkaCommit("w", "s", "p", 1, 0, from))
+	add("kafka, other generation", KafkaCommit("w", "s", "p", 2, 0, from))
+	add("kafka, after a reset", KafkaCommit("w", "s", "p", 1, 1, from))
+	add("kafka, after two resets", KafkaCommit("w", "s", "p", 1, 2, from))
+	// 0x352741d3918f3d0b: KafkaCommit("w", "s", "p", 1, from) of the releases
+	// before offset epochs, computed by that code: a batch retried across
+	// the upgrade keeps its id.
+	if got := KafkaCommit("w", "s", "p", 1, 0, from); got != 0x352741d3918f3d0b {
+		t.Errorf("KafkaCommit in epoch 0 = %#x, want the id of the releases before", got)
+	}
 	add("flush", FlushIDCommit("sess", "f1"))
 	add("flush, other id", FlushIDCommit("sess", "f2"))
 	earlier := EarlierFileCommits("w", "s", "p", f)

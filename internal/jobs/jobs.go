@@ -197,6 +197,13 @@ type KafkaState struct {
 	// ResetTo is a RESET_KAFKA_GROUP_OFFSETS not applied yet: the pipe
 	// moves its offsets there before its next batch.
 	ResetTo string `json:",omitempty"`
+	// Epoch counts the RESET_KAFKA_GROUP_OFFSETS the pipe has applied
+	// (since the "kafka-reset-epoch" version). A batch's commit id names
+	// it beside the offsets the batch starts from: records loaded again
+	// after a move back are new loads, not the commit of the batch that
+	// started there before (which the change log knows, and a retry would
+	// remove).
+	Epoch int64 `json:",omitempty"`
 }
 
 // KafkaOffsetsInput asks where a new Kafka pipe starts, or, with Reset,
@@ -226,6 +233,8 @@ type KafkaBatchInput struct {
 	// nothing); without it the batch reads the ends when it starts
 	// (histories recorded before the "kafka-fixed-end" version).
 	End []PartitionOffset `json:",omitempty"`
+	// Epoch is the pipe's KafkaState.Epoch: part of the batch's commit id.
+	Epoch int64 `json:",omitempty"`
 }
 
 // KafkaBatchResult is what one batch did.

@@ -453,11 +453,13 @@ func toPartitionOffsets(o kafka.Offsets) []jobs.PartitionOffset {
 	return out
 }
 
-// commitID names one batch: the pipe and the offsets it starts from. A
-// retried batch starts from the same offsets, so it finds (and removes)
-// the rows of an attempt that did not finish.
-func (r *KafkaPipeRun) commitID(from []jobs.PartitionOffset) uint64 {
-	return core.KafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), from)
+// commitID names one batch: the pipe, its offset epoch and the offsets
+// the batch starts from. A retried batch starts from the same offsets in
+// the same epoch, so it finds (and removes) the rows of an attempt that
+// did not finish; records loaded again after a reset back are another
+// epoch's, so they are new loads.
+func (r *KafkaPipeRun) commitID(in jobs.KafkaBatchInput) uint64 {
+	return core.KafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Epoch, in.Offsets)
 }
 
 // badRecord is a record that could not be loaded.
@@ -530,14 +532,17 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 			from[p] = start[p]
 		}
 	}
-	commit := r.commitID(in.Offsets)
+	commit := r.commitID(in)
 	target := r.target
 	target.Commit = commit
 	if retried {
 		// The id of releases before 2026-12-04 too: a batch retried across
-		// an upgrade.
-		legacy := core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets)
-		if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy); err != nil {
+		// an upgrade (before any reset: those batches are epoch 0).
+		var legacy []uint64
+		if in.Epoch == 0 {
+			legacy = append(legacy, core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets))
+		}
+		if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy...); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
 		if r.dlt != nil {
