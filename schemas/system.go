@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 9
+const Version = 10
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -223,5 +223,29 @@ var Migrations = []Migration{{
 			owner String,
 			renewed_at DateTime
 		) ENGINE = ReplacingMergeTree(renewed_at) ORDER BY owner`,
+	},
+}, {
+	Version: 10,
+	Statements: []string{
+		// Where each Kafka pipe's last committed batch left it, per pipe
+		// generation (owner: core.PipeOwner) and offset epoch: the batch's
+		// commit id, the offsets it started from, and its result, whose
+		// offsets are where it ended (package kafkaload, position.go).
+		// Written as a batch's commit point, before its registration: a
+		// retry whose earlier attempt's answer was lost, or a batch run
+		// again after its workflow was reset, finds it there instead of
+		// loading the records again. version is the sum of the end
+		// offsets, which only grows within an epoch: one row per pipe and
+		// epoch once merged; rows not written for the load history's
+		// retention are deleted.
+		`CREATE TABLE IF NOT EXISTS lakepipe.kafka_positions (
+			owner String,
+			epoch Int64,
+			commit_id UInt64,
+			start String,
+			result String,
+			version UInt64,
+			committed_at DateTime
+		) ENGINE = ReplacingMergeTree(version) ORDER BY (owner, epoch)`,
 	},
 }}

@@ -19,8 +19,8 @@ import (
 //     one-shot COPY and of dropped pipes are deleted. A live pipe keeps its
 //     records: they are its ledger of loaded paths, without which a LIST pipe
 //     would load its kept files again once they age out.
-//   - refresh history and pipes' job history (pipe_history()) are kept for
-//     the same period.
+//   - refresh history, pipes' job history (pipe_history()) and Kafka pipes'
+//     committed positions are kept for the same period.
 //   - the change logs of change-tracked tables keep data_retention_days
 //     (default 7) of changes; table streams older than that become stale.
 //   - the loads of change-tracked tables that a dropped Kafka pipe opened and
@@ -53,6 +53,12 @@ func (e *Engine) Maintain(ctx context.Context) error {
 		return err
 	}
 	if err := e.expire(ctx, "pipe_history", fmt.Sprintf("end_time < now() - %d", days*86400)); err != nil {
+		return err
+	}
+	// A Kafka pipe's committed position, once nothing has moved it for as
+	// long: a retry comes within hours, and a workflow reset further back
+	// than the load history is not guarded against.
+	if err := e.expire(ctx, "kafka_positions", fmt.Sprintf("committed_at < now() - %d", days*86400)); err != nil {
 		return err
 	}
 	if err := e.TrimChangeLogs(ctx); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chstore"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/errtext"
 	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/internal/kafka"
@@ -477,12 +478,18 @@ const stageRecords = 8192
 // LoadBatch loads the records after in.Offsets exactly once:
 //
 //  1. the batch's rows are tagged with a commit id derived from the offsets
-//     it starts from; a retried attempt (same offsets) first deletes rows
-//     an earlier attempt of it left;
-//  2. records are read up to the end offsets seen at the start (at most
+//     it starts from (and the pipe's offset epoch);
+//  2. a batch the pipe's committed position (position.go) shows committed
+//     already, or behind it, is not loaded: its answer is the position's;
+//  3. rows an attempt that did not commit left under the commit id are
+//     deleted;
+//  4. records are read up to the end offsets fixed for the batch (at most
 //     max.poll.records), evaluated, and inserted;
-//  3. the new offsets are returned: Temporal recording the result is the
-//     commit point; the consumer group gets them too, for monitoring.
+//  5. the position is recorded (the commit point in ClickHouse), then the
+//     commit is registered in the table's change log;
+//  6. the new offsets are returned: Temporal recording the result moves
+//     the workflow past the batch; the consumer group gets them too, for
+//     monitoring.
 //
 // When the batch has more bad records than max_errors still allows, none
 // of it is kept and the result says to pause.
@@ -535,24 +542,6 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	commit := r.commitID(in)
 	target := r.target
 	target.Commit = commit
-	if retried {
-		// The id of releases before 2026-12-04 too: a batch retried across
-		// an upgrade (before any reset: those batches are epoch 0).
-		var legacy []uint64
-		if in.Epoch == 0 {
-			legacy = append(legacy, core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets))
-		}
-		if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy...); err != nil {
-			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
-		}
-		if r.dlt != nil {
-			dlt := *r.dlt
-			dlt.Commit = commit
-			if err := r.e.DropCommit(ctx, dlt, commit); err != nil {
-				return res, fmt.Errorf("pipe %s: %w", r.Name, err)
-			}
-		}
-	}
 	pending := int64(0)
 	for p, e := range end {
 		if e > from[p] {
@@ -562,6 +551,42 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	if pending == 0 {
 		res.Offsets = toPartitionOffsets(from)
 		return res, nil
+	}
+	// A batch the pipe committed before is not loaded again (position.go).
+	pos, err := r.committedPosition(ctx, in.Epoch)
+	if err != nil {
+		return res, err
+	}
+	if pos != nil && pos.commit == commit {
+		// This batch committed; the answer of its attempt was lost.
+		return r.settle(ctx, pos, pos.result)
+	}
+	if pos != nil && behind(in.Offsets, pos.result.Offsets) {
+		// The pipe went past it: its workflow was reset to before it.
+		if r.Warn != nil {
+			r.Warn(fmt.Sprintf("the batch from offsets %v was loaded before (the pipe's workflow was reset?): the pipe goes on from %v, where its last batch ended", in.Offsets, pos.result.Offsets))
+		}
+		return r.settle(ctx, pos, jobs.KafkaBatchResult{Offsets: pos.result.Offsets, More: true})
+	}
+	// Rows an attempt left that did not commit: this batch's earlier
+	// attempt, or, when the workflow was reset, the attempt of the run
+	// before the reset. Looked for on every attempt: a reset run's first
+	// attempt is not marked as a retry.
+	var legacy []uint64
+	if retried && in.Epoch == 0 {
+		// The id of releases before 2026-12-04 too: a batch retried across
+		// an upgrade (before any reset: those batches are epoch 0).
+		legacy = append(legacy, core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets))
+	}
+	if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy...); err != nil {
+		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if r.dlt != nil {
+		dlt := *r.dlt
+		dlt.Commit = commit
+		if err := r.e.DropCommit(ctx, dlt, commit); err != nil {
+			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
 	}
 
 	limit := cl.MaxPollRecords()
@@ -788,14 +813,8 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 	}
 	res.Rows = rows
-	if err := r.e.TrackLoad(ctx, target.DB, target.Table, commit, rows); err != nil {
-		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
-	}
 	if dead != nil {
 		n, err := dead.close()
-		if err == nil {
-			err = r.e.TrackLoad(ctx, r.dlt.DB, r.dlt.Table, commit, n) // closes it, rows or not
-		}
 		if err != nil {
 			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
 		}
@@ -817,6 +836,20 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	}
 	res.More = res.Records >= int64(limit) && res.Lag > 0
 	res.Offsets = toPartitionOffsets(next)
+	// The commit point, then the registration (a retry that finds the
+	// first registers what the second did not).
+	res.FirstError = errtext.Cap(res.FirstError, errtext.MaxMessage)
+	if err := r.recordPosition(ctx, in.Epoch, commit, in.Offsets, res); err != nil {
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, err
+	}
+	if err := r.e.TrackLoad(ctx, target.DB, target.Table, commit, rows); err != nil {
+		return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+	}
+	if dead != nil {
+		if err := r.e.TrackLoad(ctx, r.dlt.DB, r.dlt.Table, commit, res.DeadLettered); err != nil { // closes it, rows or not
+			return jobs.KafkaBatchResult{Offsets: in.Offsets}, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+	}
 	if err := cl.CommitGroup(ctx, next); err != nil {
 		// Only monitoring depends on it; the next batch commits again.
 		if r.Warn != nil {
