@@ -21,6 +21,15 @@ func logLine(run string, i int, level string) string {
 	return fmt.Sprintf(`{"time":"2026-12-02 10:%02d:%02d","level":"%s","message":"%s line %d"}`, (i/60)%60, i%60, level, run, i)
 }
 
+// logLines are the log lines from to from+n-1 of a run.
+func logLines(run string, from, n int) []string {
+	var out []string
+	for i := from; i < from+n; i++ {
+		out = append(out, logLine(run, i, "INFO"))
+	}
+	return out
+}
+
 // TestKafkaPipeSeed runs the ClickZetta documentation's Kafka pipe guide (pipe-guide-kafka-and-
 // volume) statement by statement, with the broker address replaced: JSON log
 // lines produced to app_logs arrive in kafka_logs with parsed log_time,

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 )
 
@@ -40,13 +42,6 @@ func TestKafkaBatchCommittedOnce(t *testing.T) {
 	must(t, err)
 	run, err := s.Eng.OpenKafkaPipe(s.Ctx, params)
 	must(t, err)
-	lines := func(from, n int) []string {
-		var out []string
-		for i := from; i < from+n; i++ {
-			out = append(out, logLine(s.ID, i, "INFO"))
-		}
-		return out
-	}
 	start := []jobs.PartitionOffset{{Partition: 0, Offset: 0}, {Partition: 1, Offset: 0}}
 	batch := func(from []jobs.PartitionOffset, retried bool) jobs.KafkaBatchResult {
 		t.Helper()
@@ -72,7 +67,7 @@ func TestKafkaBatchCommittedOnce(t *testing.T) {
 		return chScalar(fmt.Sprintf(`SELECT toString(count()) FROM lakepipe.table_commits WHERE db = '%s' AND table = 'pos_logs'`, s.Schema))
 	}
 
-	produce(t, prod, lines(0, 10)...)
+	produce(t, prod, logLines(s.ID, 0, 10)...)
 	first := batch(start, false)
 	if first.Rows != 10 || count() != 10 {
 		t.Fatalf("the first batch loaded %d rows, %d in the table, want 10", first.Rows, count())
@@ -86,7 +81,7 @@ func TestKafkaBatchCommittedOnce(t *testing.T) {
 		t.Fatalf("after the retry of a committed batch: %d rows, %s mutations of the table, want 10 and none (its rows were removed and loaded again)", n, m)
 	}
 
-	produce(t, prod, lines(10, 6)...)
+	produce(t, prod, logLines(s.ID, 10, 6)...)
 	second := batch(first.Offsets, false)
 	if second.Rows != 6 || count() != 16 {
 		t.Fatalf("the second batch loaded %d rows, %d in the table, want 6 and 16", second.Rows, count())
@@ -106,9 +101,24 @@ func TestKafkaBatchCommittedOnce(t *testing.T) {
 	if c := commits(); c != "2" {
 		t.Fatalf("the change log has %s commits of the table, want 2", c)
 	}
-	produce(t, prod, lines(16, 3)...)
+
+	// A batch that started and did not commit, whose attempt left rows
+	// (here written by hand), and whose retry never comes: the workflow
+	// was reset. The reset run's first attempt removes them.
+	produce(t, prod, logLines(s.ID, 16, 3)...)
+	commit := core.KafkaCommit(params.Workspace, params.Schema, params.Name, params.Generation, 0, second.Offsets)
+	from, err := json.Marshal(second.Offsets)
+	must(t, err)
+	owner := core.PipeOwner(params.Schema, params.Name, params.Generation)
+	must(t, s.Store.InsertRows(s.Ctx, "lakepipe", "kafka_positions", []string{"owner", "epoch", "commit_id", "committed", "start", "version", "written_at"},
+		[][]any{{owner, int64(0), commit, uint8(0), string(from), uint64(1 << 40), time.Now().UTC()}}))
+	must(t, s.Store.InsertRows(s.Ctx, s.Schema, "pos_logs", []string{"log_time", "level", "message", core.CommitColumn},
+		[][]any{{time.Now().UTC(), "INFO", "left by a dead attempt", commit}, {time.Now().UTC(), "INFO", "left by a dead attempt", commit}}))
+	if n := count(); n != 18 {
+		t.Fatalf("%d rows with the dead attempt's, want 18", n)
+	}
 	if third := batch(second.Offsets, false); third.Rows != 3 || count() != 19 {
-		t.Fatalf("the batch after them loaded %d rows, %d in the table, want 3 and 19", third.Rows, count())
+		t.Fatalf("the batch after them loaded %d rows, %d in the table, want 3 and 19 (the dead attempt's rows removed)", third.Rows, count())
 	}
 }
 
@@ -120,20 +130,13 @@ func TestKafkaPipeWorkflowReset(t *testing.T) {
 	s.withWorker()
 	topic := "wfreset_" + s.ID
 	prod := kafkaTopic(t, topic, 2)
-	lines := func(from, n int) []string {
-		var out []string
-		for i := from; i < from+n; i++ {
-			out = append(out, logLine(s.ID, i, "INFO"))
-		}
-		return out
-	}
-	produce(t, prod, lines(0, 10)...)
+	produce(t, prod, logLines(s.ID, 0, 10)...)
 	s.run(`CREATE TABLE wfreset_logs (log_time TIMESTAMP, level STRING, message STRING)`)
 	s.run(kafkaPipeSQL("wfreset_pipe", "wfreset_logs", topic, "wfreset_group_"+s.ID, 0, ""))
 	s.dropAtEnd("PIPE", "wfreset_pipe")
 	count := func() string { return s.pipeScalar(`SELECT COUNT(*) FROM wfreset_logs`) }
 	pipeWait(t, time.Minute, "the first 10 records load", func() bool { return count() == "10" })
-	produce(t, prod, lines(10, 6)...)
+	produce(t, prod, logLines(s.ID, 10, 6)...)
 	pipeWait(t, time.Minute, "the next 6 records load", func() bool { return count() == "16" })
 
 	// The workflow task that took the first batch's result: the reset
@@ -173,7 +176,7 @@ func TestKafkaPipeWorkflowReset(t *testing.T) {
 	must(t, err)
 	// The reset run replays the second batch's turn; new records show it
 	// has gone on.
-	produce(t, prod, lines(16, 3)...)
+	produce(t, prod, logLines(s.ID, 16, 3)...)
 	pipeWait(t, time.Minute, "the records after the reset load", func() bool { return count() != "16" })
 	time.Sleep(3 * time.Second) // a batch loading the 6 again would have done so by now
 	if got := count(); got != "19" {

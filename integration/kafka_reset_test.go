@@ -21,14 +21,7 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	s.withWorker()
 	topic, group := "reset_"+s.ID, "reset_group_"+s.ID
 	prod := kafkaTopic(t, topic, 2)
-	lines := func(from, n int) []string {
-		var out []string
-		for i := from; i < from+n; i++ {
-			out = append(out, logLine(s.ID, i, "INFO"))
-		}
-		return out
-	}
-	produce(t, prod, lines(0, 10)...)
+	produce(t, prod, logLines(s.ID, 0, 10)...)
 	s.run(`CREATE TABLE reset_logs (log_time TIMESTAMP, level STRING, message STRING)`)
 	s.run(kafkaPipeSQL("reset_pipe", "reset_logs", topic, group, 0, ""))
 	s.dropAtEnd("PIPE", "reset_pipe")
@@ -41,7 +34,7 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 	pipeWait(t, time.Minute, "the reset to earliest reloads the 10 records", func() bool { return count() == "10" })
 
 	s.run(`ALTER PIPE reset_pipe SET PIPE_EXECUTION_PAUSED = TRUE`)
-	produce(t, prod, lines(10, 5)...)
+	produce(t, prod, logLines(s.ID, 10, 5)...)
 	s.run(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = 'latest'`)
 	s.run(`ALTER PIPE reset_pipe SET PIPE_EXECUTION_PAUSED = FALSE`)
 	s.pipeWaitTurns("reset_pipe", 2, time.Minute)
@@ -51,7 +44,7 @@ func TestKafkaPipeResetOffsets(t *testing.T) {
 
 	time.Sleep(1100 * time.Millisecond) // a clear millisecond boundary
 	mark := time.Now().UnixMilli()
-	produce(t, prod, lines(15, 3)...)
+	produce(t, prod, logLines(s.ID, 15, 3)...)
 	pipeWait(t, time.Minute, "new records load", func() bool { return count() == "13" })
 	s.run(`DELETE FROM reset_logs WHERE 1 = 1`)
 	s.run(fmt.Sprintf(`ALTER PIPE reset_pipe SET RESET_KAFKA_GROUP_OFFSETS = '%s'`, strconv.FormatInt(mark, 10)))

@@ -227,25 +227,28 @@ var Migrations = []Migration{{
 }, {
 	Version: 10,
 	Statements: []string{
-		// Where each Kafka pipe's last committed batch left it, per pipe
-		// generation (owner: core.PipeOwner) and offset epoch: the batch's
-		// commit id, the offsets it started from, and its result, whose
-		// offsets are where it ended (package kafkaload, position.go).
-		// Written as a batch's commit point, before its registration: a
-		// retry whose earlier attempt's answer was lost, or a batch run
-		// again after its workflow was reset, finds it there instead of
-		// loading the records again. version is the sum of the end
-		// offsets, which only grows within an epoch: one row per pipe and
-		// epoch once merged; rows not written for the load history's
-		// retention are deleted.
+		// Where each Kafka pipe is, per pipe generation (owner:
+		// core.PipeOwner) and offset epoch: its last batch, started (before
+		// any of its rows) or committed (its rows all in, before its
+		// registration), with its commit id, the offsets it started from
+		// and, once committed, its result, whose offsets are where it
+		// ended (package kafkaload, position.go). A retry whose earlier
+		// attempt's answer was lost, or a batch run again after its
+		// workflow was reset, finds it there instead of loading the
+		// records again. version orders a pipe's rows: twice the sum of the
+		// offsets a row stands at (a committed batch's end, a started one's
+		// start), plus one when started. One row per pipe and epoch once
+		// merged; rows not written for the load history's retention are
+		// deleted.
 		`CREATE TABLE IF NOT EXISTS lakepipe.kafka_positions (
 			owner String,
 			epoch Int64,
 			commit_id UInt64,
+			committed UInt8,
 			start String,
 			result String,
 			version UInt64,
-			committed_at DateTime
+			written_at DateTime
 		) ENGINE = ReplacingMergeTree(version) ORDER BY (owner, epoch)`,
 	},
 }}

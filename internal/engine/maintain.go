@@ -58,7 +58,7 @@ func (e *Engine) Maintain(ctx context.Context) error {
 	// A Kafka pipe's committed position, once nothing has moved it for as
 	// long: a retry comes within hours, and a workflow reset further back
 	// than the load history is not guarded against.
-	if err := e.expire(ctx, "kafka_positions", fmt.Sprintf("committed_at < now() - %d", days*86400)); err != nil {
+	if err := e.expire(ctx, "kafka_positions", fmt.Sprintf("written_at < now() - %d", days*86400)); err != nil {
 		return err
 	}
 	if err := e.TrimChangeLogs(ctx); err != nil {

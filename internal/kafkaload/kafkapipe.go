@@ -479,10 +479,11 @@ const stageRecords = 8192
 //
 //  1. the batch's rows are tagged with a commit id derived from the offsets
 //     it starts from (and the pipe's offset epoch);
-//  2. a batch the pipe's committed position (position.go) shows committed
-//     already, or behind it, is not loaded: its answer is the position's;
+//  2. a batch the pipe's position (position.go) shows committed already,
+//     or behind it, is not loaded: its answer is the position's;
 //  3. rows an attempt that did not commit left under the commit id are
-//     deleted;
+//     deleted (when the position shows the batch started, or it is
+//     retried), and the position records that the batch started;
 //  4. records are read up to the end offsets fixed for the batch (at most
 //     max.poll.records), evaluated, and inserted;
 //  5. the position is recorded (the commit point in ClickHouse), then the
@@ -553,39 +554,46 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 		return res, nil
 	}
 	// A batch the pipe committed before is not loaded again (position.go).
-	pos, err := r.committedPosition(ctx, in.Epoch)
+	pos, err := r.readPosition(ctx, in.Epoch)
 	if err != nil {
 		return res, err
 	}
-	if pos != nil && pos.commit == commit {
+	if pos != nil && pos.committed && pos.commit == commit {
 		// This batch committed; the answer of its attempt was lost.
 		return r.settle(ctx, pos, pos.result)
 	}
-	if pos != nil && behind(in.Offsets, pos.result.Offsets) {
+	if pos != nil && behind(in.Offsets, pos.at()) {
 		// The pipe went past it: its workflow was reset to before it.
 		if r.Warn != nil {
-			r.Warn(fmt.Sprintf("the batch from offsets %v was loaded before (the pipe's workflow was reset?): the pipe goes on from %v, where its last batch ended", in.Offsets, pos.result.Offsets))
+			r.Warn(fmt.Sprintf("the batch from offsets %v was loaded before (the pipe's workflow was reset?): the pipe goes on from %v, where its batches ended", in.Offsets, pos.at()))
 		}
-		return r.settle(ctx, pos, jobs.KafkaBatchResult{Offsets: pos.result.Offsets, More: true})
+		return r.settle(ctx, pos, jobs.KafkaBatchResult{Offsets: pos.at(), More: true})
 	}
-	// Rows an attempt left that did not commit: this batch's earlier
+	// Rows an attempt that did not commit left: this batch's earlier
 	// attempt, or, when the workflow was reset, the attempt of the run
-	// before the reset. Looked for on every attempt: a reset run's first
-	// attempt is not marked as a retry.
-	var legacy []uint64
-	if retried && in.Epoch == 0 {
-		// The id of releases before 2026-12-04 too: a batch retried across
-		// an upgrade (before any reset: those batches are epoch 0).
-		legacy = append(legacy, core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets))
-	}
-	if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy...); err != nil {
-		return res, fmt.Errorf("pipe %s: %w", r.Name, err)
-	}
-	if r.dlt != nil {
-		dlt := *r.dlt
-		dlt.Commit = commit
-		if err := r.e.DropCommit(ctx, dlt, commit); err != nil {
+	// before the reset (whose retry never comes). Only a batch started
+	// and not committed, or retried, can have left any.
+	if retried || pos != nil && !pos.committed {
+		var legacy []uint64
+		if retried && in.Epoch == 0 {
+			// The id of releases before 2026-12-04 too: a batch retried
+			// across an upgrade (before any reset: those are epoch 0).
+			legacy = append(legacy, core.LegacyKafkaCommit(r.e.Cfg.Workspace, r.e.Cfg.Schema, r.Name, r.Spec.CreatedAt.UnixNano(), in.Offsets))
+		}
+		if err := r.e.DropCommits(ctx, target, []uint64{commit}, legacy...); err != nil {
 			return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+		}
+		if r.dlt != nil {
+			dlt := *r.dlt
+			dlt.Commit = commit
+			if err := r.e.DropCommit(ctx, dlt, commit); err != nil {
+				return res, fmt.Errorf("pipe %s: %w", r.Name, err)
+			}
+		}
+	}
+	if pos == nil || pos.committed || pos.commit != commit {
+		if err := r.writePosition(ctx, in.Epoch, commit, in.Offsets, nil); err != nil {
+			return res, err
 		}
 	}
 
@@ -839,7 +847,7 @@ func (r *KafkaPipeRun) LoadBatch(ctx context.Context, in jobs.KafkaBatchInput, r
 	// The commit point, then the registration (a retry that finds the
 	// first registers what the second did not).
 	res.FirstError = errtext.Cap(res.FirstError, errtext.MaxMessage)
-	if err := r.recordPosition(ctx, in.Epoch, commit, in.Offsets, res); err != nil {
+	if err := r.writePosition(ctx, in.Epoch, commit, in.Offsets, &res); err != nil {
 		return jobs.KafkaBatchResult{Offsets: in.Offsets}, err
 	}
 	if err := r.e.TrackLoad(ctx, target.DB, target.Table, commit, rows); err != nil {
