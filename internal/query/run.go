@@ -71,8 +71,9 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode)
 		// merge_tree_max_rows_to_use_cache rows bypasses it).
 		ctx = chstore.WithSettings(ctx, clickhouse.Settings{"use_uncompressed_cache": 1})
 	}
+	limit := e.Cfg.Limits.WithDefaults().MaxResultBytes
 	if len(sess.unchecked) == 0 {
-		r, err := e.St.Query(ctx, text)
+		r, err := collect(ctx, e.St, text, limit)
 		if err != nil {
 			return nil, stale(err), core.QueryError(err)
 		}
@@ -90,7 +91,7 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r, qerr = e.St.Query(qctx, text)
+		r, qerr = collect(qctx, e.St, text, limit)
 	}()
 	// The parts token is read before the full check, so that the values
 	// the check finds current are current at that token (see freshness).

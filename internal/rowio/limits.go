@@ -25,6 +25,7 @@ const (
 	DefaultMaxKafkaBatchBytes    = 64 << 20
 	DefaultMaxKafkaFetchMemory   = 256 << 20
 	DefaultMaxStatementFiles     = 1_000_000
+	DefaultMaxResultBytes        = 512 << 20
 )
 
 // ParquetFreeRows is how many rows (and nested values) a Parquet file may
@@ -60,6 +61,7 @@ const compressionRatioGrace = 64 << 20
 //	MaxKafkaBatchBytes      64 MiB    Kafka: the pipe pauses at the record batch
 //	MaxKafkaFetchMemory     256 MiB   Kafka: the pipe pauses at the record batch
 //	MaxStatementFiles       1000000   COPY INTO / SELECT … FROM VOLUME: the statement fails
+//	MaxResultBytes          512 MiB   a query's result, as the process holds it: the statement fails
 type Limits struct {
 	// MaxLineBytes bounds one CSV record (quoted line breaks included) or
 	// one JSON line or array element. A longer one is a RowError and
@@ -137,6 +139,13 @@ type Limits struct {
 	// objects must not take the process's memory with one statement.
 	// Pipes list page by page and are not bound by it.
 	MaxStatementFiles int64
+	// MaxResultBytes bounds what the rows a query returns take in the
+	// process that asked (lakepipe sql, a program using the engine), as
+	// estimated while they arrive: a SELECT * of a billion-row table must
+	// fail with advice, not take the process's memory. The rows are
+	// counted as Go holds them (a cell's value and its interface, about
+	// 16 bytes more than the value).
+	MaxResultBytes int64
 }
 
 // WithDefaults fills every unset (zero or negative) field with its default.
@@ -157,6 +166,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxKafkaBatchBytes, DefaultMaxKafkaBatchBytes)
 	def(&l.MaxKafkaFetchMemory, DefaultMaxKafkaFetchMemory)
 	def(&l.MaxStatementFiles, DefaultMaxStatementFiles)
+	def(&l.MaxResultBytes, DefaultMaxResultBytes)
 	if l.MaxJSONDepth <= 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
 	}
