@@ -15,6 +15,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/engine"
 	"github.com/lakepipe/lakepipe/internal/orchestrator"
+	"github.com/lakepipe/lakepipe/internal/rowio"
 	"github.com/lakepipe/lakepipe/internal/sqlparse"
 )
 
@@ -59,22 +60,27 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	case f.exec != "":
 		src, where = f.exec, "-e"
 	case f.file != "" && f.file != "-":
-		b, err := os.ReadFile(f.file)
+		fh, err := os.Open(f.file)
 		if err != nil {
 			fmt.Fprintln(stderr, "lakepipe sql:", err)
 			return 1
 		}
-		src, where = string(b), f.file
+		src, err = readScript(fh)
+		fh.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "lakepipe sql: %s: %v\n", f.file, err)
+			return 1
+		}
+		where = f.file
 	default:
 		if isTerminal(stdin) && !f.check {
 			return interactive(ctx, &f, stdin, stdout, stderr, pr)
 		}
-		b, err := io.ReadAll(stdin)
-		if err != nil {
+		if src, err = readScript(stdin); err != nil {
 			fmt.Fprintln(stderr, "lakepipe sql: read stdin:", err)
 			return 1
 		}
-		src, where = string(b), "stdin"
+		where = "stdin"
 	}
 	chunks, err := sqlparse.Split(src)
 	if err != nil {
@@ -260,4 +266,24 @@ func interactive(ctx context.Context, f *sqlFlags, stdin io.Reader, stdout, stde
 	}
 	fmt.Fprintln(stdout)
 	return 0
+}
+
+// readScript reads a whole SQL script, at most LAKEPIPE_MAX_SCRIPT_BYTES
+// of it (rowio.Limits.MaxScriptBytes): it is split into statements
+// before the first runs.
+func readScript(r io.Reader) (string, error) {
+	limits, err := rowio.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		return "", err
+	}
+	limit := limits.WithDefaults().MaxScriptBytes
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(b)) > limit {
+		return "", fmt.Errorf("%w; load data with COPY INTO from files rather than in statements, or split the script",
+			&rowio.LimitError{Limit: "MaxScriptBytes", Value: limit, What: "the script holds more SQL than one run reads"})
+	}
+	return string(b), nil
 }

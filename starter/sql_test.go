@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,6 +79,41 @@ func TestSQLCheckGuards(t *testing.T) {
 		}
 		if code == 0 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("%s: exit %d, stderr %q: want a refusal naming %q", tc.sql, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestSQLScriptBound: a script longer than LAKEPIPE_MAX_SCRIPT_BYTES, from
+// stdin or -f, fails before any statement, naming the setting; one within
+// it is read (checked here with --check, without a server).
+func TestSQLScriptBound(t *testing.T) {
+	t.Setenv("LAKEPIPE_MAX_SCRIPT_BYTES", "64")
+	short := "SELECT 1;\n"
+	long := strings.Repeat("SELECT 1;\n", 10)
+	file := filepath.Join(t.TempDir(), "long.sql")
+	if err := os.WriteFile(file, []byte(long), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		stdin string
+		fails bool
+	}{
+		{"stdin within", []string{"--check"}, short, false},
+		{"stdin over", []string{"--check"}, long, true},
+		{"file over", []string{"--check", "-f", file}, "", true},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runSQL(context.Background(), append(tc.args, "--schema", "public"), strings.NewReader(tc.stdin), &stdout, &stderr)
+		if !tc.fails {
+			if code != 0 {
+				t.Errorf("%s: exit %d:\n%s", tc.name, code, stderr.String())
+			}
+			continue
+		}
+		if code == 0 || !strings.Contains(stderr.String(), "LAKEPIPE_MAX_SCRIPT_BYTES") || !strings.Contains(stderr.String(), "COPY INTO") {
+			t.Errorf("%s: exit %d, stderr %q: want the script refused, naming the setting", tc.name, code, stderr.String())
 		}
 	}
 }

@@ -26,6 +26,7 @@ const (
 	DefaultMaxKafkaFetchMemory   = 256 << 20
 	DefaultMaxStatementFiles     = 1_000_000
 	DefaultMaxResultBytes        = 512 << 20
+	DefaultMaxScriptBytes        = 256 << 20
 )
 
 // ParquetFreeRows is how many rows (and nested values) a Parquet file may
@@ -62,6 +63,7 @@ const compressionRatioGrace = 64 << 20
 //	MaxKafkaFetchMemory     256 MiB   Kafka: the pipe pauses at the record batch
 //	MaxStatementFiles       1000000   COPY INTO / SELECT … FROM VOLUME: the statement fails
 //	MaxResultBytes          512 MiB   a query's result, as the process holds it: the statement fails
+//	MaxScriptBytes          256 MiB   lakepipe sql: a script (-f, stdin) fails before any statement runs
 type Limits struct {
 	// MaxLineBytes bounds one CSV record (quoted line breaks included) or
 	// one JSON line or array element. A longer one is a RowError and
@@ -146,6 +148,10 @@ type Limits struct {
 	// counted as Go holds them (a cell's value and its interface, about
 	// 16 bytes more than the value).
 	MaxResultBytes int64
+	// MaxScriptBytes bounds a SQL script lakepipe sql reads (-f, stdin),
+	// which it reads whole and splits into statements before running the
+	// first. Data belongs in files that COPY INTO loads, not in VALUES.
+	MaxScriptBytes int64
 }
 
 // WithDefaults fills every unset (zero or negative) field with its default.
@@ -167,6 +173,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxKafkaFetchMemory, DefaultMaxKafkaFetchMemory)
 	def(&l.MaxStatementFiles, DefaultMaxStatementFiles)
 	def(&l.MaxResultBytes, DefaultMaxResultBytes)
+	def(&l.MaxScriptBytes, DefaultMaxScriptBytes)
 	if l.MaxJSONDepth <= 0 {
 		l.MaxJSONDepth = DefaultMaxJSONDepth
 	}

@@ -27,6 +27,7 @@ var LimitVars = []struct {
 	{"LAKEPIPE_MAX_KAFKA_FETCH_MEMORY", "MaxKafkaFetchMemory", func(l *Limits, n int64) { l.MaxKafkaFetchMemory = n }},
 	{"LAKEPIPE_MAX_STATEMENT_FILES", "MaxStatementFiles", func(l *Limits, n int64) { l.MaxStatementFiles = n }},
 	{"LAKEPIPE_MAX_RESULT_BYTES", "MaxResultBytes", func(l *Limits, n int64) { l.MaxResultBytes = n }},
+	{"LAKEPIPE_MAX_SCRIPT_BYTES", "MaxScriptBytes", func(l *Limits, n int64) { l.MaxScriptBytes = n }},
 }
 
 // LimitsFromEnv reads the Limits set in the environment (see LimitVars);
