@@ -57,20 +57,44 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		}
 	}
 	target := core.TableTarget(schema, name, spec, cols)
-	target.Commit = core.RandomCommit()
-	if err := e.OpenLoads(ctx, target, []uint64{target.Commit}); err != nil {
-		return nil, err
-	}
 	res := &core.Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := core.NewLoadID()
+	// The statement's rows are one load, registered when it ends. With
+	// PURGE each file is a load of its own, registered before the file is
+	// removed: a COPY whose process dies part way leaves the rows of the
+	// files it removed committed, and only the file under way open, which
+	// maintenance removes with the dead process's lease while the file
+	// stays for the COPY run again. As one load, the removed files' rows
+	// went with it.
 	var loaded int64
+	opened := false
+	open := func() error {
+		target.Commit, loaded, opened = core.RandomCommit(), 0, true
+		return e.OpenLoads(ctx, target, []uint64{target.Commit})
+	}
+	register := func() error {
+		opened = false
+		// Not cancelled with ctx, but still fenced by its lease.
+		return e.TrackLoad(context.WithoutCancel(ctx), schema, name, target.Commit, loaded)
+	}
 	defer func() {
 		// Registered even when a later file fails: the rows of the files
 		// before it stay in the table.
-		// Not cancelled with ctx, but still fenced by its lease.
-		_ = e.TrackLoad(context.WithoutCancel(ctx), schema, name, target.Commit, loaded)
+		if opened {
+			_ = register()
+		}
 	}()
+	if !s.Purge {
+		if err := open(); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range files {
+		if s.Purge {
+			if err := open(); err != nil {
+				return nil, err
+			}
+		}
 		// A COPY loads each file as it is when read, not as listed: the
 		// version read is the one recorded.
 		f.ETag = ""
@@ -86,13 +110,18 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		if err := e.RecordLoads(ctx, core.Display(schema, name), "", loadID, []fileread.FileLoad{fl}); err != nil {
 			return nil, err
 		}
-		if s.Purge && fl.Status == jobs.FileLoaded {
-			if err := vol.RemoveListed(ctx, f.Path); err != nil {
-				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", core.Display(schema, name), f.Path, err)
-			}
-		}
 		if fl.Status != jobs.FileFailed {
 			loaded += fl.Rows
+		}
+		if s.Purge {
+			if err := register(); err != nil {
+				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not register it, so it stays in the volume: %w", core.Display(schema, name), f.Path, err)
+			}
+			if fl.Status == jobs.FileLoaded {
+				if err := vol.RemoveListed(ctx, f.Path); err != nil {
+					return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", core.Display(schema, name), f.Path, err)
+				}
+			}
 		}
 		res.Rows = append(res.Rows, []any{f.Path, string(fl.Status), fl.Rows, fl.Rejected, fl.FirstError})
 	}
