@@ -545,3 +545,80 @@ func TestKilledCopyPurgeOnce(t *testing.T) {
 	}
 	wantRows(t, "every row once", s.run(`SELECT COUNT(*), COUNT(DISTINCT id) FROM akp_t`), fmt.Sprintf("%d|%d", files*per, files*per))
 }
+
+// TestKilledUpdateKept: an UPDATE of a change-tracked table whose process
+// dies while ClickHouse runs its mutation (a Ctrl-C, a kill) cannot be
+// taken back: the mutation removes the old rows whatever becomes of the
+// process. Maintenance registers its commit (the new rows stay, and
+// streams and refreshes see the update) instead of removing its rows as
+// those of a dead load, which lost the updated rows altogether.
+func TestKilledUpdateKept(t *testing.T) {
+	s := newStack(t)
+	trackedVolume(s, "aku_vol", "aku", "aku_t")
+	const n = 2_000_000
+	s.put("aku/rows.csv", csvRows(0, n))
+	s.run(`COPY INTO aku_t FROM VOLUME aku_vol USING CSV`)
+	tbl := chsql.Table(s.Schema, "aku_t")
+	cmd := exec.Command(lakepipeBin(t), "sql", "-e", `UPDATE aku_t SET name = 'updated' WHERE id % 2 = 0`)
+	cmd.Env = append(os.Environ(), "LAKEPIPE_SCHEMA="+s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR="+chAddr)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	mutations := func(cond string) int {
+		v, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM system.mutations WHERE database = "+chsql.QuoteString(s.Schema)+" AND table = 'aku_t' AND "+cond)
+		must(t, err)
+		k, _ := strconv.Atoi(v[0])
+		return k
+	}
+	pipeWait(t, 2*time.Minute, "the UPDATE's mutation under way", func() bool { return mutations("1") > 0 })
+	must(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	if mutations("is_done = 1") > 0 {
+		t.Logf("the mutation was done when the process was killed (the test wants it under way; it still checks the sweep)")
+	}
+	pipeWait(t, 2*time.Minute, "the mutation ends on its own", func() bool { return mutations("is_done = 0") == 0 })
+	time.Sleep(5 * time.Second) // the sweep's age below: the lease is older, not renewed since the kill
+	if _, err := s.Eng.SweepAbandoned(s.Ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(count()), ' ', toString(countIf(name = 'updated'))) FROM "+tbl)
+	must(t, err)
+	if want := fmt.Sprintf("%d %d", n, n/2); len(counts) != 1 || counts[0] != want {
+		t.Fatalf("after the killed UPDATE and the sweep: (rows, updated) %v, want %s:\n%s", counts, want, out.String())
+	}
+	kinds, err := s.Store.Strings(s.Ctx, "SELECT kind FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'aku_t' ORDER BY version")
+	must(t, err)
+	if strings.Join(kinds, ",") != "INSERT,UPDATE" {
+		t.Fatalf("the change log has commits %v, want the COPY's INSERT and the UPDATE registered by the sweep", kinds)
+	}
+}
+
+// TestDeadKeyedWriteKept: a load into a keyed table that its dead writer
+// left open replaced rows by key, which merges then removed: maintenance
+// registers it instead of removing its rows, which left the keys with no
+// row at all.
+func TestDeadKeyedWriteKept(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE akk (id INT, name STRING, PRIMARY KEY (id))`)
+	s.run(`ALTER TABLE akk SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO akk VALUES (1, 'a'), (2, 'b')`)
+	// A writer that died after its rows went in, before it registered
+	// them: its mark names a lease nobody renews.
+	commit := core.RandomCommit()
+	must(t, s.Store.InsertRows(s.Ctx, "lakepipe", "open_commits", []string{"db", "table", "commit_id", "sign", "owner", "opened_at"},
+		[][]any{{s.Schema, "akk", commit, int8(1), `{"lease":"gone/1/` + s.ID + `"}`, time.Now().Add(-time.Minute).UTC()}}))
+	must(t, s.Store.InsertRows(s.Ctx, s.Schema, "akk", []string{"id", "name", core.CommitColumn}, [][]any{{int32(1), "a2", commit}}))
+	must(t, s.Store.Exec(s.Ctx, "OPTIMIZE TABLE "+chsql.Table(s.Schema, "akk")+" FINAL"))
+	if _, err := s.Eng.SweepAbandoned(s.Ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "the dead write's row kept", s.run(`SELECT id, name FROM akk ORDER BY id`), "1|a2", "2|b")
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM (SELECT commit_id FROM lakepipe.open_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'akk' GROUP BY commit_id HAVING sum(sign) > 0)")
+	must(t, err)
+	registered, err := s.Store.Strings(s.Ctx, fmt.Sprintf("SELECT toString(count()) FROM lakepipe.table_commits WHERE db = %s AND table = 'akk' AND commit_id = %d", chsql.QuoteString(s.Schema), commit))
+	must(t, err)
+	if open[0] != "0" || registered[0] != "1" {
+		t.Fatalf("after the sweep: %s loads open, the dead write registered %s times; want 0 and 1", open[0], registered[0])
+	}
+}

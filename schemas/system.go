@@ -250,5 +250,18 @@ var Migrations = []Migration{{
 			version UInt64,
 			written_at DateTime
 		) ENGINE = ReplacingMergeTree(version) ORDER BY (owner, epoch)`,
+		// The statements (UPDATE, DELETE) of change-tracked tables whose
+		// mutation ClickHouse accepted, by commit: written right after the
+		// ALTER returns, before the statement waits for it and registers
+		// its commit. A statement whose process died after it cannot be
+		// taken back (the mutation goes on without it): maintenance
+		// registers its commit instead of removing its rows
+		// (changes.SweepAbandoned). Rows older than two days are deleted.
+		`CREATE TABLE IF NOT EXISTS lakepipe.issued_mutations (
+			db String,
+			table String,
+			commit_id UInt64,
+			written_at DateTime DEFAULT now()
+		) ENGINE = MergeTree ORDER BY (db, table, commit_id)`,
 	},
 }}

@@ -153,17 +153,41 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 	if drop, err = e.registerRecorded(ctx, schema, name, spec, drop); err != nil || len(drop) == 0 {
 		return 0, err
 	}
+	// A load that changed other rows cannot be taken back: removing its
+	// own rows would lose the rows it replaced or removed. It is
+	// registered as what it did (irreversible).
+	forward, err := e.irreversible(ctx, schema, name, spec, drop)
+	if err != nil {
+		return 0, err
+	}
+	kept := 0
+	if len(forward) > 0 {
+		var keep, rest []uint64
+		for _, id := range drop {
+			if forward[id] {
+				keep = append(keep, id)
+			} else {
+				rest = append(rest, id)
+			}
+		}
+		if err := e.registerIrreversible(ctx, schema, name, keep); err != nil {
+			return 0, err
+		}
+		if kept, drop = len(keep), rest; len(drop) == 0 {
+			return kept, nil
+		}
+	}
 	t := core.LoadTarget{DB: schema, Table: name, Display: core.Display(schema, name), Tracked: true}
 	if err := e.DropCommits(ctx, t, drop); err != nil {
-		return 0, fmt.Errorf("table %s: remove %d abandoned loads: %w", t.Display, len(drop), err)
+		return kept, fmt.Errorf("table %s: remove %d abandoned loads: %w", t.Display, len(drop), err)
 	}
 	// The marks go, rather than being closed by as many -1: merges of a
 	// CollapsingMergeTree fold two +1 of a key into one, so the count of
 	// marks read is not the count that will be there.
 	if _, err := e.Mutate(ctx, schemas.SystemDB, openTable, "DELETE WHERE "+TableWhere(schema, name)+" AND commit_id IN ("+IDList(drop)+")"); err != nil {
-		return 0, fmt.Errorf("table %s: forget %d abandoned loads: %w", t.Display, len(drop), err)
+		return kept, fmt.Errorf("table %s: forget %d abandoned loads: %w", t.Display, len(drop), err)
 	}
-	return len(drop), nil
+	return kept + len(drop), nil
 }
 
 // registerRecorded registers the loads among ids that a pipe recorded in

@@ -128,6 +128,9 @@ type Commit struct {
 	ID   uint64
 	Kind string
 	Rows int64
+	// Opened says a commit that adds no rows (a DELETE) was opened
+	// (OpenCommits) all the same: it is closed too.
+	Opened bool
 }
 
 // RegisterCommits records the commits of one statement in one insert, so
@@ -143,7 +146,7 @@ func (e *Log) RegisterCommits(ctx context.Context, schema, name string, commits 
 	var opened []uint64
 	for i, c := range commits {
 		rows[i] = []any{schema, name, NextCommitVersion(), c.ID, c.Kind, uint64(max(c.Rows, 0)), now}
-		if addsRows(c.Kind) {
+		if addsRows(c.Kind) || c.Opened {
 			opened = append(opened, c.ID)
 		}
 	}

@@ -90,6 +90,13 @@ func (e *Core) DryRun(ctx context.Context, schema, name, cond string, values []s
 // are asynchronous in ClickHouse, and a DML statement should be done when
 // it returns.
 func (e *Core) Mutate(ctx context.Context, schema, name, what string) (*Result, error) {
+	return e.MutateIssued(ctx, schema, name, what, nil)
+}
+
+// MutateIssued is Mutate calling issued once ClickHouse has accepted the
+// mutation, before waiting for it: from then on it runs to its end
+// whatever becomes of this process.
+func (e *Core) MutateIssued(ctx context.Context, schema, name, what string, issued func(context.Context) error) (*Result, error) {
 	verb := strings.Fields(what)[0]
 	table := name
 	if e.Sharded(schema) {
@@ -103,6 +110,12 @@ func (e *Core) Mutate(ctx context.Context, schema, name, what string) (*Result, 
 	}
 	if err := run(ctx, "ALTER TABLE "+chsql.Table(schema, table), " "+what); err != nil {
 		return nil, fmt.Errorf("%s %s: %w", verb, Display(schema, name), err)
+	}
+	if issued != nil {
+		// Not cancelled with the statement: the mutation is not either.
+		if err := issued(context.WithoutCancel(ctx)); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", verb, Display(schema, name), err)
+		}
 	}
 	if err := e.WaitMutations(ctx, schema, table, verb, Display(schema, name)); err != nil {
 		return nil, err

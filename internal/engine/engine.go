@@ -93,7 +93,7 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlast.Statement) (*core.Result,
 		return nil, err
 	}
 	switch stmt.(type) {
-	case *sqlast.Insert, *sqlast.Update, *sqlast.MergeInto, *sqlast.CopyIntoTable:
+	case *sqlast.Insert, *sqlast.Update, *sqlast.Delete, *sqlast.MergeInto, *sqlast.CopyIntoTable:
 		// Loads they open name the process's lease (writerlease).
 		var release func()
 		ctx, release = e.HoldLease(ctx)

@@ -68,7 +68,11 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 		}
 		return e.Mutate(ctx, schema, name, "DELETE WHERE "+matching)
 	}
+	// Opened, and its mutation recorded once issued, as deleteWhere's.
 	commit := core.RandomCommit()
+	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+		return nil, err
+	}
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, onlyTrue(cond)); err != nil {
 		return nil, err
 	}
@@ -82,11 +86,11 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 		// writes meanwhile stays.
 		matching := tuple + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
-		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+matching); err != nil {
+		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, e.IssuedHook(schema, name, commit)); err != nil {
 			return nil, err
 		}
 	}
-	if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitDelete, rows); err != nil {
+	if err := e.RegisterCommits(ctx, schema, name, []changes.Commit{{ID: commit, Kind: changes.CommitDelete, Rows: rows, Opened: true}}); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -25,7 +25,8 @@ import (
 //     (default 7) of changes; table streams older than that become stale.
 //   - the loads of change-tracked tables that a dropped Kafka pipe opened and
 //     never finished are removed a day after their last attempt
-//     (changes.SweepAbandoned).
+//     (changes.SweepAbandoned), or registered when they cannot be taken
+//     back (keyed tables, statements whose mutation was issued).
 //   - the rows that refreshes of dynamic tables of rows took back are
 //     removed from their states.
 //   - dropped tables past their retention are purged.
@@ -70,6 +71,11 @@ func (e *Engine) Maintain(ctx context.Context) error {
 	// Writer leases not renewed for twice that: the sweep has removed
 	// their loads, and a lease that is gone reads as dead.
 	if err := e.expire(ctx, "writer_leases", fmt.Sprintf("renewed_at < now() - %d", 2*int64(changes.AbandonedAge/time.Second))); err != nil {
+		return err
+	}
+	// Issued mutations are read by the sweep of loads a day old: twice
+	// that is past any it will look at.
+	if err := e.expire(ctx, "issued_mutations", fmt.Sprintf("written_at < now() - %d", 2*int64(changes.AbandonedAge/time.Second))); err != nil {
 		return err
 	}
 	if err := e.CompactStates(ctx); err != nil {

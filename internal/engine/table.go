@@ -545,8 +545,15 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 		return e.Mutate(ctx, schema, name, "DELETE WHERE "+onlyTrue(cond))
 	}
 	// The rows go to the change log first; the commit is registered last,
-	// so a statement that fails midway leaves no change behind.
+	// so a statement that fails midway leaves no change behind. It is
+	// opened first, under the process's writer lease, so that maintenance
+	// finds it if the process dies: its mutation, once issued, removes
+	// the rows whatever becomes of the process, and maintenance then
+	// registers it (changes.SweepAbandoned).
 	commit := core.RandomCommit()
+	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+		return nil, err
+	}
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, cond); err != nil {
 		return nil, err
 	}
@@ -555,7 +562,10 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 	}
 	res := core.Message("DELETE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if res, err = e.Mutate(ctx, schema, name, "DELETE WHERE "+onlyTrue(cond)); err != nil {
+		// The commit named in the mutation (no row carries it: a no-op)
+		// tells maintenance the mutation is this statement's.
+		if res, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), chsql.QuoteIdent(core.CommitColumn), commit),
+			e.IssuedHook(schema, name, commit)); err != nil {
 			return nil, err
 		}
 	}
@@ -563,7 +573,7 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 	if err != nil {
 		return nil, err
 	}
-	if err := e.RegisterCommit(ctx, schema, name, commit, changes.CommitDelete, rows); err != nil {
+	if err := e.RegisterCommits(ctx, schema, name, []changes.Commit{{ID: commit, Kind: changes.CommitDelete, Rows: rows, Opened: true}}); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -640,7 +650,11 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 	}
 	res := core.Message("UPDATE on %s done", core.Display(schema, name))
 	if cond != "0" { // else no row matched
-		if _, err = e.Mutate(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), commitCol, commit)); err != nil {
+		// Once ClickHouse has the mutation, the old rows go whatever
+		// becomes of this process: the commit is recorded as issued, and
+		// registered by maintenance if the process dies before it does.
+		if _, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), commitCol, commit),
+			e.IssuedHook(schema, name, commit)); err != nil {
 			return nil, err
 		}
 	}
