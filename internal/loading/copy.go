@@ -60,12 +60,14 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	res := &core.Result{Columns: []string{"file", "status", "rows_loaded", "rows_rejected", "first_error"}}
 	loadID := core.NewLoadID()
 	// The statement's rows are one load, registered when it ends. With
-	// PURGE each file is a load of its own, registered before the file is
-	// removed: a COPY whose process dies part way leaves the rows of the
-	// files it removed committed, and only the file under way open, which
-	// maintenance removes with the dead process's lease while the file
-	// stays for the COPY run again. As one load, the removed files' rows
-	// went with it.
+	// PURGE into a change-tracked table each file is a load of its own,
+	// registered before the file is removed: a COPY whose process dies
+	// part way leaves the rows of the files it removed committed, and only
+	// the file under way open, which maintenance removes with the dead
+	// process's lease while the file stays for the COPY run again. As one
+	// load, the removed files' rows went with it. (Other tables' loads are
+	// never removed.)
+	perFile := s.Purge && target.Tracked
 	var loaded int64
 	opened := false
 	open := func() error {
@@ -84,13 +86,13 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 			_ = register()
 		}
 	}()
-	if !s.Purge {
+	if !perFile {
 		if err := open(); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range files {
-		if s.Purge {
+		if perFile {
 			if err := open(); err != nil {
 				return nil, err
 			}
@@ -113,14 +115,14 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		if fl.Status != jobs.FileFailed {
 			loaded += fl.Rows
 		}
-		if s.Purge {
+		if perFile {
 			if err := register(); err != nil {
 				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not register it, so it stays in the volume: %w", core.Display(schema, name), f.Path, err)
 			}
-			if fl.Status == jobs.FileLoaded {
-				if err := vol.RemoveListed(ctx, f.Path); err != nil {
-					return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", core.Display(schema, name), f.Path, err)
-				}
+		}
+		if s.Purge && fl.Status == jobs.FileLoaded {
+			if err := vol.RemoveListed(ctx, f.Path); err != nil {
+				return nil, fmt.Errorf("COPY INTO %s: loaded %s but could not purge it: %w", core.Display(schema, name), f.Path, err)
 			}
 		}
 		res.Rows = append(res.Rows, []any{f.Path, string(fl.Status), fl.Rows, fl.Rejected, fl.FirstError})
