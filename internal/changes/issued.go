@@ -56,26 +56,15 @@ func (e *Log) irreversible(ctx context.Context, schema, name string, spec catalo
 		if err != nil {
 			return nil, fmt.Errorf("table %s: read the rows of its abandoned loads: %w", core.Display(schema, name), err)
 		}
-		for _, s := range in {
-			id, err := strconv.ParseUint(s, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("table %s: abandoned load: commit id %q: %w", core.Display(schema, name), s, err)
-			}
-			out[id] = true
-		}
-		return out, nil
+		return out, addIDs(out, in, schema, name)
 	}
 	issued, err := e.St.Strings(ctx, "SELECT DISTINCT toString(commit_id) FROM "+schemas.SystemDB+"."+issuedTable+" WHERE "+TableWhere(schema, name)+
 		" AND commit_id IN ("+IDList(ids)+")")
 	if err != nil {
 		return nil, fmt.Errorf("table %s: read its issued mutations: %w", core.Display(schema, name), err)
 	}
-	for _, s := range issued {
-		id, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("table %s: issued mutation: commit id %q: %w", core.Display(schema, name), s, err)
-		}
-		out[id] = true
+	if err := addIDs(out, issued, schema, name); err != nil {
+		return nil, err
 	}
 	commands, err := e.St.Strings(ctx, "SELECT command FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
 		" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(name+core.ShardSuffix)+")")
@@ -119,6 +108,18 @@ func (e *Log) registerIrreversible(ctx context.Context, schema, name string, ids
 	}
 	if err := e.RegisterCommits(ctx, schema, name, commits); err != nil {
 		return fmt.Errorf("table %s: register %d loads its dead writers left: %w", core.Display(schema, name), len(commits), err)
+	}
+	return nil
+}
+
+// addIDs adds the commit ids a query read as text to set.
+func addIDs(set map[uint64]bool, ids []string, schema, name string) error {
+	for _, s := range ids {
+		id, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("table %s: commit id %q: %w", core.Display(schema, name), s, err)
+		}
+		set[id] = true
 	}
 	return nil
 }
