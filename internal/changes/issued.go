@@ -37,26 +37,18 @@ func (e *Log) IssuedHook(schema, name string, commit uint64) func(context.Contex
 
 // irreversible returns those of ids (abandoned loads of schema.name) that
 // cannot be taken back, because they changed rows other than their own:
-// a load into a keyed table whose rows went in (they replaced older ones
-// by key, which merges may have removed since), and the statements whose mutation
-// ClickHouse accepted (it removes rows whatever becomes of the statement):
-// recorded in issued_mutations, or, if the process died before it could
-// record it, named in a mutation of the table (statements name their
-// commit in their mutations; ClickHouse keeps the last 100 done).
+// the statements whose mutation ClickHouse accepted (it removes rows
+// whatever becomes of the statement), recorded in issued_mutations, or,
+// if the process died before it could record it, named in a mutation of
+// the table as UPDATE and DELETE name their commit ("_lp_commit != id";
+// ClickHouse keeps the last 100 done); and a load into a keyed table
+// whose rows went in (they replaced older ones by key, which merges may
+// have removed since; one that died before, a staged load before its
+// publish, replaced nothing).
 func (e *Log) irreversible(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) (map[uint64]bool, error) {
 	out := map[uint64]bool{}
 	if len(ids) == 0 {
 		return out, nil
-	}
-	if spec.Keyed() {
-		// Those whose rows went in: one that died before (a staged load
-		// before its publish) replaced nothing.
-		in, err := e.St.Strings(ctx, "SELECT DISTINCT toString("+chsql.QuoteIdent(core.CommitColumn)+") FROM "+chsql.Table(schema, name)+
-			" WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")")
-		if err != nil {
-			return nil, fmt.Errorf("table %s: read the rows of its abandoned loads: %w", core.Display(schema, name), err)
-		}
-		return out, addIDs(out, in, schema, name)
 	}
 	issued, err := e.St.Strings(ctx, "SELECT DISTINCT toString(commit_id) FROM "+schemas.SystemDB+"."+issuedTable+" WHERE "+TableWhere(schema, name)+
 		" AND commit_id IN ("+IDList(ids)+")")
@@ -66,15 +58,24 @@ func (e *Log) irreversible(ctx context.Context, schema, name string, spec catalo
 	if err := addIDs(out, issued, schema, name); err != nil {
 		return nil, err
 	}
+	if spec.Keyed() {
+		in, err := e.St.Strings(ctx, "SELECT DISTINCT toString("+chsql.QuoteIdent(core.CommitColumn)+") FROM "+chsql.Table(schema, name)+
+			" WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")")
+		if err != nil {
+			return nil, fmt.Errorf("table %s: read the rows of its abandoned loads: %w", core.Display(schema, name), err)
+		}
+		return out, addIDs(out, in, schema, name)
+	}
 	commands, err := e.St.Strings(ctx, "SELECT command FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
 		" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(name+core.ShardSuffix)+")")
 	if err != nil {
 		return nil, fmt.Errorf("table %s: read its mutations: %w", core.Display(schema, name), err)
 	}
 	for _, id := range ids {
-		s := strconv.FormatUint(id, 10)
+		// Not the removals of dead loads (DropCommits: "_lp_commit IN (…)").
+		named := core.CommitColumn + " != " + strconv.FormatUint(id, 10)
 		for _, c := range commands {
-			if strings.Contains(c, s) {
+			if names(c, named) {
 				out[id] = true
 			}
 		}
@@ -122,4 +123,19 @@ func addIDs(set map[uint64]bool, ids []string, schema, name string) error {
 		set[id] = true
 	}
 	return nil
+}
+
+// names reports whether command holds text not followed by a digit (a
+// commit id is not a prefix of another's).
+func names(command, text string) bool {
+	for {
+		i := strings.Index(command, text)
+		if i < 0 {
+			return false
+		}
+		command = command[i+len(text):]
+		if command == "" || command[0] < '0' || command[0] > '9' {
+			return true
+		}
+	}
 }
