@@ -622,3 +622,28 @@ func TestDeadKeyedWriteKept(t *testing.T) {
 		t.Fatalf("after the sweep: %s loads open, the dead write registered %s times; want 0 and 1", open[0], registered[0])
 	}
 }
+
+// TestFailedDMLClosed: a DELETE or UPDATE of a change-tracked table that
+// fails before ClickHouse accepts its mutation leaves nothing behind: no
+// row of its commit (an UPDATE's new rows showed beside the old ones
+// until maintenance, a day after the process ended) and no open load.
+func TestFailedDMLClosed(t *testing.T) {
+	s := newStack(t)
+	s.pipeTable("afd_t")
+	s.run(`ALTER TABLE afd_t SET PROPERTIES ('change_tracking' = 'true')`)
+	s.run(`INSERT INTO afd_t VALUES (1, 'one'), (2, 'two')`)
+	for _, stmt := range []string{
+		`DELETE FROM afd_t WHERE id % (id - id) = 0`,
+		`UPDATE afd_t SET id = id % (id - id) WHERE id = 1`,
+	} {
+		if err := s.runErr(stmt); err == nil {
+			t.Fatalf("%s: no error, want a division by zero", stmt)
+		}
+	}
+	wantRows(t, "the rows as they were", s.run(`SELECT id, name FROM afd_t ORDER BY id`), "1|one", "2|two")
+	open, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM (SELECT commit_id FROM lakepipe.open_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'afd_t' GROUP BY commit_id HAVING sum(sign) > 0)")
+	must(t, err)
+	if open[0] != "0" {
+		t.Fatalf("%s loads left open by the failed statements, want 0", open[0])
+	}
+}

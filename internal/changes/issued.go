@@ -30,11 +30,6 @@ func (e *Log) MutationIssued(ctx context.Context, schema, name string, commit ui
 	return nil
 }
 
-// IssuedHook is MutationIssued as core.MutateIssued calls it.
-func (e *Log) IssuedHook(schema, name string, commit uint64) func(context.Context) error {
-	return func(ctx context.Context) error { return e.MutationIssued(ctx, schema, name, commit) }
-}
-
 // irreversible returns those of ids (abandoned loads of schema.name) that
 // cannot be taken back, because they changed rows other than their own:
 // the statements whose mutation ClickHouse accepted (it removes rows

@@ -95,7 +95,7 @@ func (e *Core) Mutate(ctx context.Context, schema, name, what string) (*Result, 
 
 // MutateIssued is Mutate calling issued once ClickHouse has accepted the
 // mutation, before waiting for it: from then on it runs to its end
-// whatever becomes of this process.
+// whatever becomes of this process. An error of issued is ignored.
 func (e *Core) MutateIssued(ctx context.Context, schema, name, what string, issued func(context.Context) error) (*Result, error) {
 	verb := strings.Fields(what)[0]
 	table := name
@@ -113,9 +113,10 @@ func (e *Core) MutateIssued(ctx context.Context, schema, name, what string, issu
 	}
 	if issued != nil {
 		// Not cancelled with the statement: the mutation is not either.
-		if err := issued(context.WithoutCancel(ctx)); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", verb, Display(schema, name), err)
-		}
+		// Best effort: the record matters only if this process dies before
+		// the statement ends, and failing the statement now would leave
+		// the mutation running with nothing to register it.
+		_ = issued(context.WithoutCancel(ctx))
 	}
 	if err := e.WaitMutations(ctx, schema, table, verb, Display(schema, name)); err != nil {
 		return nil, err

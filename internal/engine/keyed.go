@@ -55,7 +55,7 @@ func isKeyColumn(spec catalog.TableSpec, col string) bool {
 // mutation evaluates its IN subquery again for each part, and a subquery
 // of the table itself would see an older version of a key come back once
 // the part of the newer one is done.
-func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (*core.Result, error) {
+func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (_ *core.Result, err error) {
 	keys, tuple := changes.KeyList(spec), keyTuple(spec)
 	if !changes.Tracked(spec) {
 		matching := tuple + " IN (SELECT " + keys + " FROM " + changes.Rows(schema, name, spec) + " WHERE " + onlyTrue(cond) + ")"
@@ -73,6 +73,12 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
 		return nil, err
 	}
+	issued := false
+	defer func() {
+		if err != nil && !issued {
+			e.undoUnissued(ctx, schema, name, commit)
+		}
+	}()
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, onlyTrue(cond)); err != nil {
 		return nil, err
 	}
@@ -86,7 +92,7 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 		// writes meanwhile stays.
 		matching := tuple + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
-		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, e.IssuedHook(schema, name, commit)); err != nil {
+		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, e.issuedHook(schema, name, commit, &issued)); err != nil {
 			return nil, err
 		}
 	}

@@ -554,6 +554,12 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
 		return nil, err
 	}
+	issued := false
+	defer func() {
+		if err != nil && !issued {
+			e.undoUnissued(ctx, schema, name, commit)
+		}
+	}()
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, cond); err != nil {
 		return nil, err
 	}
@@ -565,7 +571,7 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 		// The commit named in the mutation (no row carries it: a no-op)
 		// tells maintenance the mutation is this statement's.
 		if res, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), chsql.QuoteIdent(core.CommitColumn), commit),
-			e.IssuedHook(schema, name, commit)); err != nil {
+			e.issuedHook(schema, name, commit, &issued)); err != nil {
 			return nil, err
 		}
 	}
@@ -579,7 +585,7 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 	return res, nil
 }
 
-func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, error) {
+func (e *Engine) update(ctx context.Context, s *sqlast.Update) (_ *core.Result, err error) {
 	schema, name, spec, err := e.Table(ctx, s.Table)
 	if err != nil {
 		return nil, err
@@ -644,6 +650,12 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
 		return nil, err
 	}
+	issued := false
+	defer func() {
+		if err != nil && !issued {
+			e.undoUnissued(ctx, schema, name, commit)
+		}
+	}()
 	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(spec.Columns)+", "+commitCol+") SELECT "+
 		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
 		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)
@@ -654,7 +666,7 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (*core.Result, er
 		// becomes of this process: the commit is recorded as issued, and
 		// registered by maintenance if the process dies before it does.
 		if _, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), commitCol, commit),
-			e.IssuedHook(schema, name, commit)); err != nil {
+			e.issuedHook(schema, name, commit, &issued)); err != nil {
 			return nil, err
 		}
 	}
@@ -683,4 +695,25 @@ func checkTableProps(table string, props map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// issuedHook records that the mutation of the statement writing commit
+// was accepted (changes.Log.MutationIssued), and says so in *issued.
+func (e *Engine) issuedHook(schema, name string, commit uint64, issued *bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		*issued = true
+		return e.MutationIssued(ctx, schema, name, commit)
+	}
+}
+
+// undoUnissued takes back the commit of a statement that failed before
+// ClickHouse accepted its mutation: its rows (an UPDATE's new rows, which
+// showed beside the old ones) are removed, then its mark closed. What
+// fails here is left to maintenance: the mark names the process's lease.
+func (e *Engine) undoUnissued(ctx context.Context, schema, name string, commit uint64) {
+	ctx = context.WithoutCancel(ctx)
+	t := core.LoadTarget{DB: schema, Table: name, Display: core.Display(schema, name), Tracked: true}
+	if e.DropCommits(ctx, t, []uint64{commit}) == nil {
+		_ = e.CloseAbandoned(ctx, t, []uint64{commit})
+	}
 }
