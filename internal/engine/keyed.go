@@ -70,15 +70,11 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 	}
 	// Opened, and its mutation recorded once issued, as deleteWhere's.
 	commit := core.RandomCommit()
-	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+	g, err := e.openDML(ctx, schema, name, commit)
+	if err != nil {
 		return nil, err
 	}
-	issued := false
-	defer func() {
-		if err != nil && !issued {
-			e.undoUnissued(ctx, schema, name, commit)
-		}
-	}()
+	defer g.undo(ctx, &err)
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, onlyTrue(cond)); err != nil {
 		return nil, err
 	}
@@ -92,7 +88,7 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 		// writes meanwhile stays.
 		matching := tuple + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
 			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
-		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, e.issuedHook(schema, name, commit, &issued)); err != nil {
+		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, g.issuedHook); err != nil {
 			return nil, err
 		}
 	}

@@ -551,15 +551,11 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 	// the rows whatever becomes of the process, and maintenance then
 	// registers it (changes.SweepAbandoned).
 	commit := core.RandomCommit()
-	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+	g, err := e.openDML(ctx, schema, name, commit)
+	if err != nil {
 		return nil, err
 	}
-	issued := false
-	defer func() {
-		if err != nil && !issued {
-			e.undoUnissued(ctx, schema, name, commit)
-		}
-	}()
+	defer g.undo(ctx, &err)
 	if err := e.SaveRemoved(ctx, schema, name, spec, changes.CommitDelete, commit, cond); err != nil {
 		return nil, err
 	}
@@ -571,7 +567,7 @@ func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, n
 		// The commit named in the mutation (no row carries it: a no-op)
 		// tells maintenance the mutation is this statement's.
 		if res, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), chsql.QuoteIdent(core.CommitColumn), commit),
-			e.issuedHook(schema, name, commit, &issued)); err != nil {
+			g.issuedHook); err != nil {
 			return nil, err
 		}
 	}
@@ -647,15 +643,11 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (_ *core.Result, 
 		}
 	}
 	commitCol := chsql.QuoteIdent(core.CommitColumn)
-	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+	g, err := e.openDML(ctx, schema, name, commit)
+	if err != nil {
 		return nil, err
 	}
-	issued := false
-	defer func() {
-		if err != nil && !issued {
-			e.undoUnissued(ctx, schema, name, commit)
-		}
-	}()
+	defer g.undo(ctx, &err)
 	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(spec.Columns)+", "+commitCol+") SELECT "+
 		strings.Join(exprs, ", ")+", toUInt64("+strconv.FormatUint(commit, 10)+") FROM "+chsql.Table(schema, name)+" WHERE "+cond); err != nil {
 		return nil, fmt.Errorf("UPDATE %s: %w", core.Display(schema, name), err)
@@ -666,7 +658,7 @@ func (e *Engine) update(ctx context.Context, s *sqlast.Update) (_ *core.Result, 
 		// becomes of this process: the commit is recorded as issued, and
 		// registered by maintenance if the process dies before it does.
 		if _, err = e.MutateIssued(ctx, schema, name, fmt.Sprintf("DELETE WHERE %s AND %s != %d", onlyTrue(cond), commitCol, commit),
-			e.issuedHook(schema, name, commit, &issued)); err != nil {
+			g.issuedHook); err != nil {
 			return nil, err
 		}
 	}
@@ -697,23 +689,46 @@ func checkTableProps(table string, props map[string]string) error {
 	return nil
 }
 
-// issuedHook records that the mutation of the statement writing commit
-// was accepted (changes.Log.MutationIssued), and says so in *issued.
-func (e *Engine) issuedHook(schema, name string, commit uint64, issued *bool) func(context.Context) error {
-	return func(ctx context.Context) error {
-		*issued = true
-		return e.MutationIssued(ctx, schema, name, commit)
-	}
+// dmlCommit is the commit of a DELETE or UPDATE of a tracked table. It
+// is opened under the process's writer lease, so that maintenance finds
+// it if the process dies, and taken back at once if the statement fails
+// before ClickHouse accepted its mutation; once accepted, the mutation
+// changes the rows whatever becomes of the statement, and the commit
+// stays for maintenance to register (changes.SweepAbandoned).
+type dmlCommit struct {
+	e            *Engine
+	schema, name string
+	id           uint64
+	issued       bool
 }
 
-// undoUnissued takes back the commit of a statement that failed before
-// ClickHouse accepted its mutation: its rows (an UPDATE's new rows, which
-// showed beside the old ones) are removed, then its mark closed. What
-// fails here is left to maintenance: the mark names the process's lease.
-func (e *Engine) undoUnissued(ctx context.Context, schema, name string, commit uint64) {
+// openDML opens commit for a DELETE or UPDATE of schema.name.
+func (e *Engine) openDML(ctx context.Context, schema, name string, commit uint64) (*dmlCommit, error) {
+	if err := e.OpenCommits(ctx, schema, name, []uint64{commit}); err != nil {
+		return nil, err
+	}
+	return &dmlCommit{e: e, schema: schema, name: name, id: commit}, nil
+}
+
+// issuedHook is MutateIssued's hook: it records that the mutation was
+// accepted (changes.Log.MutationIssued).
+func (g *dmlCommit) issuedHook(ctx context.Context) error {
+	g.issued = true
+	return g.e.MutationIssued(ctx, g.schema, g.name, g.id)
+}
+
+// undo, deferred with the statement's error, takes the commit back when
+// the statement failed before its mutation was accepted: its rows (an
+// UPDATE's new rows, which showed beside the old ones) are removed, then
+// its mark closed. What fails here is left to maintenance: the mark names
+// the process's lease.
+func (g *dmlCommit) undo(ctx context.Context, err *error) {
+	if *err == nil || g.issued {
+		return
+	}
 	ctx = context.WithoutCancel(ctx)
-	t := core.LoadTarget{DB: schema, Table: name, Display: core.Display(schema, name), Tracked: true}
-	if e.DropCommits(ctx, t, []uint64{commit}) == nil {
-		_ = e.CloseAbandoned(ctx, t, []uint64{commit})
+	t := core.LoadTarget{DB: g.schema, Table: g.name, Display: core.Display(g.schema, g.name), Tracked: true}
+	if g.e.DropCommits(ctx, t, []uint64{g.id}) == nil {
+		_ = g.e.CloseAbandoned(ctx, t, []uint64{g.id})
 	}
 }
