@@ -153,10 +153,29 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 	if drop, err = e.registerRecorded(ctx, schema, name, spec, drop); err != nil || len(drop) == 0 {
 		return 0, err
 	}
-	// A load that changed other rows cannot be taken back: removing its
-	// own rows would lose the rows it replaced or removed. It is
-	// registered as what it did (irreversible).
-	forward, err := e.irreversible(ctx, schema, name, spec, drop)
+	return e.settle(ctx, schema, name, spec, drop)
+}
+
+// SettleFailed settles the loads ids of schema.name, opened by a statement
+// that failed, as maintenance settles abandoned ones: those that changed
+// rows other than their own are registered as what they did, the others
+// taken back. For statements that cannot simply take their rows back
+// (a MERGE INTO a keyed table).
+func (e *Log) SettleFailed(ctx context.Context, schema, name string, ids []uint64) error {
+	var spec catalog.TableSpec
+	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
+		return err
+	}
+	_, err := e.settle(ctx, schema, name, spec, ids)
+	return err
+}
+
+// settle registers those of ids (open, unregistered loads of schema.name)
+// that changed rows other than their own, since removing their own rows
+// would lose the rows they replaced or removed (irreversible), and removes
+// the others. It returns how many it settled.
+func (e *Log) settle(ctx context.Context, schema, name string, spec catalog.TableSpec, drop []uint64) (int, error) {
+	forward, issued, err := e.irreversible(ctx, schema, name, spec, drop)
 	if err != nil {
 		return 0, err
 	}
@@ -170,7 +189,7 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 				rest = append(rest, id)
 			}
 		}
-		if err := e.registerIrreversible(ctx, schema, name, keep); err != nil {
+		if err := e.registerIrreversible(ctx, schema, name, keep, issued); err != nil {
 			return 0, err
 		}
 		if kept, drop = len(keep), rest; len(drop) == 0 {

@@ -31,58 +31,76 @@ func (e *Log) MutationIssued(ctx context.Context, schema, name string, commit ui
 }
 
 // irreversible returns those of ids (abandoned loads of schema.name) that
-// cannot be taken back, because they changed rows other than their own:
-// the statements whose mutation ClickHouse accepted (it removes rows
-// whatever becomes of the statement), recorded in issued_mutations, or,
-// if the process died before it could record it, named in a mutation of
-// the table as UPDATE and DELETE name their commit ("_lp_commit != id";
-// ClickHouse keeps the last 100 done); and a load into a keyed table
-// whose rows went in (they replaced older ones by key, which merges may
-// have removed since; one that died before, a staged load before its
-// publish, replaced nothing).
-func (e *Log) irreversible(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) (map[uint64]bool, error) {
-	out := map[uint64]bool{}
+// cannot be taken back, because they changed rows other than their own,
+// and, of them, those whose mutation was issued. A statement's mutation
+// removes rows whatever becomes of the statement once ClickHouse accepted
+// it: recorded in issued_mutations, or, if the process died before it
+// could record it, named in a mutation of the table as UPDATE, DELETE and
+// MERGE INTO name their commit ("_lp_commit != id"; ClickHouse keeps the
+// last 100 done). A load into a keyed table whose rows went in cannot be
+// taken back either, mutation or not: its rows replaced older ones by
+// key, which merges may have removed since (one that died before, a
+// staged load before its publish, replaced nothing).
+func (e *Log) irreversible(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) (forward, issued map[uint64]bool, err error) {
+	forward, issued = map[uint64]bool{}, map[uint64]bool{}
 	if len(ids) == 0 {
-		return out, nil
+		return forward, issued, nil
 	}
-	issued, err := e.St.Strings(ctx, "SELECT DISTINCT toString(commit_id) FROM "+schemas.SystemDB+"."+issuedTable+" WHERE "+TableWhere(schema, name)+
+	recorded, err := e.St.Strings(ctx, "SELECT DISTINCT toString(commit_id) FROM "+schemas.SystemDB+"."+issuedTable+" WHERE "+TableWhere(schema, name)+
 		" AND commit_id IN ("+IDList(ids)+")")
 	if err != nil {
-		return nil, fmt.Errorf("table %s: read its issued mutations: %w", core.Display(schema, name), err)
+		return nil, nil, fmt.Errorf("table %s: read its issued mutations: %w", core.Display(schema, name), err)
 	}
-	if err := addIDs(out, issued, schema, name); err != nil {
-		return nil, err
-	}
-	if spec.Keyed() {
-		in, err := e.St.Strings(ctx, "SELECT DISTINCT toString("+chsql.QuoteIdent(core.CommitColumn)+") FROM "+chsql.Table(schema, name)+
-			" WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")")
-		if err != nil {
-			return nil, fmt.Errorf("table %s: read the rows of its abandoned loads: %w", core.Display(schema, name), err)
-		}
-		return out, addIDs(out, in, schema, name)
+	if err := addIDs(issued, recorded, schema, name); err != nil {
+		return nil, nil, err
 	}
 	commands, err := e.St.Strings(ctx, "SELECT command FROM system.mutations WHERE database = "+chsql.QuoteString(schema)+
 		" AND table IN ("+chsql.QuoteString(name)+", "+chsql.QuoteString(name+core.ShardSuffix)+")")
 	if err != nil {
-		return nil, fmt.Errorf("table %s: read its mutations: %w", core.Display(schema, name), err)
+		return nil, nil, fmt.Errorf("table %s: read its mutations: %w", core.Display(schema, name), err)
 	}
 	for _, id := range ids {
 		// Not the removals of dead loads (DropCommits: "_lp_commit IN (…)").
 		named := core.CommitColumn + " != " + strconv.FormatUint(id, 10)
 		for _, c := range commands {
 			if names(c, named) {
-				out[id] = true
+				issued[id] = true
 			}
 		}
 	}
-	return out, nil
+	for id := range issued {
+		forward[id] = true
+	}
+	if spec.Keyed() {
+		in, err := e.St.Strings(ctx, "SELECT DISTINCT toString("+chsql.QuoteIdent(core.CommitColumn)+") FROM "+chsql.Table(schema, name)+
+			" WHERE "+chsql.QuoteIdent(core.CommitColumn)+" IN ("+IDList(ids)+")")
+		if err != nil {
+			return nil, nil, fmt.Errorf("table %s: read the rows of its abandoned loads: %w", core.Display(schema, name), err)
+		}
+		if err := addIDs(forward, in, schema, name); err != nil {
+			return nil, nil, err
+		}
+	}
+	return forward, issued, nil
 }
 
 // registerIrreversible registers abandoned loads that cannot be taken
 // back, by what they left: rows in the table and removed rows in its
 // change table are an UPDATE, removed rows alone a DELETE, rows alone an
-// INSERT. Their marks are closed.
-func (e *Log) registerIrreversible(ctx context.Context, schema, name string, ids []uint64) error {
+// INSERT. Their marks are closed. Of a load whose mutation was never
+// issued (a MERGE INTO whose rows went in, stopped before its delete),
+// the deletions its change log claims did not happen: they are taken out
+// of it first, so that streams do not show keys gone that are there.
+func (e *Log) registerIrreversible(ctx context.Context, schema, name string, ids []uint64, issued map[uint64]bool) error {
+	var unissued []uint64
+	for _, id := range ids {
+		if !issued[id] {
+			unissued = append(unissued, id)
+		}
+	}
+	if err := e.unclaimDeletes(ctx, schema, name, unissued); err != nil {
+		return err
+	}
 	commits := make([]Commit, 0, len(ids))
 	for _, id := range ids {
 		added, err := e.CommitRows(ctx, schema, name, id)
@@ -104,6 +122,29 @@ func (e *Log) registerIrreversible(ctx context.Context, schema, name string, ids
 	}
 	if err := e.RegisterCommits(ctx, schema, name, commits); err != nil {
 		return fmt.Errorf("table %s: register %d loads its dead writers left: %w", core.Display(schema, name), len(commits), err)
+	}
+	return nil
+}
+
+// unclaimDeletes takes the DELETE rows of commits ids out of schema.name's
+// change table: deletions that did not happen. The mutation waits, so
+// that the counts read after it are right; none runs when there are no
+// such rows (the change table is ordered by commit: a small read).
+func (e *Log) unclaimDeletes(ctx context.Context, schema, name string, ids []uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	where := chsql.QuoteIdent(core.CommitColumn) + " IN (" + IDList(ids) + ") AND " + chsql.QuoteIdent(ChangeTypeColumn) + " = " + chsql.QuoteString(CommitDelete)
+	changes := ChangesTable(schema, name)
+	n, err := e.St.Strings(ctx, "SELECT toString(count()) FROM "+chsql.Table(schemas.ChangesDB, changes)+" WHERE "+where)
+	if err != nil {
+		return fmt.Errorf("table %s: read the deletions of %d stopped writes: %w", core.Display(schema, name), len(ids), err)
+	}
+	if len(n) == 1 && n[0] == "0" {
+		return nil
+	}
+	if _, err := e.Mutate(ctx, schemas.ChangesDB, changes, "DELETE WHERE "+where); err != nil {
+		return fmt.Errorf("table %s: take the deletions of %d stopped writes out of its change log: %w", core.Display(schema, name), len(ids), err)
 	}
 	return nil
 }

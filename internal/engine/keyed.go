@@ -114,7 +114,13 @@ func (c keyedCounts) String() string {
 // MERGE's NOT MATCHED on an ON that is not the key) may replace one all
 // the same. Rows of keys that replaced nothing are an INSERT commit, the
 // others the UPDATE commit; both are registered in one insert at the end.
-func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (keyedCounts, error) {
+//
+// Its commits are opened before the first row goes in, under the writer
+// lease. A write that fails (or whose process dies) before ClickHouse
+// accepted its delete is settled as maintenance settles abandoned loads
+// (changes.Log.SettleFailed): the rows that went in stay, registered, and
+// the deletions that did not happen are taken out of the change log.
+func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catalog.TableSpec, rows string, cols []catalog.ColumnSpec) (n keyedCounts, err error) {
 	keys, tuple := changes.KeyList(spec), keyTuple(spec)
 	tracked := changes.Tracked(spec)
 	insertCommit := core.RandomCommit()
@@ -129,8 +135,6 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 		return "(SELECT " + keys + " FROM " + rows + " WHERE " + kindColumn + " IN (" + strings.Join(s, ", ") + "))"
 	}
-	var n keyedCounts
-	var err error
 	if !tracked || e.Sharded(schema) {
 		// A tracked table's rows are counted once, after the save below
 		// (which tells updates from inserts); a sharded one's deletes
@@ -163,20 +167,30 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 			return n, err
 		}
 	}
+	var opened []uint64
+	issued := false
+	if tracked {
+		// Registered (and closed) together below, each if it wrote rows.
+		if n.inserted > 0 {
+			opened = append(opened, insertCommit)
+		}
+		if n.updated+n.deleted > 0 {
+			opened = append(opened, updateCommit)
+		}
+		if len(opened) > 0 {
+			if err := e.OpenCommits(ctx, schema, name, opened); err != nil {
+				return n, err
+			}
+			defer func() {
+				if err != nil && !issued {
+					_ = e.SettleFailed(context.WithoutCancel(ctx), schema, name, opened)
+				}
+			}()
+		}
+	}
 	if n.inserted+n.updated > 0 {
 		commit := "toUInt64(" + strconv.FormatUint(updateCommit, 10) + ")"
 		if tracked {
-			// Registered (and closed) together below, each if it wrote rows.
-			var open []uint64
-			if n.inserted > 0 {
-				open = append(open, insertCommit)
-			}
-			if n.updated > 0 {
-				open = append(open, updateCommit)
-			}
-			if err := e.OpenCommits(ctx, schema, name, open); err != nil {
-				return n, err
-			}
 			commit = fmt.Sprintf("if(%s = %d AND %s NOT IN %s, toUInt64(%d), toUInt64(%d))", kindColumn, keyNew, tuple, saved, insertCommit, updateCommit)
 		}
 		q := "INSERT INTO " + chsql.Table(schema, name) + " (" + core.ColumnList(cols) + ", " + chsql.QuoteIdent(core.CommitColumn) + ") SELECT " + core.ColumnList(cols) +
@@ -186,8 +200,21 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 	}
 	if n.deleted > 0 {
-		if _, err := e.Mutate(ctx, schema, name, "DELETE WHERE "+tuple+" IN "+kindIn(keyDeleted)); err != nil {
-			return n, err
+		del := "DELETE WHERE " + tuple + " IN " + kindIn(keyDeleted)
+		if !tracked {
+			if _, err := e.Mutate(ctx, schema, name, del); err != nil {
+				return n, err
+			}
+		} else {
+			// Named as deleteWhere names its commit (no row of a deleted
+			// key carries it), and recorded once accepted.
+			del += fmt.Sprintf(" AND %s != %d", chsql.QuoteIdent(core.CommitColumn), updateCommit)
+			if _, err := e.MutateIssued(ctx, schema, name, del, func(ctx context.Context) error {
+				issued = true
+				return e.MutationIssued(ctx, schema, name, updateCommit)
+			}); err != nil {
+				return n, err
+			}
 		}
 	}
 	if !tracked {
@@ -198,7 +225,7 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 	case n.updated > 0:
 		commits = append(commits, changes.Commit{ID: updateCommit, Kind: changes.CommitUpdate, Rows: n.updated + n.deleted})
 	case n.deleted > 0:
-		commits = append(commits, changes.Commit{ID: updateCommit, Kind: changes.CommitDelete, Rows: n.deleted})
+		commits = append(commits, changes.Commit{ID: updateCommit, Kind: changes.CommitDelete, Rows: n.deleted, Opened: true})
 	}
 	if n.inserted > 0 {
 		commits = append(commits, changes.Commit{ID: insertCommit, Kind: changes.CommitInsert, Rows: n.inserted})
