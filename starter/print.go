@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,9 @@ import (
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// printer writes results in one of the output formats.
+// printer writes results in one of the output formats. Those for scripts
+// (csv, tsv, json) are also a core.RowSink: a SELECT's rows are written
+// as they arrive, so that an export is not bound by memory.
 type printer interface {
 	print(*core.Result) error
 }
@@ -24,13 +27,26 @@ func newPrinter(format string, w io.Writer) (printer, error) {
 	case "table", "":
 		return &tablePrinter{w: w}, nil
 	case "csv":
-		return &sepPrinter{w: w, sep: ','}, nil
+		return &sepPrinter{w: bufio.NewWriter(w), sep: ','}, nil
 	case "tsv":
-		return &sepPrinter{w: w, sep: '\t'}, nil
+		return &sepPrinter{w: bufio.NewWriter(w), sep: '\t'}, nil
 	case "json":
-		return &jsonPrinter{w: w}, nil
+		return &jsonPrinter{w: bufio.NewWriter(w)}, nil
 	}
 	return nil, fmt.Errorf("--format %q: expected table, csv, tsv or json", format)
+}
+
+// printRows writes a result held whole through a sink.
+func printRows(s core.RowSink, res *core.Result) error {
+	if err := s.Columns(res.Columns, res.Types); err != nil {
+		return err
+	}
+	for _, row := range res.Rows {
+		if err := s.Row(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // cellText renders a value; Decimal keeps its column's scale (8999.00).
@@ -59,12 +75,12 @@ func cellText(v any, chType string) string {
 	return fmt.Sprint(v)
 }
 
-func rowText(res *core.Result, row []any) []string {
+func rowText(types []string, row []any) []string {
 	out := make([]string, len(row))
 	for i, v := range row {
 		t := ""
-		if i < len(res.Types) {
-			t = res.Types[i]
+		if i < len(types) {
+			t = types[i]
 		}
 		out[i] = cellText(v, t)
 	}
@@ -87,7 +103,7 @@ func (p *tablePrinter) print(res *core.Result) error {
 	}
 	cells := make([][]string, len(res.Rows))
 	for r, row := range res.Rows {
-		cells[r] = rowText(res, row)
+		cells[r] = rowText(res.Types, row)
 		for i, c := range cells[r] {
 			if n := width(c); n > widths[i] {
 				widths[i] = n
@@ -124,64 +140,104 @@ func (p *tablePrinter) print(res *core.Result) error {
 }
 
 type sepPrinter struct {
-	w   io.Writer
-	sep rune
+	w     *bufio.Writer
+	sep   rune
+	types []string
+	csv   *csv.Writer
 }
 
 func (p *sepPrinter) print(res *core.Result) error {
-	if len(res.Columns) == 0 {
-		return nil // messages are for people; scripts get rows only
-	}
-	if p.sep == '\t' {
-		var b strings.Builder
-		b.WriteString(strings.Join(res.Columns, "\t") + "\n")
-		esc := strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
-		for _, row := range res.Rows {
-			vals := rowText(res, row)
-			for i := range vals {
-				vals[i] = esc.Replace(vals[i])
-			}
-			b.WriteString(strings.Join(vals, "\t") + "\n")
-		}
-		_, err := io.WriteString(p.w, b.String())
-		return err
-	}
-	cw := csv.NewWriter(p.w)
-	if err := cw.Write(res.Columns); err != nil {
-		return err
-	}
-	for _, row := range res.Rows {
-		if err := cw.Write(rowText(res, row)); err != nil {
+	if len(res.Columns) > 0 && !res.Streamed { // messages are for people; scripts get rows only
+		if err := printRows(p, res); err != nil {
 			return err
 		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return p.flush()
+}
+
+func (p *sepPrinter) flush() error {
+	if p.csv != nil {
+		p.csv.Flush()
+		if err := p.csv.Error(); err != nil {
+			return err
+		}
+	}
+	return p.w.Flush()
+}
+
+func (p *sepPrinter) Columns(names, types []string) error {
+	p.types = types
+	if p.sep == ',' {
+		p.csv = csv.NewWriter(p.w)
+		return p.csv.Write(names)
+	}
+	_, err := p.w.WriteString(strings.Join(names, "\t") + "\n")
+	return err
+}
+
+var tsvEscape = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
+
+func (p *sepPrinter) Row(row []any) error {
+	vals := rowText(p.types, row)
+	if p.sep == ',' {
+		return p.csv.Write(vals)
+	}
+	for i, v := range vals {
+		if i > 0 {
+			p.w.WriteByte('\t')
+		}
+		tsvEscape.WriteString(p.w, v)
+	}
+	return p.w.WriteByte('\n')
 }
 
 // jsonPrinter writes one JSON object per row (JSON Lines); statements
 // without rows print {"message": …}.
-type jsonPrinter struct{ w io.Writer }
+type jsonPrinter struct {
+	w            *bufio.Writer
+	names, types []string
+}
 
 func (p *jsonPrinter) print(res *core.Result) error {
-	enc := json.NewEncoder(p.w)
-	if len(res.Columns) == 0 {
-		return enc.Encode(map[string]string{"message": res.Message})
-	}
-	for _, row := range res.Rows {
-		obj := make(orderedRow, len(row))
-		for i, v := range row {
-			t := ""
-			if i < len(res.Types) {
-				t = res.Types[i]
-			}
-			obj[i] = kv{res.Columns[i], jsonValue(v, t)}
+	switch {
+	case len(res.Columns) == 0:
+		if err := json.NewEncoder(p.w).Encode(map[string]string{"message": res.Message}); err != nil {
+			return err
 		}
-		if err := enc.Encode(obj); err != nil {
+	case !res.Streamed:
+		if err := printRows(p, res); err != nil {
 			return err
 		}
 	}
+	return p.flush()
+}
+
+func (p *jsonPrinter) flush() error { return p.w.Flush() }
+
+func (p *jsonPrinter) Columns(names, types []string) error {
+	p.names, p.types = names, types
 	return nil
+}
+
+func (p *jsonPrinter) Row(row []any) error {
+	obj := make(orderedRow, len(row))
+	for i, v := range row {
+		t := ""
+		if i < len(p.types) {
+			t = p.types[i]
+		}
+		name := ""
+		if i < len(p.names) {
+			name = p.names[i]
+		}
+		obj[i] = kv{name, jsonValue(v, t)}
+	}
+	b, err := obj.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	p.w.Write(b)
+	return p.w.WriteByte('\n')
 }
 
 func jsonValue(v any, chType string) any {

@@ -179,8 +179,14 @@ func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool
 	if echo {
 		fmt.Fprintln(stdout, core.Redact(stmt)+";")
 	}
+	if sink, ok := pr.(core.RowSink); ok {
+		ctx = core.WithRowSink(ctx, sink)
+	}
 	res, err := eng.Exec(ctx, stmt)
 	if err != nil {
+		if f, ok := pr.(interface{ flush() error }); ok {
+			_ = f.flush() // the rows written before the failure
+		}
 		return err
 	}
 	return pr.print(res)

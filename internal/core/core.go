@@ -72,6 +72,33 @@ type Result struct {
 	Types   []string // ClickHouse types of the columns, when known
 	Rows    [][]any
 	Message string
+	// Streamed says the rows went to the statement's RowSink as they
+	// arrived (Rows is empty): the caller has written them out already.
+	Streamed bool
+}
+
+// RowSink takes a query's rows as they arrive, for a caller that writes
+// them out as they come (lakepipe sql's csv, tsv and json formats) rather
+// than holding them: what a query returns is then not bound by the
+// process's memory (rowio.Limits.MaxResultBytes).
+type RowSink interface {
+	// Columns comes once, before the first row.
+	Columns(names, types []string) error
+	Row(row []any) error
+}
+
+type rowSinkKey struct{}
+
+// WithRowSink makes the SELECT statements run under ctx write their rows
+// to sink (Result.Streamed).
+func WithRowSink(ctx context.Context, sink RowSink) context.Context {
+	return context.WithValue(ctx, rowSinkKey{}, sink)
+}
+
+// RowSinkOf is the RowSink of ctx, or nil.
+func RowSinkOf(ctx context.Context) RowSink {
+	s, _ := ctx.Value(rowSinkKey{}).(RowSink)
+	return s
 }
 
 func Message(format string, args ...any) *Result {

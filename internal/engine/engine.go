@@ -139,7 +139,9 @@ func (e *Engine) Exec(ctx context.Context, stmt sqlast.Statement) (*core.Result,
 	case *sqlast.MergeInto:
 		return e.merge(ctx, s)
 	case *sqlast.QueryStmt:
-		return e.Query(ctx, s.Query)
+		// The caller's sink, if any, takes the rows of this statement's
+		// result only, not those of queries run on its behalf.
+		return e.QueryTo(ctx, s.Query, core.RowSinkOf(ctx))
 	case *sqlast.CopyIntoTable:
 		return e.CopyIntoTable(ctx, s)
 	case *sqlast.CopyIntoVolume:

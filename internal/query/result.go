@@ -7,34 +7,116 @@ import (
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chstore"
+	"github.com/lakepipe/lakepipe/internal/core"
 	"github.com/lakepipe/lakepipe/internal/rowio"
 )
 
-// collect runs a query and keeps its rows, failing once they take more
-// than limit bytes as the process holds them (rowio.Limits.MaxResultBytes):
-// the query is cancelled there, and the error says what to do instead.
-func collect(ctx context.Context, st *chstore.Store, text string, limit int64) (*chstore.Result, error) {
+// collector gathers the rows of a query. Without a sink it holds them,
+// failing once they take more than limit bytes as the process holds them
+// (rowio.Limits.MaxResultBytes). With one, rows are held only until they
+// are released (a stream read's result counts once its check held; past
+// limit the query waits for it), and then written to the sink as they
+// arrive: nothing more is held, whatever the result's size.
+type collector struct {
+	limit   int64
+	sink    core.RowSink
+	release chan struct{} // closed by Release
+	// Set by the query's goroutine, read by others once it returned.
+	cols, types []string
+	held        [][]any
+	heldBytes   int64
+	rows        int64
+	started     bool // the sink has the columns: output was written
+}
+
+func newCollector(limit int64, sink core.RowSink) *collector {
+	return &collector{limit: limit, sink: sink, release: make(chan struct{})}
+}
+
+// Release lets the rows go to the sink; called once.
+func (c *collector) Release() { close(c.release) }
+
+func (c *collector) released() bool {
+	select {
+	case <-c.release:
+		return true
+	default:
+		return false
+	}
+}
+
+// flush writes what is held to the sink, the columns first.
+func (c *collector) flush() error {
+	if !c.started {
+		c.started = true
+		if err := c.sink.Columns(c.cols, c.types); err != nil {
+			return err
+		}
+	}
+	for _, r := range c.held {
+		if err := c.sink.Row(r); err != nil {
+			return err
+		}
+	}
+	c.held, c.heldBytes = nil, 0
+	return nil
+}
+
+// result is what the query returned, once it has: the rows held, or,
+// with a sink, the rest of them written out.
+func (c *collector) result() (*core.Result, error) {
+	if c.sink == nil {
+		return &core.Result{Columns: c.cols, Types: c.types, Rows: c.held}, nil
+	}
+	if err := c.flush(); err != nil {
+		return nil, err
+	}
+	return &core.Result{Columns: c.cols, Types: c.types, Streamed: true}, nil
+}
+
+// collect runs a query into c. Past the bound on what c may hold the
+// query is cancelled, and the error says what to do instead.
+func collect(ctx context.Context, st *chstore.Store, text string, c *collector) error {
 	// Cancelled at the limit: the driver would read the rest of the
 	// result before returning otherwise.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res := &chstore.Result{}
-	var held, rows int64
-	err := st.Each(ctx, text, func(cols, types []string) error {
-		res.Columns, res.Types = cols, types
+	return st.Each(ctx, text, func(cols, types []string) error {
+		c.cols, c.types = cols, types
 		return nil
 	}, func(row []any) error {
-		held += rowBytes(row)
-		rows++
-		if held > limit {
-			cancel()
-			return fmt.Errorf("%w; add a LIMIT or aggregate, or write the rows out with INSERT INTO … SELECT or COPY INTO VOLUME",
-				&rowio.LimitError{Limit: "MaxResultBytes", Value: limit, What: fmt.Sprintf("the query's result (%d rows so far) takes more memory in this process than allowed", rows)})
+		c.rows++
+		if c.sink != nil && !c.released() && c.heldBytes+rowBytes(row) > c.limit {
+			// Held to the bound: the query waits (ClickHouse with it)
+			// until the rows may go, or are not wanted.
+			select {
+			case <-c.release:
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
 		}
-		res.Rows = append(res.Rows, append([]any(nil), row...))
+		if c.sink != nil && c.released() {
+			if !c.started || len(c.held) > 0 {
+				if err := c.flush(); err != nil {
+					cancel()
+					return err
+				}
+			}
+			if err := c.sink.Row(row); err != nil {
+				cancel()
+				return err
+			}
+			return nil
+		}
+		c.heldBytes += rowBytes(row)
+		if c.heldBytes > c.limit {
+			cancel()
+			return fmt.Errorf("%w; add a LIMIT or aggregate, write the rows out with INSERT INTO … SELECT or COPY INTO VOLUME, or print them with lakepipe sql --format csv, tsv or json, which hold no rows",
+				&rowio.LimitError{Limit: "MaxResultBytes", Value: c.limit, What: fmt.Sprintf("the query's result (%d rows so far) takes more memory in this process than allowed", c.rows)})
+		}
+		c.held = append(c.held, append([]any(nil), row...))
 		return nil
 	})
-	return res, err
 }
 
 // rowBytes estimates what a row takes once kept: its slice, and per cell

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,5 +29,42 @@ func TestRowBytes(t *testing.T) {
 		if got := rowBytes(c.row); got < c.min || got > c.max {
 			t.Errorf("%s: rowBytes = %d, want %d–%d", c.name, got, c.min, c.max)
 		}
+	}
+}
+
+type recordSink struct{ out []string }
+
+func (s *recordSink) Columns(names, _ []string) error {
+	s.out = append(s.out, fmt.Sprint(names))
+	return nil
+}
+
+func (s *recordSink) Row(row []any) error {
+	s.out = append(s.out, fmt.Sprint(row))
+	return nil
+}
+
+// TestCollectorHoldsUntilReleased: rows held before their check (a
+// stream read's) reach the sink after the columns, in order, once
+// released; a held result without a sink stays whole in the Result.
+func TestCollectorHoldsUntilReleased(t *testing.T) {
+	sink := &recordSink{}
+	c := newCollector(1<<20, sink)
+	c.cols, c.types = []string{"a"}, []string{"Int64"}
+	c.held = [][]any{{1}, {2}}
+	if len(sink.out) != 0 {
+		t.Fatal("rows written before the release")
+	}
+	res, err := c.result()
+	if err != nil || !res.Streamed || len(res.Rows) != 0 {
+		t.Fatalf("result %+v, %v: want the rows streamed", res, err)
+	}
+	if got := fmt.Sprint(sink.out); got != "[[a] [1] [2]]" {
+		t.Fatalf("the sink got %s", got)
+	}
+	held := newCollector(1<<20, nil)
+	held.cols, held.held = []string{"a"}, [][]any{{1}}
+	if res, _ := held.result(); res.Streamed || len(res.Rows) != 1 {
+		t.Fatalf("no sink: %+v, want the rows held", res)
 	}
 }

@@ -27,9 +27,15 @@ import (
 // So a stream read costs one round trip (and a cheap one alongside) when
 // nothing changed, and three when something did.
 func (e *Runner) Query(ctx context.Context, q *sqlast.Query) (*core.Result, error) {
+	return e.QueryTo(ctx, q, nil)
+}
+
+// QueryTo is Query writing the rows to sink as they arrive (nil: held in
+// the Result). A query that fails after rows went out is not run again.
+func (e *Runner) QueryTo(ctx context.Context, q *sqlast.Query, sink core.RowSink) (*core.Result, error) {
 	mode := querySpeculative
 	for {
-		res, again, err := e.queryOnce(ctx, q, mode)
+		res, again, err := e.queryOnce(ctx, q, mode, sink)
 		if again == 0 || again >= mode {
 			return res, err
 		}
@@ -48,7 +54,7 @@ const (
 
 // queryOnce runs a query; again, when not zero, says a cache turned out
 // outdated and how to run it again.
-func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode) (_ *core.Result, again queryMode, _ error) {
+func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode, sink core.RowSink) (_ *core.Result, again queryMode, _ error) {
 	sess := e.Session(ctx)
 	sess.cached = mode >= queryCached
 	sess.speculate = mode == querySpeculative
@@ -71,10 +77,13 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode)
 		// merge_tree_max_rows_to_use_cache rows bypasses it).
 		ctx = chstore.WithSettings(ctx, clickhouse.Settings{"use_uncompressed_cache": 1})
 	}
-	limit := e.Cfg.Limits.WithDefaults().MaxResultBytes
+	col := newCollector(e.Cfg.Limits.WithDefaults().MaxResultBytes, sink)
 	if len(sess.unchecked) == 0 {
-		r, err := collect(ctx, e.St, text, limit)
-		if err != nil {
+		col.Release()
+		if err := collect(ctx, e.St, text, col); err != nil {
+			if col.started {
+				return nil, 0, core.QueryError(err) // rows went out: not again
+			}
 			return nil, stale(err), core.QueryError(err)
 		}
 		// Every value used was checked after sess.token was read (no
@@ -82,16 +91,17 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode)
 		if sess.token != "" {
 			e.Fresh.Record(sess.token, sess.checked)
 		}
-		return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
+		res, err := col.result()
+		return res, 0, err
 	}
+	// The rows are held until the check below holds, then written out.
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var r *chstore.Result
 	var qerr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r, qerr = collect(qctx, e.St, text, limit)
+		qerr = collect(qctx, e.St, text, col)
 	}()
 	// The parts token is read before the full check, so that the values
 	// the check finds current are current at that token (see freshness).
@@ -116,11 +126,13 @@ func (e *Runner) queryOnce(ctx context.Context, q *sqlast.Query, mode queryMode)
 			e.Fresh.Record(token, sess.used)
 		}
 	}
+	col.Release()
 	<-done
 	if qerr != nil {
 		return nil, 0, core.QueryError(qerr)
 	}
-	return &core.Result{Columns: r.Columns, Types: r.Types, Rows: r.Rows}, 0, nil
+	res, err := col.result()
+	return res, 0, err
 }
 
 // UniqueOutputNames renames the SELECT items of an INSERT's query whose
