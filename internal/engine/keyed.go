@@ -86,8 +86,11 @@ func (e *Engine) keyedDelete(ctx context.Context, sess *query.Session, schema, n
 	if rows > 0 {
 		// The keys kept in the change log, and only they: a key a load
 		// writes meanwhile stays.
+		// The commit named as deleteWhere names it (no row carries it),
+		// for maintenance should the process die before recording it.
 		matching := tuple + " IN (SELECT " + keys + " FROM " + chsql.Table(schemas.ChangesDB, changes.ChangesTable(schema, name)) +
-			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ")"
+			" WHERE " + chsql.QuoteIdent(core.CommitColumn) + " = " + strconv.FormatUint(commit, 10) + ") AND " +
+			chsql.QuoteIdent(core.CommitColumn) + " != " + strconv.FormatUint(commit, 10)
 		if res, err = e.MutateIssued(ctx, schema, name, "DELETE WHERE "+matching, g.issuedHook); err != nil {
 			return nil, err
 		}
