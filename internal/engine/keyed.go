@@ -186,7 +186,9 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 			}
 			defer func() {
 				if err != nil && !issued {
-					_ = e.SettleFailed(context.WithoutCancel(ctx), schema, name, opened)
+					cctx, cancel := cleanupContext(ctx)
+					defer cancel()
+					_ = e.SettleFailed(cctx, schema, name, opened)
 				}
 			}()
 		}

@@ -689,6 +689,14 @@ func checkTableProps(table string, props map[string]string) error {
 	return nil
 }
 
+// cleanupContext is the context of what a failed statement undoes on its
+// way out: it outlives the statement's cancellation (Ctrl-C), not a
+// minute, so that a ClickHouse that does not answer cannot hold the
+// process; what is not done by then is left to maintenance.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
 // dmlCommit is the commit of a DELETE or UPDATE of a tracked table. It
 // is opened under the process's writer lease, so that maintenance finds
 // it if the process dies, and taken back at once if the statement fails
@@ -726,7 +734,8 @@ func (g *dmlCommit) undo(ctx context.Context, err *error) {
 	if *err == nil || g.issued {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
 	t := core.LoadTarget{DB: g.schema, Table: g.name, Display: core.Display(g.schema, g.name), Tracked: true}
 	if g.e.DropCommits(ctx, t, []uint64{g.id}) == nil {
 		_ = g.e.CloseAbandoned(ctx, t, []uint64{g.id})
