@@ -202,7 +202,8 @@ func TestCLIFormats(t *testing.T) {
 
 	t.Run("table", func(t *testing.T) {
 		out := s.sqlCLI("", "-e", query)
-		want := []string{"| id | name    | price | note   |", "| 1  | plain   | 1.50  | NULL   |", `| 2  | a,b "q" | 2.00  | tab	in |`, "2 rows"}
+		// A tab shows escaped, as in TSV: the row stays aligned.
+		want := []string{"| id | name    | price | note    |", "| 1  | plain   | 1.50  | NULL    |", `| 2  | a,b "q" | 2.00  | tab\tin |`, "2 rows"}
 		for _, w := range want {
 			if !strings.Contains(out.Stdout, w) {
 				t.Errorf("table output lacks %q:\n%s", w, out.Stdout)

@@ -18,7 +18,8 @@ import (
 // setting and what to do instead, rather than taking the process's
 // memory; a query under it, and the same rows counted or limited, answer.
 // The formats for scripts (csv, tsv, json) write the rows as they arrive,
-// and are not bound by it.
+// and are not bound by it; the table format shows the first --max-rows
+// (10,000) and counts the rest.
 func TestResultBound(t *testing.T) {
 	s := newStack(t)
 	s.run(`CREATE TABLE wide (id BIGINT, note STRING)`)
@@ -32,12 +33,17 @@ func TestResultBound(t *testing.T) {
 	env := []string{"LAKEPIPE_SCHEMA=" + s.Schema, "LAKEPIPE_CLICKHOUSE_ADDR=" + chAddr, "LAKEPIPE_MAX_RESULT_BYTES=1MiB"}
 	sql := func(stmt string) cliResult { return cli(t, t.TempDir(), env, "", "sql", "--format", "csv", "-e", stmt) }
 	start := time.Now()
-	res := cli(t, t.TempDir(), env, "", "sql", "-e", `SELECT id, note FROM wide`) // the table format holds every row
+	res := cli(t, t.TempDir(), env, "", "sql", "--max-rows", "0", "-e", `SELECT id, note FROM wide`) // the table format, every row held
 	t.Logf("20,000 rows of ~150 bytes under 1 MiB: exit %d in %v, stderr %s", res.Code, time.Since(start).Round(time.Millisecond), strings.TrimSpace(res.Stderr))
 	for _, want := range []string{"the query's result", "takes more memory in this process than allowed, over the limit of 1 MiB", "LAKEPIPE_MAX_RESULT_BYTES", "LIMIT", "COPY INTO VOLUME", "--format csv"} {
 		if res.Code == 0 || !strings.Contains(res.Stderr, want) {
 			t.Fatalf("a result over the bound: exit %d, stderr %q, want an error with %q", res.Code, res.Stderr, want)
 		}
+	}
+	// The table format shows its first 10,000 rows and counts the rest.
+	if res := cli(t, t.TempDir(), env, "", "sql", "-e", `SELECT id, note FROM wide ORDER BY id`); res.Code != 0 ||
+		!strings.Contains(res.Stdout, "20000 rows (the first 10000 shown") || !strings.Contains(res.Stdout, "| 9999 ") || strings.Contains(res.Stdout, "| 10000 ") {
+		t.Fatalf("the table format over the bound: exit %d, stdout ends %q, stderr %q", res.Code, res.Stdout[max(0, len(res.Stdout)-300):], res.Stderr)
 	}
 	if res := sql(`SELECT id, note FROM wide ORDER BY id LIMIT 1000`); res.Code != 0 || strings.Count(res.Stdout, "\n") < 1000 {
 		t.Fatalf("1,000 rows under the bound: exit %d, %d lines, stderr %q", res.Code, strings.Count(res.Stdout, "\n"), res.Stderr)

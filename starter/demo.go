@@ -139,7 +139,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lakepipe demo: worker:", err)
 		return 1
 	}
-	pr := &tablePrinter{w: stdout}
+	pr := &tablePrinter{w: stdout, maxRows: defaultMaxRows}
 	for _, ch := range chunks {
 		if strings.HasPrefix(ch.Text, "{{WAIT") {
 			var table string

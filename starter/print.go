@@ -15,17 +15,24 @@ import (
 	"github.com/lakepipe/lakepipe/schemas"
 )
 
-// printer writes results in one of the output formats. Those for scripts
-// (csv, tsv, json) are also a core.RowSink: a SELECT's rows are written
-// as they arrive, so that an export is not bound by memory.
+// printer writes results in one of the output formats. Its sink, when
+// not nil, takes a SELECT's rows as they arrive (core.RowSink): the
+// formats for scripts (csv, tsv, json) write them at once, so that an
+// export is not bound by memory; the table format keeps the first
+// maxRows for its column widths and counts the rest.
 type printer interface {
 	print(*core.Result) error
+	sink() core.RowSink
 }
 
-func newPrinter(format string, w io.Writer) (printer, error) {
+// defaultMaxRows is how many rows the table format shows (--max-rows), as
+// clickhouse-client's Pretty formats show 10,000.
+const defaultMaxRows = 10000
+
+func newPrinter(format string, w io.Writer, maxRows int) (printer, error) {
 	switch strings.ToLower(format) {
 	case "table", "":
-		return &tablePrinter{w: w}, nil
+		return &tablePrinter{w: w, maxRows: maxRows}, nil
 	case "csv":
 		return &sepPrinter{w: bufio.NewWriter(w), sep: ','}, nil
 	case "tsv":
@@ -87,7 +94,43 @@ func rowText(types []string, row []any) []string {
 	return out
 }
 
-type tablePrinter struct{ w io.Writer }
+type tablePrinter struct {
+	w       io.Writer
+	maxRows int // 0: every row, held whole (LAKEPIPE_MAX_RESULT_BYTES bounds it)
+	// The result being printed.
+	cols, types []string
+	cells       [][]string
+	total       int64
+}
+
+// sink is the printer itself when it shows a bounded number of rows.
+func (p *tablePrinter) sink() core.RowSink {
+	if p.maxRows <= 0 {
+		return nil
+	}
+	return p
+}
+
+func (p *tablePrinter) Columns(names, types []string) error {
+	p.cols, p.types, p.cells, p.total = names, types, nil, 0
+	return nil
+}
+
+func (p *tablePrinter) Row(row []any) error {
+	p.total++
+	if p.maxRows <= 0 || len(p.cells) < p.maxRows {
+		cells := rowText(p.types, row)
+		for i, c := range cells {
+			cells[i] = cellEscape.Replace(c)
+		}
+		p.cells = append(p.cells, cells)
+	}
+	return nil
+}
+
+// cellEscape keeps a cell on its line of the table (and the widths, which
+// are measured after it, right).
+var cellEscape = strings.NewReplacer("\n", "\\n", "\r", "\\r", "\t", "\\t")
 
 func (p *tablePrinter) print(res *core.Result) error {
 	if len(res.Columns) == 0 {
@@ -97,15 +140,18 @@ func (p *tablePrinter) print(res *core.Result) error {
 		}
 		return nil
 	}
-	widths := make([]int, len(res.Columns))
-	for i, c := range res.Columns {
-		widths[i] = width(c)
+	if !res.Streamed {
+		_ = printRows(p, res)
 	}
-	cells := make([][]string, len(res.Rows))
-	for r, row := range res.Rows {
-		cells[r] = rowText(res.Types, row)
-		for i, c := range cells[r] {
-			if n := width(c); n > widths[i] {
+	cols := make([]string, len(p.cols))
+	widths := make([]int, len(p.cols))
+	for i, c := range p.cols {
+		cols[i] = cellEscape.Replace(c)
+		widths[i] = width(cols[i])
+	}
+	for _, row := range p.cells {
+		for i, c := range row {
+			if n := width(c); i < len(widths) && n > widths[i] {
 				widths[i] = n
 			}
 		}
@@ -119,22 +165,26 @@ func (p *tablePrinter) print(res *core.Result) error {
 	}
 	rowOut := func(vals []string) {
 		for i, v := range vals {
-			v = strings.ReplaceAll(v, "\n", "\\n")
 			b.WriteString("| " + v + strings.Repeat(" ", widths[i]-width(v)) + " ")
 		}
 		b.WriteString("|\n")
 	}
 	line()
-	rowOut(res.Columns)
+	rowOut(cols)
 	line()
-	for _, r := range cells {
+	for _, r := range p.cells {
 		rowOut(r)
 	}
 	line()
-	fmt.Fprintf(&b, "%d row%s\n", len(res.Rows), map[bool]string{true: "", false: "s"}[len(res.Rows) == 1])
+	fmt.Fprintf(&b, "%d row%s", p.total, map[bool]string{true: "", false: "s"}[p.total == 1])
+	if shown := int64(len(p.cells)); shown < p.total {
+		fmt.Fprintf(&b, " (the first %d shown: --max-rows 0 shows every row; --format csv, tsv or json print them all)", shown)
+	}
+	b.WriteString("\n")
 	if res.Message != "" {
 		b.WriteString(res.Message + "\n")
 	}
+	p.cells = nil
 	_, err := io.WriteString(p.w, b.String())
 	return err
 }
@@ -154,6 +204,8 @@ func (p *sepPrinter) print(res *core.Result) error {
 	}
 	return p.flush()
 }
+
+func (p *sepPrinter) sink() core.RowSink { return p }
 
 func (p *sepPrinter) flush() error {
 	if p.csv != nil {
@@ -213,6 +265,8 @@ func (p *jsonPrinter) print(res *core.Result) error {
 }
 
 func (p *jsonPrinter) flush() error { return p.w.Flush() }
+
+func (p *jsonPrinter) sink() core.RowSink { return p }
 
 func (p *jsonPrinter) Columns(names, types []string) error {
 	p.names, p.types = names, types

@@ -29,16 +29,16 @@ func TestPrinterStreamed(t *testing.T) {
 			`{"id":3,"note":null,"at":"2026-12-07 12:00:00"}` + "\n"},
 	} {
 		var whole, streamed strings.Builder
-		pw, err := newPrinter(tc.format, &whole)
+		pw, err := newPrinter(tc.format, &whole, defaultMaxRows)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := pw.print(res); err != nil {
 			t.Fatal(err)
 		}
-		ps, _ := newPrinter(tc.format, &streamed)
-		sink, ok := ps.(core.RowSink)
-		if !ok {
+		ps, _ := newPrinter(tc.format, &streamed, defaultMaxRows)
+		sink := ps.sink()
+		if sink == nil {
 			t.Fatalf("%s: the printer takes no rows as they arrive", tc.format)
 		}
 		if err := printRows(sink, res); err != nil {
@@ -51,9 +51,55 @@ func TestPrinterStreamed(t *testing.T) {
 			t.Errorf("%s:\nwhole    %q\nstreamed %q\nwant     %q", tc.format, whole.String(), streamed.String(), tc.want)
 		}
 	}
-	var table strings.Builder
-	pt, _ := newPrinter("table", &table)
-	if _, ok := pt.(core.RowSink); ok {
-		t.Error("the table format streams: it needs every row for its widths")
+	// The table format keeps the rows it shows, streamed or held alike,
+	// and counts the rest; with no bound it takes no rows as they come.
+	for _, streamed := range []bool{false, true} {
+		var table strings.Builder
+		pt, _ := newPrinter("table", &table, 2)
+		r := res
+		if streamed {
+			if err := printRows(pt.sink(), res); err != nil {
+				t.Fatal(err)
+			}
+			r = &core.Result{Columns: res.Columns, Types: res.Types, Streamed: true}
+		}
+		if err := pt.print(r); err != nil {
+			t.Fatal(err)
+		}
+		out := table.String()
+		if !strings.Contains(out, "| 2  | tab") || strings.Contains(out, "| 3 ") ||
+			!strings.Contains(out, "3 rows (the first 2 shown: --max-rows 0 shows every row") {
+			t.Errorf("table of 3 rows, 2 shown (streamed %v):\n%s", streamed, out)
+		}
 	}
+	if pt, _ := newPrinter("table", &strings.Builder{}, 0); pt.sink() != nil {
+		t.Error("the table format with every row takes rows as they come: nothing would bound them")
+	}
+}
+
+// FuzzTablePrinter: whatever a cell or a column name holds (newlines,
+// tabs, wide characters, invalid UTF-8), the table prints without a
+// panic, one line per row, every line as wide as the border.
+func FuzzTablePrinter(f *testing.F) {
+	f.Add("note", "plain")
+	f.Add("a\nb", "line\nbreak")
+	f.Add("列", "中文\t\r")
+	f.Add("\xff", "\x00\xfe")
+	f.Fuzz(func(t *testing.T, col, cell string) {
+		var out strings.Builder
+		p, _ := newPrinter("table", &out, 2)
+		res := &core.Result{Columns: []string{col, "n"}, Types: []string{"String", "Int64"}, Rows: [][]any{{cell, int64(1)}, {nil, int64(2)}, {cell, int64(3)}}}
+		if err := p.print(res); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if len(lines) != 7 { // border, header, border, 2 rows, border, count
+			t.Fatalf("%d lines, want 7:\n%s", len(lines), out.String())
+		}
+		for _, l := range lines[:6] {
+			if width(l) != width(lines[0]) {
+				t.Fatalf("line %q is %d wide, the border %d", l, width(l), width(lines[0]))
+			}
+		}
+	})
 }

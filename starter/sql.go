@@ -24,6 +24,7 @@ type sqlFlags struct {
 	exec            string
 	file            string
 	format          string
+	maxRows         int
 	check           bool
 	continueOnError bool
 	echo            bool
@@ -37,6 +38,7 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&f.exec, "e", "", "statements to run, separated by ';'")
 	fs.StringVar(&f.file, "f", "", "file of statements to run ('-' for stdin)")
 	fs.StringVar(&f.format, "format", env("LAKEPIPE_FORMAT", "table"), "result format: table, csv, tsv or json (LAKEPIPE_FORMAT)")
+	fs.IntVar(&f.maxRows, "max-rows", defaultMaxRows, "rows the table format shows of a result, counting the rest (0: all, held in memory up to LAKEPIPE_MAX_RESULT_BYTES)")
 	fs.BoolVar(&f.check, "check", false, "parse and validate only, without running anything (no server needed)")
 	fs.BoolVar(&f.continueOnError, "continue-on-error", false, "run the remaining statements after one fails (the exit code still reports the failure)")
 	fs.BoolVar(&f.echo, "echo", false, "print each statement before its result")
@@ -47,7 +49,7 @@ func runSQL(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fmt.Fprintf(stderr, "lakepipe sql: unexpected argument %q (quote the SQL and pass it with -e)\n", fs.Arg(0))
 		return 2
 	}
-	pr, err := newPrinter(f.format, stdout)
+	pr, err := newPrinter(f.format, stdout, f.maxRows)
 	if err != nil {
 		fmt.Fprintln(stderr, "lakepipe sql:", err)
 		return 2
@@ -179,7 +181,7 @@ func runOne(ctx context.Context, eng *engine.Engine, c sqlparse.Chunk, echo bool
 	if echo {
 		fmt.Fprintln(stdout, core.Redact(stmt)+";")
 	}
-	if sink, ok := pr.(core.RowSink); ok {
+	if sink := pr.sink(); sink != nil {
 		ctx = core.WithRowSink(ctx, sink)
 	}
 	res, err := eng.Exec(ctx, stmt)
