@@ -100,8 +100,18 @@ type tablePrinter struct {
 	// The result being printed.
 	cols, types []string
 	cells       [][]string
+	held        int // bytes of cells
 	total       int64
 }
+
+// What the table format keeps of a streamed result: cells are cut at
+// maxCellBytes (clickhouse-client's Pretty formats cut values at 10,000
+// characters), and rows stop being kept past maxTableBytes, whatever
+// --max-rows says, so that a few huge values cannot take the memory.
+const (
+	maxCellBytes  = 10000
+	maxTableBytes = 64 << 20
+)
 
 // sink is the printer itself when it shows a bounded number of rows.
 func (p *tablePrinter) sink() core.RowSink {
@@ -112,19 +122,24 @@ func (p *tablePrinter) sink() core.RowSink {
 }
 
 func (p *tablePrinter) Columns(names, types []string) error {
-	p.cols, p.types, p.cells, p.total = names, types, nil, 0
+	p.cols, p.types, p.cells, p.held, p.total = names, types, nil, 0, 0
 	return nil
 }
 
 func (p *tablePrinter) Row(row []any) error {
 	p.total++
-	if p.maxRows <= 0 || len(p.cells) < p.maxRows {
-		cells := rowText(p.types, row)
-		for i, c := range cells {
-			cells[i] = cellEscape.Replace(c)
-		}
-		p.cells = append(p.cells, cells)
+	if p.maxRows > 0 && (len(p.cells) >= p.maxRows || p.held >= maxTableBytes || p.total > int64(len(p.cells))+1) {
+		return nil // only counted; the rows kept stay the first ones
 	}
+	cells := rowText(p.types, row)
+	for i, c := range cells {
+		if p.maxRows > 0 && len(c) > maxCellBytes {
+			c = strings.ToValidUTF8(c[:maxCellBytes], "") + "…"
+		}
+		cells[i] = cellEscape.Replace(c)
+		p.held += len(cells[i])
+	}
+	p.cells = append(p.cells, cells)
 	return nil
 }
 

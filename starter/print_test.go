@@ -103,3 +103,25 @@ func FuzzTablePrinter(f *testing.F) {
 		}
 	})
 }
+
+// TestTableCellCut: the table format cuts a huge value for display, as
+// clickhouse-client's Pretty formats do, so that the rows it keeps stay
+// small; --max-rows 0 (every row held whole) shows it whole.
+func TestTableCellCut(t *testing.T) {
+	huge := strings.Repeat("界", 400000) // 1.2 MB
+	for _, c := range []struct {
+		maxRows int
+		want    int
+	}{{10, maxCellBytes}, {0, len(huge)}} {
+		var out strings.Builder
+		p, _ := newPrinter("table", &out, c.maxRows)
+		if err := p.print(&core.Result{Columns: []string{"v"}, Types: []string{"String"}, Rows: [][]any{{huge}}}); err != nil {
+			t.Fatal(err)
+		}
+		line := strings.Split(out.String(), "\n")[3]
+		cell := strings.TrimSuffix(strings.TrimSpace(strings.Trim(line, "|")), "…")
+		if len(cell) > c.want || len(cell) < c.want-3 || !strings.HasPrefix(cell, "界") {
+			t.Errorf("--max-rows %d: a cell of %d bytes shown as %d bytes, want about %d", c.maxRows, len(huge), len(cell), c.want)
+		}
+	}
+}
