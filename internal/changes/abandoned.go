@@ -128,23 +128,9 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
 		return 0, err
 	}
-	registered, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM lakepipe.table_commits WHERE "+TableWhere(schema, name)+
-		" AND commit_id IN ("+IDList(ids)+")")
-	if err != nil {
-		return 0, fmt.Errorf("table %s: read its abandoned loads: %w", core.Display(schema, name), err)
-	}
-	skip := map[string]bool{}
-	for _, r := range registered {
-		skip[r] = true
-	}
-	var drop []uint64
-	for _, id := range ids {
-		if !skip[strconv.FormatUint(id, 10)] {
-			drop = append(drop, id)
-		}
-	}
-	if len(drop) == 0 {
-		return 0, nil
+	drop, err := e.unregistered(ctx, schema, name, ids)
+	if err != nil || len(drop) == 0 {
+		return 0, err
 	}
 	// A volume pipe's load is committed once load_history records it,
 	// and registered after: one recorded but not registered (the worker
@@ -154,6 +140,27 @@ func (e *Log) sweepTable(ctx context.Context, schema, name string, ids []uint64)
 		return 0, err
 	}
 	return e.settle(ctx, schema, name, spec, drop)
+}
+
+// unregistered returns those of ids (loads of schema.name) that its change
+// log has not registered.
+func (e *Log) unregistered(ctx context.Context, schema, name string, ids []uint64) ([]uint64, error) {
+	registered, err := e.St.Strings(ctx, "SELECT toString(commit_id) FROM lakepipe.table_commits WHERE "+TableWhere(schema, name)+
+		" AND commit_id IN ("+IDList(ids)+")")
+	if err != nil {
+		return nil, fmt.Errorf("table %s: read its abandoned loads: %w", core.Display(schema, name), err)
+	}
+	skip := map[string]bool{}
+	for _, r := range registered {
+		skip[r] = true
+	}
+	var out []uint64
+	for _, id := range ids {
+		if !skip[strconv.FormatUint(id, 10)] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 // SettleFailed settles the loads ids of schema.name, opened by a statement
@@ -166,7 +173,13 @@ func (e *Log) SettleFailed(ctx context.Context, schema, name string, ids []uint6
 	if ok, err := e.Cat.Get(ctx, catalog.KindTable, schema, name, &spec); err != nil || !ok {
 		return err
 	}
-	_, err := e.settle(ctx, schema, name, spec, ids)
+	// Registered ones (it failed closing their marks) are left to
+	// maintenance's closeRegistered.
+	ids, err := e.unregistered(ctx, schema, name, ids)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	_, err = e.settle(ctx, schema, name, spec, ids)
 	return err
 }
 
