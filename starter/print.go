@@ -102,6 +102,7 @@ type tablePrinter struct {
 	cells       [][]string
 	held        int // bytes of cells
 	total       int64
+	full        bool // a row was not kept: the rest are only counted
 }
 
 // What the table format keeps of a streamed result: cells are cut at
@@ -122,13 +123,13 @@ func (p *tablePrinter) sink() core.RowSink {
 }
 
 func (p *tablePrinter) Columns(names, types []string) error {
-	p.cols, p.types, p.cells, p.held, p.total = names, types, nil, 0, 0
+	p.cols, p.types, p.cells, p.held, p.total, p.full = names, types, nil, 0, 0, false
 	return nil
 }
 
 func (p *tablePrinter) Row(row []any) error {
 	p.total++
-	if p.maxRows > 0 && (len(p.cells) >= p.maxRows || p.held >= maxTableBytes || p.total > int64(len(p.cells))+1) {
+	if p.full = p.full || p.maxRows > 0 && (len(p.cells) >= p.maxRows || p.held >= maxTableBytes); p.full {
 		return nil // only counted; the rows kept stay the first ones
 	}
 	cells := rowText(p.types, row)

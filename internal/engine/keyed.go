@@ -171,7 +171,9 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 	}
 	var opened []uint64
-	issued := false
+	// The update commit's mutation (a deletion of keys), recorded as a
+	// DELETE's is once accepted.
+	del := &dmlCommit{e: e, schema: schema, name: name, id: updateCommit}
 	if tracked {
 		// Registered (and closed) together below, each if it wrote rows.
 		if n.inserted > 0 {
@@ -185,7 +187,7 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 				return n, err
 			}
 			defer func() {
-				if err != nil && !issued {
+				if err != nil && !del.issued {
 					cctx, cancel := cleanupContext(ctx)
 					defer cancel()
 					_ = e.SettleFailed(cctx, schema, name, opened)
@@ -205,19 +207,16 @@ func (e *Engine) applyKeyed(ctx context.Context, schema, name string, spec catal
 		}
 	}
 	if n.deleted > 0 {
-		del := "DELETE WHERE " + tuple + " IN " + kindIn(keyDeleted)
+		mutation := "DELETE WHERE " + tuple + " IN " + kindIn(keyDeleted)
 		if !tracked {
-			if _, err := e.Mutate(ctx, schema, name, del); err != nil {
+			if _, err := e.Mutate(ctx, schema, name, mutation); err != nil {
 				return n, err
 			}
 		} else {
 			// Named as deleteWhere names its commit (no row of a deleted
 			// key carries it), and recorded once accepted.
-			del += fmt.Sprintf(" AND %s != %d", chsql.QuoteIdent(core.CommitColumn), updateCommit)
-			if _, err := e.MutateIssued(ctx, schema, name, del, func(ctx context.Context) error {
-				issued = true
-				return e.MutationIssued(ctx, schema, name, updateCommit)
-			}); err != nil {
+			mutation += fmt.Sprintf(" AND %s != %d", chsql.QuoteIdent(core.CommitColumn), updateCommit)
+			if _, err := e.MutateIssued(ctx, schema, name, mutation, del.issuedHook); err != nil {
 				return n, err
 			}
 		}

@@ -86,7 +86,8 @@ func collect(ctx context.Context, st *chstore.Store, text string, c *collector) 
 		return nil
 	}, func(row []any) error {
 		c.rows++
-		if c.sink != nil && !c.released() && c.heldBytes+rowBytes(row) > c.limit {
+		size := rowBytes(row)
+		if c.sink != nil && !c.released() && c.heldBytes+size > c.limit {
 			// Held to the bound: the query waits (ClickHouse with it)
 			// until the rows may go, or are not wanted.
 			select {
@@ -108,7 +109,7 @@ func collect(ctx context.Context, st *chstore.Store, text string, c *collector) 
 			}
 			return nil
 		}
-		c.heldBytes += rowBytes(row)
+		c.heldBytes += size
 		if c.heldBytes > c.limit {
 			cancel()
 			return fmt.Errorf("%w; add a LIMIT or aggregate, write the rows out with INSERT INTO … SELECT or COPY INTO VOLUME, or print them with lakepipe sql --format csv, tsv or json, which hold no rows",
