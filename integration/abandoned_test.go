@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/chsql"
 	"github.com/lakepipe/lakepipe/internal/core"
+	"github.com/lakepipe/lakepipe/internal/fileread"
 	"github.com/lakepipe/lakepipe/internal/jobs"
 	"github.com/lakepipe/lakepipe/schemas"
 	"github.com/minio/minio-go/v7"
@@ -545,6 +547,91 @@ func TestKilledCopyPurgeOnce(t *testing.T) {
 		t.Fatalf("%d files left after the COPY ran again", n)
 	}
 	wantRows(t, "every row once", s.run(`SELECT COUNT(*), COUNT(DISTINCT id) FROM akp_t`), fmt.Sprintf("%d|%d", files*per, files*per))
+}
+
+// TestCopyPurgeLeftOver: a COPY INTO … PURGE = TRUE whose process
+// stopped between recording a file (its rows committed) and removing it
+// left the file in the volume. The same COPY run again removes such a file
+// instead of loading it twice, whether its load was registered or its
+// process died before registering it (maintenance registers it then, as
+// recorded). A file recorded by a COPY without PURGE, or uploaded again
+// since with the same bytes, loads as any file does.
+func TestCopyPurgeLeftOver(t *testing.T) {
+	s := newStack(t)
+	trackedVolume(s, "plo_vol", "plo", "plo_t")
+	// a: loaded and registered; b: loaded, its process died before
+	// registering; c: loaded by a COPY without PURGE; d: loaded and
+	// removed, then the same bytes uploaded again; e: never loaded.
+	for i, f := range []string{"a", "b", "c", "d", "e"} {
+		s.put("plo/"+f+".csv", csvRows(i*10, 10))
+	}
+	dead := `{"lease":"plo-host/1/dead"}`
+	must(t, s.Store.Exec(s.Ctx, "INSERT INTO lakepipe.writer_leases (owner, renewed_at) SELECT "+chsql.QuoteString(dead)+", now() - 90000"))
+	t.Cleanup(func() {
+		_ = s.Store.Exec(context.WithoutCancel(s.Ctx), "ALTER TABLE lakepipe.writer_leases DELETE WHERE owner = "+chsql.QuoteString(dead))
+	})
+	record := func(f string, i int, commit uint64, purge bool, modified time.Time) {
+		t.Helper()
+		info, err := rawS3(t).StatObject(s.Ctx, s3Bucket, s.key("plo/"+f+".csv"), minio.StatObjectOptions{})
+		must(t, err)
+		if modified.IsZero() {
+			modified = info.LastModified
+		}
+		leaveRows(s, "plo_t", commit, "EARLIER", i*10, 10)
+		must(t, s.Eng.RecordLoads(s.Ctx, core.Display(s.Schema, "plo_t"), "", "", []fileread.FileLoad{{Path: f + ".csv", Size: info.Size,
+			ETag: strings.Trim(info.ETag, `"`), Modified: modified, Rows: 10, Status: jobs.FileLoaded, LoadID: core.LoadID(commit), Purge: purge}}))
+	}
+	const ca, cb, cc, cd = 0x710a, 0x710b, 0x710c, 0x710d
+	record("a", 0, ca, true, time.Time{})
+	must(t, s.Eng.RegisterCommit(s.Ctx, s.Schema, "plo_t", ca, "INSERT", 10))
+	record("b", 1, cb, true, time.Time{})
+	openMark(s, "plo_t", cb, dead, 25*time.Hour)
+	record("c", 2, cc, false, time.Time{})
+	must(t, s.Eng.RegisterCommit(s.Ctx, s.Schema, "plo_t", cc, "INSERT", 10))
+	record("d", 3, cd, true, time.Now().Add(-time.Hour))
+	must(t, s.Eng.RegisterCommit(s.Ctx, s.Schema, "plo_t", cd, "INSERT", 10))
+
+	res := s.run(`COPY INTO plo_t FROM VOLUME plo_vol USING CSV PURGE = TRUE`)
+	status := map[string]string{}
+	for _, row := range res.Rows {
+		status[fmt.Sprint(row[0])] = fmt.Sprint(row[1])
+	}
+	want := map[string]string{"a.csv": "SKIPPED", "b.csv": "SKIPPED", "c.csv": "LOADED", "d.csv": "LOADED", "e.csv": "LOADED"}
+	if !maps.Equal(status, want) {
+		t.Fatalf("the COPY's files %v, want %v:\n%v", status, want, res.Rows)
+	}
+	if n := len(s.files("plo")); n != 0 {
+		t.Fatalf("%d files left in the volume, want none", n)
+	}
+	if _, err := s.Eng.SweepAbandoned(s.Ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// a and b once (their earlier loads), c and d twice (loaded again, as
+	// asked), e once.
+	counts, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(count()), ' ', toString(uniqExact(id))) FROM "+chsql.Table(s.Schema, "plo_t"))
+	if err != nil || len(counts) != 1 || counts[0] != "70 50" {
+		t.Fatalf("the table holds (rows, distinct ids) %v (%v), want 70 50", counts, err)
+	}
+	reg, err := s.Store.Strings(s.Ctx, "SELECT toString(count()) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'plo_t' AND commit_id = "+strconv.Itoa(cb))
+	if err != nil || len(reg) != 1 || reg[0] != "1" {
+		t.Fatalf("b's load, recorded and left open by its dead process, is registered %v times (%v), want once", reg, err)
+	}
+
+	// A real COPY records the version it read as the listing shows it:
+	// the store's HEAD and its listing agree on the last-modified time.
+	s.volume("plo2_vol", "plo2", false)
+	s.put("plo2/g.csv", csvRows(100, 1))
+	s.run(`COPY INTO plo_t FROM VOLUME plo2_vol USING CSV`)
+	var listed minio.ObjectInfo
+	for o := range rawS3(t).ListObjects(s.Ctx, s3Bucket, minio.ListObjectsOptions{Prefix: s.key("plo2/")}) {
+		must(t, o.Err)
+		listed = o
+	}
+	rec, err := s.Store.Strings(s.Ctx, "SELECT concat(toString(toUInt32(file_modified)), ' ', etag) FROM lakepipe.load_history WHERE table_name = "+
+		chsql.QuoteString(core.Display(s.Schema, "plo_t"))+" AND file_path = 'g.csv'")
+	if want := fmt.Sprintf("%d %s", listed.LastModified.Unix(), strings.Trim(listed.ETag, `"`)); err != nil || len(rec) != 1 || rec[0] != want {
+		t.Fatalf("g.csv's record (modified, etag) %v (%v), want the listing's %s", rec, err, want)
+	}
 }
 
 // TestKilledUpdateKept: an UPDATE of a change-tracked table whose process

@@ -805,3 +805,32 @@ func TestPipeIgnoresTempFiles(t *testing.T) {
 	}
 	s.mustFail(`CREATE PIPE bad_pipe IGNORE_TMP_FILE = 'maybe' AS COPY INTO t FROM VOLUME tmp_vol USING CSV`, "IGNORE_TMP_FILE", "TRUE or FALSE")
 }
+
+// TestLongKeys: a listing page of 1,000 keys of ~600 bytes each (S3 keys
+// go up to 1,024). Every page's keys are looked up in load_history with
+// one query naming them, past ClickHouse's default max_query_size (256
+// KiB): the query failed, and the pipe failed every turn for good, wedged
+// by what a bucket holds; a COPY … PURGE's lookup of the versions it left
+// failed the same way. Both load every file.
+func TestLongKeys(t *testing.T) {
+	s := newStack(t)
+	s.withWorker()
+	s.volume("lk_vol", "lk", false)
+	s.volume("lkp_vol", "lkp", false)
+	s.pipeTable("lk_t")
+	s.pipeTable("lkp_t")
+	long := strings.Repeat("k", 200)
+	const files = 1000
+	name := func(dir string) func(i int) string {
+		return func(i int) string { return fmt.Sprintf("%s/%s/%s/%s-%04d.csv", dir, long, long, long, i) }
+	}
+	s.putMany(files, name("lk"), func(i int) []byte { return csvRows(i, 1) })
+	s.run(`COPY INTO lk_t FROM VOLUME lk_vol USING CSV PURGE = TRUE`)
+	if n, f := s.pipeCount("lk_t"), s.files("lk"); n != files || len(f) != 0 {
+		t.Fatalf("the COPY … PURGE loaded %d rows and left %d files, want %d and none", n, len(f), files)
+	}
+	s.putMany(files, name("lkp"), func(i int) []byte { return csvRows(i, 1) })
+	s.run(`CREATE PIPE lk_pipe INGEST_MODE = 'LIST' POLL_INTERVAL_IN_SECONDS = '1' AS COPY INTO lkp_t FROM VOLUME lkp_vol USING CSV`)
+	s.dropAtEnd("PIPE", "lk_pipe")
+	pipeWait(t, 3*time.Minute, "the pipe loads every file", func() bool { return s.pipeCount("lkp_t") == files })
+}

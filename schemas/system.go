@@ -18,7 +18,7 @@ const LocksDB = "lakepipe_locks"
 const ChangesDB = "lakepipe_changes"
 
 // Version is the catalog schema version this release writes.
-const Version = 10
+const Version = 11
 
 // Migration brings the system tables from version From-1 to From.
 type Migration struct {
@@ -263,5 +263,20 @@ var Migrations = []Migration{{
 			commit_id UInt64,
 			written_at DateTime DEFAULT now()
 		) ENGINE = MergeTree ORDER BY (db, table, commit_id)`,
+	},
+}, {
+	Version: 11,
+	Statements: []string{
+		// The version of a file a load read (its last-modified time, with
+		// its etag), and whether the load's COPY removes the files it
+		// loads (PURGE = TRUE). A COPY … PURGE whose process stopped
+		// between recording a file and removing it left the file, its rows
+		// committed: the same COPY run again finds the record of that very
+		// version and removes the file instead of loading it twice
+		// (loading.CopyIntoTable). An etag alone does not tell a file left
+		// behind from the same bytes uploaded again. One column per
+		// statement (18.16 has no ADD COLUMN IF NOT EXISTS; see version 8).
+		`ALTER TABLE lakepipe.load_history ADD COLUMN file_modified DateTime DEFAULT toDateTime(0)`,
+		`ALTER TABLE lakepipe.load_history ADD COLUMN purge UInt8 DEFAULT 0`,
 	},
 }}

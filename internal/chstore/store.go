@@ -100,7 +100,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 // a profile with empty_result_for_aggregation_by_empty_set = 1 would let
 // a refresh write its groups without their version, and the next refresh
 // add the same rows again.
-var SessionSettings = clickhouse.Settings{"empty_result_for_aggregation_by_empty_set": 0}
+//
+// max_query_size: lookups name the keys they read (a pipe's listing page
+// of 1,000 object keys in load_history, a COPY's files), and S3 keys go up
+// to 1,024 bytes: ClickHouse's default of 256 KiB refused a page of
+// 1,000 keys of 300 bytes, and the pipe failed every turn.
+// MaxQuerySize holds a page of the longest keys, each quoted.
+var SessionSettings = clickhouse.Settings{"empty_result_for_aggregation_by_empty_set": 0, "max_query_size": MaxQuerySize}
+
+// MaxQuerySize is the longest query text lakepipe sends (see
+// SessionSettings): 1,000 keys of 1,024 bytes, each escaped to at most
+// twice its length, fit four times over.
+const MaxQuerySize = 8 << 20
 
 // dial opens a pool to one server and checks that it answers.
 func dial(ctx context.Context, cfg Config, addr string, settings clickhouse.Settings) (driver.Conn, error) {

@@ -149,6 +149,7 @@ type FileLoad struct {
 	Path         string
 	Size         int64
 	ETag         string
+	Modified     time.Time // the version's last-modified time, with ETag
 	Rows         int64
 	Rejected     int64
 	FirstError   string
@@ -159,6 +160,9 @@ type FileLoad struct {
 	// of the one RecordLoads is given (the loads of a pipe's batch each
 	// keep their own).
 	LoadID string
+	// Purge: the COPY that loaded the file removes it once recorded
+	// (PURGE = TRUE); see Reader.PurgeLeft.
+	Purge bool
 }
 
 // MapColumns says, for each target column, which source column feeds it.
@@ -203,7 +207,7 @@ func MapColumns(file string, src []rowio.Column, target core.LoadTarget, named b
 // other small files), and only when the file loads whole or in part.
 func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj objstore.Object, src *sqlast.VolumeSource, opts rowio.Options, target core.LoadTarget, onError string, staged *chstore.Staged) (FileLoad, error) {
 	start := time.Now()
-	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag}
+	res := FileLoad{Path: obj.Path, Size: obj.Size, ETag: obj.ETag, Modified: obj.Modified}
 	var f objstore.File
 	var err error
 	if staged != nil {
@@ -219,7 +223,7 @@ func (e *Reader) readFileInto(ctx context.Context, vol *objstore.Volume, obj obj
 		f, opened, err = openListed(vol, ctx, obj.Path, obj.ETag)
 		if err == nil && obj.ETag == "" {
 			// Any version was asked for (a COPY): the one opened.
-			obj.Size, res.Size, res.ETag = opened.Size, opened.Size, opened.ETag
+			obj.Size, res.Size, res.ETag, res.Modified = opened.Size, opened.Size, opened.ETag, opened.Modified
 		}
 	}
 	if errors.Is(err, objstore.ErrRefused) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/lakepipe/lakepipe/internal/changes"
 	"github.com/lakepipe/lakepipe/internal/core"
@@ -86,12 +87,30 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 			_ = register()
 		}
 	}()
+	// A file that a COPY … PURGE loaded and recorded but did not remove
+	// (its process stopped in between, or the DELETE failed) has its rows
+	// committed: it is removed, not loaded again. Unless the COPY
+	// overwrites: those rows are gone with the table's.
+	var left map[string]fileread.LeftLoaded
+	if s.Purge && !s.Overwrite {
+		if left, err = e.PurgeLeft(ctx, core.Display(schema, name), spec.CreatedAt, files); err != nil {
+			return nil, fmt.Errorf("COPY INTO %s: %w", core.Display(schema, name), err)
+		}
+	}
 	if !perFile {
 		if err := open(); err != nil {
 			return nil, err
 		}
 	}
 	for _, f := range files {
+		if l, ok := left[f.Path]; ok {
+			if err := vol.RemoveListed(ctx, f.Path); err != nil {
+				return nil, fmt.Errorf("COPY INTO %s: %s was loaded before and could not be purged: %w", core.Display(schema, name), f.Path, err)
+			}
+			res.Rows = append(res.Rows, []any{f.Path, string(jobs.FileSkipped), int64(0), int64(0),
+				fmt.Sprintf("loaded at %s (%d rows) by a COPY … PURGE that stopped before removing it: removed now, not loaded again", l.At.Format(time.DateTime), l.Rows)})
+			continue
+		}
 		if perFile {
 			if err := open(); err != nil {
 				return nil, err
@@ -101,6 +120,14 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		// version read is the one recorded.
 		f.ETag = ""
 		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.StageKey(spec))
+		// Each file's record of a per-file load names its commit: once
+		// written, the load is committed (maintenance registers a recorded
+		// load whose process died before registering it), and a COPY run
+		// again finds the file by it (PurgeLeft).
+		fl.Purge = s.Purge
+		if perFile {
+			fl.LoadID = core.LoadID(target.Commit)
+		}
 		if err != nil {
 			fl.Status = jobs.FileFailed
 			if fl.FirstError == "" {
@@ -110,6 +137,12 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 			return nil, fmt.Errorf("COPY INTO %s: %w", core.Display(schema, name), err)
 		}
 		if err := e.RecordLoads(ctx, core.Display(schema, name), "", loadID, []fileread.FileLoad{fl}); err != nil {
+			if perFile {
+				// Not committed: the file stays, and its rows are left
+				// open, for maintenance to remove with the process's lease,
+				// rather than registered beside a file a COPY loads again.
+				opened = false
+			}
 			return nil, err
 		}
 		if fl.Status != jobs.FileFailed {
