@@ -352,6 +352,15 @@ func TestTunnelPartitions(t *testing.T) {
 	if n := s.count("visits"); n != 3 {
 		t.Fatalf("%d rows, want 3", n)
 	}
+	// As many new partitions as rows, each named by a long value: the
+	// lookup named every value and passed ClickHouse's max_query_size.
+	long := strings.Repeat("d", 500)
+	for i := range 20_000 {
+		must(t, sp.AppendRow("many", int64(i), fmt.Sprintf("%s%05d", long, i)))
+	}
+	if _, err = sp.Flush(); !errors.Is(err, tunnel.ErrNoSuchPartition) {
+		t.Fatalf("flush into 20,000 new partitions without create partition: %v", err)
+	}
 
 	// A session on a partition: rows need not carry dt.
 	fixed, err := c.BuildStreamUploadSession(s.Schema, "visits").SetPartitionSpec("dt=20231001").SetCreatePartition(true).Build(s.Ctx)

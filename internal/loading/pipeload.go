@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -156,29 +157,40 @@ func (r *PipeRun) loadedCommit(h history, f jobs.FileRef) uint64 {
 	return r.commitID(f)
 }
 
+// histories reads the load records of paths, 1,000
+// paths a query: a pipe whose COPY names its files reads them all at once,
+// and a query naming them all would pass max_query_size.
 func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]history, error) {
 	q := "SELECT file_path, argMax(status, version), argMax(etag, version), argMax(load_id, version) FROM lakepipe.load_history WHERE table_name = " +
 		chsql.QuoteString(r.target.Display) + " AND pipe_name = " + chsql.QuoteString(r.Name) +
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", r.tableCreated.Unix())
-	if paths != nil {
-		quoted := make([]string, len(paths))
-		for i, p := range paths {
+	out := make(map[string]history, len(paths))
+	for chunk := range slices.Chunk(paths, historyChunk) {
+		quoted := make([]string, len(chunk))
+		for i, p := range chunk {
 			quoted[i] = chsql.QuoteString(p)
 		}
-		q += " AND file_path IN (" + strings.Join(quoted, ", ") + ")"
+		if err := r.readHistories(ctx, q+" AND file_path IN ("+strings.Join(quoted, ", ")+") GROUP BY file_path", out); err != nil {
+			return nil, err
+		}
 	}
-	q += " GROUP BY file_path"
+	return out, nil
+}
+
+// historyChunk is how many paths one read of load_history names.
+const historyChunk = 1000
+
+func (r *PipeRun) readHistories(ctx context.Context, q string, out map[string]history) error {
 	res, err := r.e.St.Query(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("pipe %s: read load history: %w", r.Name, err)
+		return fmt.Errorf("pipe %s: read load history: %w", r.Name, err)
 	}
-	out := make(map[string]history, len(res.Rows))
 	for _, row := range res.Rows {
 		h := history{status: jobs.FileStatus(row[1].(string)), etag: row[2].(string)}
 		h.commit = core.ParseLoadID(row[3].(string))
 		out[row[0].(string)] = h
 	}
-	return out, nil
+	return nil
 }
 
 // done reports whether a file needs no load: loaded once already (a path

@@ -2,11 +2,13 @@ package streamwrite
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -301,58 +303,116 @@ func normalizePartValue(chType, v string) (string, error) {
 	return v, nil
 }
 
+// partitionLookupChunk is how many partition keys one lookup names (35
+// bytes each in the query).
+const partitionLookupChunk = 10_000
+
 // knownPartitions remembers, per session, partitions seen to exist, so that
 // dynamic-partition flushes ask ClickHouse only about new ones.
-var knownPartitions sync.Map // session id → *sync.Map of key → struct{}
+var knownPartitions = partitionCache{sessions: map[string]map[string]struct{}{}}
+
+// partitionCache bounds what it keeps: sessions that are never closed (a
+// client that died) would otherwise stay for the life of the process. Past
+// maxCachedSessions sessions, or maxCachedPartitions partitions in one, it
+// starts over: the next flushes ask ClickHouse again.
+type partitionCache struct {
+	mu       sync.Mutex
+	sessions map[string]map[string]struct{}
+}
+
+const (
+	maxCachedSessions   = 1024
+	maxCachedPartitions = 100_000
+)
+
+// unknown returns those of keys not known to exist for session id.
+func (c *partitionCache) unknown(id string, keys []string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := c.sessions[id]
+	var out []string
+	for _, k := range keys {
+		if _, ok := known[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// add records keys as existing for session id.
+func (c *partitionCache) add(id string, keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	known := c.sessions[id]
+	if known == nil || len(known)+len(keys) > maxCachedPartitions {
+		if len(c.sessions) >= maxCachedSessions {
+			clear(c.sessions)
+		}
+		known = map[string]struct{}{}
+		c.sessions[id] = known
+	}
+	for _, k := range keys {
+		known[k] = struct{}{}
+	}
+}
+
+// Delete forgets session id.
+func (c *partitionCache) Delete(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sessions, id)
+}
 
 // missingPartitions returns the partition keys (values joined by NUL)
 // that hold no rows yet.
 func (e *Writer) missingPartitions(ctx context.Context, s *StreamSession, keys []string) ([]string, error) {
-	v, _ := knownPartitions.LoadOrStore(s.ID, &sync.Map{})
-	known := v.(*sync.Map)
-	var ask []string
-	for _, k := range keys {
-		if _, ok := known.Load(k); !ok {
-			ask = append(ask, k)
-		}
-	}
+	ask := knownPartitions.unknown(s.ID, keys)
 	if len(ask) == 0 {
 		return nil, nil
 	}
+	// Keys are named by their MD5, not their text: a flush's partition
+	// values are as long and as many as its rows make them, and a query
+	// naming them could pass any max_query_size (ClickHouse's error, a
+	// server error, instead of the flush's own 4xx).
 	exprs := make([]string, len(s.PartitionBy))
 	for i, p := range s.PartitionBy {
 		exprs[i] = "toString(" + chsql.QuoteIdent(p) + ")"
 	}
-	tuples := make([]string, len(ask))
-	for i, k := range ask {
-		parts := strings.Split(k, "\x00")
-		for j := range parts {
-			parts[j] = chsql.QuoteString(parts[j])
+	keyExpr := exprs[0]
+	if len(exprs) > 1 {
+		// The key's own form: the values joined by NUL.
+		keyExpr = "concat(" + strings.Join(exprs, ", '\\0', ") + ")"
+	}
+	found := map[string]bool{}
+	for chunk := range slices.Chunk(ask, partitionLookupChunk) {
+		sums := make([]string, len(chunk))
+		for i, k := range chunk {
+			sum := md5.Sum([]byte(k))
+			sums[i] = "'" + strings.ToUpper(hex.EncodeToString(sum[:])) + "'"
 		}
-		tuples[i] = "(" + strings.Join(parts, ", ") + ")"
-	}
-	q := "SELECT DISTINCT " + strings.Join(exprs, ", ") + " FROM " + chsql.Table(s.Schema, s.Table) +
-		" WHERE (" + strings.Join(exprs, ", ") + ") IN (" + strings.Join(tuples, ", ") + ")"
-	if len(exprs) == 1 {
-		q = "SELECT DISTINCT " + exprs[0] + " FROM " + chsql.Table(s.Schema, s.Table) + " WHERE " + exprs[0] + " IN (" + strings.Join(tuples, ", ") + ")"
-	}
-	res, err := e.St.Query(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("table %s: look up partitions: %w", core.Display(s.Schema, s.Table), err)
-	}
-	for _, r := range res.Rows {
-		parts := make([]string, len(r))
-		for i, v := range r {
-			parts[i] = fmt.Sprint(v)
+		q := "SELECT DISTINCT " + strings.Join(exprs, ", ") + " FROM " + chsql.Table(s.Schema, s.Table) +
+			" WHERE hex(MD5(" + keyExpr + ")) IN (" + strings.Join(sums, ", ") + ")"
+		res, err := e.St.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: look up partitions: %w", core.Display(s.Schema, s.Table), err)
 		}
-		known.Store(strings.Join(parts, "\x00"), struct{}{})
+		for _, r := range res.Rows {
+			parts := make([]string, len(r))
+			for i, v := range r {
+				parts[i] = fmt.Sprint(v)
+			}
+			found[strings.Join(parts, "\x00")] = true
+		}
 	}
-	var missing []string
+	var exist, missing []string
 	for _, k := range ask {
-		if _, ok := known.Load(k); !ok {
+		if found[k] {
+			exist = append(exist, k)
+		} else {
 			missing = append(missing, k)
 		}
 	}
+	knownPartitions.add(s.ID, exist)
 	return missing, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -546,10 +545,7 @@ func TestRoutePartitionsDynamic(t *testing.T) {
 	})
 	t.Run("partitions known to exist are not asked about again", func(t *testing.T) {
 		s := StreamSession{ID: "dyn-known", Schema: "public", Table: "t", PartitionBy: spec.PartitionBy}
-		known := &sync.Map{}
-		known.Store("2023-10-01", struct{}{})
-		known.Store("2023-10-02", struct{}{})
-		knownPartitions.Store(s.ID, known)
+		knownPartitions.add(s.ID, []string{"2023-10-01", "2023-10-02"})
 		var e Writer // no store: asking would panic
 		defer knownPartitions.Delete(s.ID)
 		plan, err := partitionSources(s, spec, target, []int{0, 1}, 2)
@@ -564,6 +560,34 @@ func TestRoutePartitionsDynamic(t *testing.T) {
 			t.Errorf("missing %v, %v; want none", missing, err)
 		}
 	})
+}
+
+// The cache of known partitions is bounded: past its sessions it starts
+// over, and a session past its partitions starts over on its own.
+func TestPartitionCacheBounded(t *testing.T) {
+	c := partitionCache{sessions: map[string]map[string]struct{}{}}
+	for i := range maxCachedSessions + 10 {
+		c.add(fmt.Sprint("s", i), []string{"p"})
+	}
+	if n := len(c.sessions); n > maxCachedSessions {
+		t.Fatalf("%d sessions kept, want at most %d", n, maxCachedSessions)
+	}
+	if u := c.unknown(fmt.Sprint("s", maxCachedSessions+9), []string{"p", "q"}); len(u) != 1 || u[0] != "q" {
+		t.Fatalf("unknown %v, want [q]: the last session's partition kept", u)
+	}
+	keys := make([]string, maxCachedPartitions)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	c.add("big", keys)
+	c.add("big", []string{"one more"})
+	if n := len(c.sessions["big"]); n != 1 {
+		t.Fatalf("a session past %d partitions keeps %d, want 1 (started over)", maxCachedPartitions, n)
+	}
+	c.Delete("big")
+	if _, ok := c.sessions["big"]; ok {
+		t.Fatal("a closed session is kept")
+	}
 }
 
 // Arrow payloads render partition values with ValueStr; nulls are NULL.
