@@ -23,6 +23,7 @@ type clickhouseFlags struct {
 	certFile   string
 	keyFile    string
 	serverName string
+	maxParts   int
 }
 
 func (c *clickhouseFlags) register(fs *flag.FlagSet) {
@@ -32,12 +33,14 @@ func (c *clickhouseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.caFile, "clickhouse-tls-ca", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_CA"), "PEM file of the CA that signed ClickHouse's certificate; implies TLS (LAKEPIPE_CLICKHOUSE_TLS_CA)")
 	fs.StringVar(&c.certFile, "clickhouse-tls-cert", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_CERT"), "client certificate (PEM) for ClickHouse; implies TLS (LAKEPIPE_CLICKHOUSE_TLS_CERT)")
 	fs.StringVar(&c.keyFile, "clickhouse-tls-key", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_KEY"), "key of the client certificate (LAKEPIPE_CLICKHOUSE_TLS_KEY)")
+	fs.IntVar(&c.maxParts, "clickhouse-max-partitions-per-insert", envInt("LAKEPIPE_CLICKHOUSE_MAX_PARTITIONS_PER_INSERT", chstore.DefaultMaxPartitionsPerInsert), "partitions one INSERT block may write, on ClickHouse releases that bound it (max_partitions_per_insert_block; their default is 100) (LAKEPIPE_CLICKHOUSE_MAX_PARTITIONS_PER_INSERT)")
 	fs.StringVar(&c.serverName, "clickhouse-tls-server-name", os.Getenv("LAKEPIPE_CLICKHOUSE_TLS_SERVER_NAME"), "name to check ClickHouse's certificate against, if not the host (LAKEPIPE_CLICKHOUSE_TLS_SERVER_NAME)")
 }
 
 // clickhouseConfig is the chstore configuration of these flags.
 func (c *connFlags) clickhouseConfig() (chstore.Config, error) {
-	cfg := chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword, Cluster: c.ch.cluster, Replicated: c.ch.replicated}
+	cfg := chstore.Config{Addr: c.clickhouse, User: c.clickhouseUser, Password: c.clickhousePassword, Cluster: c.ch.cluster, Replicated: c.ch.replicated,
+		MaxPartitionsPerInsert: c.ch.maxParts}
 	t, err := c.ch.tlsConfig()
 	if err != nil {
 		return cfg, fmt.Errorf("ClickHouse TLS: %w", err)

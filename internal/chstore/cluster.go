@@ -42,7 +42,7 @@ func (s *Store) openNodes(ctx context.Context) error {
 	for _, r := range res.Rows {
 		shard, _ := strconv.Atoi(fmt.Sprint(r[0]))
 		addr := fmt.Sprintf("%v:%v", r[1], r[2])
-		conn, err := dial(ctx, s.cfg, addr, nil)
+		conn, err := dial(ctx, s.cfg, addr, s.nodeSettings)
 		if err != nil {
 			return fmt.Errorf("cluster %s, shard %d: %w", s.cfg.Cluster, shard, err)
 		}

@@ -4,6 +4,7 @@
 package chstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,13 +39,35 @@ type Config struct {
 	// tables are then ReplicatedMergeTree, DDL goes ON CLUSTER, and the
 	// catalog is replicated to every node (see cluster.go).
 	Replicated bool
+	// MaxPartitionsPerInsert is how many partitions one INSERT block may
+	// write, on servers that bound it (max_partitions_per_insert_block,
+	// ClickHouse 19.5 and later, 100 by default; 18.16 has no such bound).
+	// 0: DefaultMaxPartitionsPerInsert.
+	MaxPartitionsPerInsert int
 }
+
+// DefaultMaxPartitionsPerInsert lets a file of a year of daily partitions
+// load in one INSERT, where ClickHouse's own 100 fails it; ClickHouse
+// advises fewer than 1,000 to 10,000 partitions in a whole table.
+const DefaultMaxPartitionsPerInsert = 10_000
 
 // Store is a pool of native connections; safe for concurrent use.
 type Store struct {
 	conn  driver.Conn
 	cfg   Config
 	nodes []node // cluster mode: every node of the cluster
+	// nodeSettings are the settings of the nodes' connections.
+	nodeSettings clickhouse.Settings
+}
+
+// hasSetting reports whether the server knows a setting.
+func hasSetting(ctx context.Context, conn driver.Conn, name string) (bool, error) {
+	var n uint64
+	err := each(ctx, conn, "SELECT count() FROM system.settings WHERE name = '"+name+"'", func(_, _ []string) error { return nil }, func(row []any) error {
+		n = row[0].(uint64)
+		return nil
+	})
+	return n > 0, err
 }
 
 // Open connects and checks that the server answers.
@@ -82,7 +105,27 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{conn: conn, cfg: cfg}
+	// Current releases refuse an INSERT block whose rows fall in more than
+	// max_partitions_per_insert_block partitions (the whole file fails);
+	// 18.16 has no such bound, and refuses the setting as unknown, so it is
+	// set only where the server has it.
+	var node clickhouse.Settings
+	if bounded, err := hasSetting(ctx, conn, "max_partitions_per_insert_block"); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("clickhouse %s: read its settings: %w", cfg.Addr, scrub(err, cfg.Password))
+	} else if bounded {
+		conn.Close()
+		node = clickhouse.Settings{"max_partitions_per_insert_block": cmp.Or(cfg.MaxPartitionsPerInsert, DefaultMaxPartitionsPerInsert)}
+		settings = maps.Clone(settings)
+		if settings == nil {
+			settings = clickhouse.Settings{}
+		}
+		maps.Copy(settings, node)
+		if conn, err = dial(ctx, cfg, cfg.Addr, settings); err != nil {
+			return nil, err
+		}
+	}
+	s := &Store{conn: conn, cfg: cfg, nodeSettings: node}
 	if cfg.Cluster != "" {
 		if err := s.openNodes(ctx); err != nil {
 			s.Close()
