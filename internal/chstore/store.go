@@ -60,14 +60,34 @@ type Store struct {
 	nodeSettings clickhouse.Settings
 }
 
-// hasSetting reports whether the server knows a setting.
-func hasSetting(ctx context.Context, conn driver.Conn, name string) (bool, error) {
-	var n uint64
-	err := each(ctx, conn, "SELECT count() FROM system.settings WHERE name = '"+name+"'", func(_, _ []string) error { return nil }, func(row []any) error {
-		n = row[0].(uint64)
+// laterSettings are the settings lakepipe needs on ClickHouse releases
+// after 18.16, which does not have them:
+//   - max_partitions_per_insert_block: current releases refuse an INSERT
+//     block whose rows fall in more than 100 partitions, failing a whole
+//     file of a year of daily partitions;
+//   - allow_nondeterministic_mutations: they refuse a mutation of a
+//     replicated table whose condition holds a subquery (a keyed table's
+//     delete of replaced keys, a DELETE … WHERE id IN (SELECT …)).
+func laterSettings(cfg Config) clickhouse.Settings {
+	return clickhouse.Settings{
+		"max_partitions_per_insert_block":  cmp.Or(cfg.MaxPartitionsPerInsert, DefaultMaxPartitionsPerInsert),
+		"allow_nondeterministic_mutations": 1,
+	}
+}
+
+// knownSettings returns those of want that the server has.
+func knownSettings(ctx context.Context, conn driver.Conn, want clickhouse.Settings) (clickhouse.Settings, error) {
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, "'"+n+"'")
+	}
+	out := clickhouse.Settings{}
+	err := each(ctx, conn, "SELECT name FROM system.settings WHERE name IN ("+strings.Join(names, ", ")+")", func(_, _ []string) error { return nil }, func(row []any) error {
+		n := row[0].(string)
+		out[n] = want[n]
 		return nil
 	})
-	return n > 0, err
+	return out, err
 }
 
 // Open connects and checks that the server answers.
@@ -105,17 +125,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Current releases refuse an INSERT block whose rows fall in more than
-	// max_partitions_per_insert_block partitions (the whole file fails);
-	// 18.16 has no such bound, and refuses the setting as unknown, so it is
-	// set only where the server has it.
-	var node clickhouse.Settings
-	if bounded, err := hasSetting(ctx, conn, "max_partitions_per_insert_block"); err != nil {
+	// Settings of releases after 18.16, set only where the server has
+	// them: 18.16 refuses a setting it does not know.
+	node, err := knownSettings(ctx, conn, laterSettings(cfg))
+	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("clickhouse %s: read its settings: %w", cfg.Addr, scrub(err, cfg.Password))
-	} else if bounded {
+	}
+	if len(node) > 0 {
 		conn.Close()
-		node = clickhouse.Settings{"max_partitions_per_insert_block": cmp.Or(cfg.MaxPartitionsPerInsert, DefaultMaxPartitionsPerInsert)}
 		settings = maps.Clone(settings)
 		if settings == nil {
 			settings = clickhouse.Settings{}
