@@ -30,6 +30,8 @@ const (
 	// readHeaderTimeout bounds a request's headers, maxHeaderBytes their size.
 	readHeaderTimeout = 10 * time.Second
 	maxHeaderBytes    = 64 << 10
+	// maxFlushIDBytes bounds a flush's id (the Go client's are ~40 bytes).
+	maxFlushIDBytes = 256
 )
 
 // limitError is a flush over one of the service's limits (413 TooLarge).

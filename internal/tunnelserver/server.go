@@ -389,6 +389,12 @@ func (s *Server) flush(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// A flush id goes into lakepipe.flush_retries and into the queries
+	// that sweep it, 1,000 ids a query: its length is bounded.
+	if id := r.Header.Get(tunnel.HeaderFlushID); len(id) > maxFlushIDBytes {
+		s.fail(w, r, http.StatusBadRequest, tunnel.CodeBadRequest, fmt.Sprintf("%s is %d bytes long: at most %d", tunnel.HeaderFlushID, len(id), maxFlushIDBytes))
+		return
+	}
 	// Slots bound the flushes of one session that run at once.
 	v, _ := s.slots.LoadOrStore(sess.ID, make(chan struct{}, s.slotCount(sess)))
 	slot := v.(chan struct{})

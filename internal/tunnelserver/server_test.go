@@ -265,6 +265,16 @@ func TestFlushLimits(t *testing.T) {
 	if a := do(t, s, flushRequest(strings.NewReader("{}"), "br", nil)); a.status != http.StatusUnsupportedMediaType {
 		t.Errorf("br: %d %s", a.status, a.raw)
 	}
+	// A flush id goes into the retries' table and the queries sweeping
+	// them: a long one is refused before anything is read.
+	long := map[string]string{tunnel.HeaderFlushID: strings.Repeat("i", maxFlushIDBytes+1)}
+	if a := do(t, s, flushRequest(bytes.NewReader(jsonLines(1)), "", long)); a.status != http.StatusBadRequest || a.body.Error.Code != tunnel.CodeBadRequest {
+		t.Errorf("a %d-byte flush id: %d %s", maxFlushIDBytes+1, a.status, a.raw)
+	}
+	long[tunnel.HeaderFlushID] = strings.Repeat("i", maxFlushIDBytes)
+	if a := do(t, s, flushRequest(bytes.NewReader(jsonLines(1)), "", long)); a.status != http.StatusOK {
+		t.Errorf("a %d-byte flush id: %d %s", maxFlushIDBytes, a.status, a.raw)
+	}
 }
 
 // rawFlush sends a flush's headers and head of its body on a connection
