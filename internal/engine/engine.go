@@ -43,6 +43,7 @@ func (e *Engine) wire() {
 	e.Consumer.Runner = e.Runner
 	e.Refresher.Runner = e.Runner
 	e.Loader.Runner = e.Runner
+	e.Loader.EmptyTracked = e.emptyTracked
 }
 
 // kafkaClientIdle is how long a Kafka pipe's client is kept unused: longer

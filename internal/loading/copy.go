@@ -52,7 +52,11 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 	if err != nil {
 		return nil, err
 	}
-	if s.Overwrite {
+	if s.Overwrite && changes.Tracked(spec) {
+		if err := e.EmptyTracked(ctx, schema, name, spec); err != nil {
+			return nil, fmt.Errorf("COPY OVERWRITE %s: %w", core.Display(schema, name), err)
+		}
+	} else if s.Overwrite {
 		if err := e.TruncateStoredTable(ctx, schema, name); err != nil {
 			return nil, err
 		}
