@@ -586,17 +586,26 @@ func TestStreamStaleAfterTableRecreated(t *testing.T) {
 func TestInsertOverwriteTracked(t *testing.T) {
 	s := newStack(t)
 	s.withWorker()
-	s.run(`CREATE TABLE ow (id BIGINT, v STRING)`)
-	s.run(`CREATE TABLE owk (id BIGINT, v STRING, PRIMARY KEY (id))`)
-	for _, tbl := range []string{"ow", "owk"} {
+	overwriteTracked(s, "ow", func(tbl string) { s.run(`INSERT OVERWRITE ` + tbl + ` VALUES (2, 'b'), (3, 'c')`) })
+}
+
+// overwriteTracked checks an overwrite of (1, a), (2, b) with (2, b),
+// (3, c) in change-tracked tables prefix and prefix+"k" (keyed): a stream
+// shows the old rows go and the new ones come, and a summary refreshes
+// INCREMENTAL to the new contents.
+func overwriteTracked(s *Stack, prefix string, overwrite func(tbl string)) {
+	t := s.T
+	s.run(`CREATE TABLE ` + prefix + ` (id BIGINT, v STRING)`)
+	s.run(`CREATE TABLE ` + prefix + `k (id BIGINT, v STRING, PRIMARY KEY (id))`)
+	for _, tbl := range []string{prefix, prefix + "k"} {
 		s.run(`ALTER TABLE ` + tbl + ` SET PROPERTIES ('change_tracking' = 'true')`)
 		s.run(`INSERT INTO ` + tbl + ` VALUES (1, 'a'), (2, 'b')`)
 		s.run(`CREATE TABLE STREAM ` + tbl + `_s ON TABLE ` + tbl)
 		query := `SELECT v, COUNT(*) AS n FROM ` + tbl + ` GROUP BY v`
 		s.run(`CREATE DYNAMIC TABLE ` + tbl + `_sum REFRESH INTERVAL 1 HOUR AS ` + query)
 		s.dropAtEnd("DYNAMIC TABLE", tbl+"_sum")
-		s.run(`INSERT OVERWRITE ` + tbl + ` VALUES (2, 'b'), (3, 'c')`)
-		wantRows(t, tbl+" after INSERT OVERWRITE", s.run(`SELECT id, v FROM `+tbl+` ORDER BY id`), "2|b", "3|c")
+		overwrite(tbl)
+		wantRows(t, tbl+" after the overwrite", s.run(`SELECT id, v FROM `+tbl+` ORDER BY id`), "2|b", "3|c")
 		s.waitStream(`SELECT id, v, __change_type FROM `+tbl+`_s`, "1|a|DELETE", "2|b|DELETE", "2|b|INSERT", "3|c|INSERT")
 		s.refreshEquals(tbl+"_sum", "v, n", query, "INCREMENTAL")
 	}
@@ -611,18 +620,5 @@ func TestCopyOverwriteTracked(t *testing.T) {
 	s.withWorker()
 	s.volume("cow_vol", "cow", false)
 	s.put("cow/f.csv", []byte("2,b\n3,c\n"))
-	s.run(`CREATE TABLE cow (id BIGINT, v STRING)`)
-	s.run(`CREATE TABLE cowk (id BIGINT, v STRING, PRIMARY KEY (id))`)
-	for _, tbl := range []string{"cow", "cowk"} {
-		s.run(`ALTER TABLE ` + tbl + ` SET PROPERTIES ('change_tracking' = 'true')`)
-		s.run(`INSERT INTO ` + tbl + ` VALUES (1, 'a'), (2, 'b')`)
-		s.run(`CREATE TABLE STREAM ` + tbl + `_s ON TABLE ` + tbl)
-		query := `SELECT v, COUNT(*) AS n FROM ` + tbl + ` GROUP BY v`
-		s.run(`CREATE DYNAMIC TABLE ` + tbl + `_sum REFRESH INTERVAL 1 HOUR AS ` + query)
-		s.dropAtEnd("DYNAMIC TABLE", tbl+"_sum")
-		s.run(`COPY OVERWRITE ` + tbl + ` FROM VOLUME cow_vol USING CSV`)
-		wantRows(t, tbl+" after COPY OVERWRITE", s.run(`SELECT id, v FROM `+tbl+` ORDER BY id`), "2|b", "3|c")
-		s.waitStream(`SELECT id, v, __change_type FROM `+tbl+`_s`, "1|a|DELETE", "2|b|DELETE", "2|b|INSERT", "3|c|INSERT")
-		s.refreshEquals(tbl+"_sum", "v, n", query, "INCREMENTAL")
-	}
+	overwriteTracked(s, "cow", func(tbl string) { s.run(`COPY OVERWRITE ` + tbl + ` FROM VOLUME cow_vol USING CSV`) })
 }
