@@ -125,9 +125,10 @@ func (e *Loader) CopyIntoTable(ctx context.Context, s *sqlast.CopyIntoTable) (*c
 		f.ETag = ""
 		fl, err := e.copyFile(ctx, vol, f, s.Volume, opts, target, onError, changes.StageKey(spec))
 		// Each file's record of a per-file load names its commit: once
-		// written, the load is committed (maintenance registers a recorded
-		// load whose process died before registering it), and a COPY run
-		// again finds the file by it (PurgeLeft).
+		// written, the load is committed (maintenance registers, by that
+		// name, a recorded load whose process died before registering it).
+		// The record also says the COPY purges, which a COPY run again
+		// looks for (PurgeLeft).
 		fl.Purge = s.Purge
 		if perFile {
 			fl.LoadID = core.LoadID(target.Commit)
