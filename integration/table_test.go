@@ -4,6 +4,7 @@ package integration
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -202,4 +203,40 @@ func TestFailingDMLLeavesNoMutation(t *testing.T) {
 	}
 	s.run(`DELETE FROM fm WHERE id = 1`) // not held back
 	wantRows(t, "after the DELETE", s.run(`SELECT COUNT(*) FROM fm`), "2")
+}
+
+// TestInsertCountsItsOwnRows: an INSERT reports, and registers in the
+// change log, the rows it wrote, while other writes go into the same table
+// (a pipe loading it). It counted the table before and after, and took the
+// rows of every write that ended in between for its own.
+func TestInsertCountsItsOwnRows(t *testing.T) {
+	s := newStack(t)
+	s.run(`CREATE TABLE cnt (id BIGINT)`)
+	s.run(`ALTER TABLE cnt SET PROPERTIES ('change_tracking' = 'true')`)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := s.Store.Exec(s.Ctx, "INSERT INTO "+chsql.Table(s.Schema, "cnt")+" (id) SELECT number FROM system.numbers LIMIT 1000"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	defer wg.Wait()
+	defer close(stop)
+	for i := range 20 {
+		if msg := s.run(`INSERT INTO cnt VALUES (1), (2), (3)`).Message; !strings.HasPrefix(msg, "3 rows inserted") {
+			t.Fatalf("INSERT %d beside other writes: %q, want 3 rows", i, msg)
+		}
+	}
+	rows, err := s.Store.Strings(s.Ctx, "SELECT DISTINCT toString(rows) FROM lakepipe.table_commits WHERE db = "+chsql.QuoteString(s.Schema)+" AND table = 'cnt' AND kind = 'INSERT'")
+	if err != nil || strings.Join(rows, ",") != "3" {
+		t.Fatalf("the INSERTs' commits register %v rows (%v), want 3 each", rows, err)
+	}
 }

@@ -487,13 +487,25 @@ func (e *Engine) insert(ctx context.Context, s *sqlast.Insert) (*core.Result, er
 			return nil, err
 		}
 	}
-	before, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	// Its rows are counted by its commit id, not as the table's count
+	// before and after, which counted the rows of every other write that
+	// ended in between (a pipe loading the same table) and registered them
+	// as this INSERT's. A table without a key is ordered by commit id, so
+	// the count reads only this commit's granules; a keyed one is counted
+	// before and after (its replaced rows go at merges, not here).
+	var before []string
+	if spec.Keyed() {
+		before, _ = e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
+	}
 	if err := e.St.Exec(ctx, "INSERT INTO "+chsql.Table(schema, name)+" ("+core.ColumnList(cols)+", "+chsql.QuoteIdent(core.CommitColumn)+") SELECT *, toUInt64("+strconv.FormatUint(commit, 10)+") FROM ("+body+")"); err != nil {
 		return nil, fmt.Errorf("INSERT INTO %s: %w", core.Display(schema, name), err)
 	}
-	after, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name))
 	var n int64 = -1
-	if len(before) == 1 && len(after) == 1 {
+	if !spec.Keyed() {
+		if c, err := e.CommitRows(ctx, schema, name, commit); err == nil {
+			n = c
+		}
+	} else if after, _ := e.St.Strings(ctx, "SELECT count() FROM "+chsql.Table(schema, name)); len(before) == 1 && len(after) == 1 {
 		var b, a int64
 		fmt.Sscan(before[0], &b)
 		fmt.Sscan(after[0], &a)
