@@ -229,12 +229,8 @@ func (e *Log) settle(ctx context.Context, schema, name string, spec catalog.Tabl
 // (a new version skipped names the version loaded), and a load recorded
 // FAILED left no rows. Its marks are left to closeRegistered.
 func (e *Log) registerRecorded(ctx context.Context, schema, name string, spec catalog.TableSpec, ids []uint64) ([]uint64, error) {
-	quoted := make([]string, len(ids))
-	for i, id := range ids {
-		quoted[i] = chsql.QuoteString(core.LoadID(id))
-	}
 	recorded, err := e.St.Strings(ctx, "SELECT DISTINCT load_id FROM "+schemas.SystemDB+".load_history WHERE table_name = "+chsql.QuoteString(core.Display(schema, name))+
-		" AND last_copy_time >= toDateTime("+strconv.FormatInt(spec.CreatedAt.Unix(), 10)+") AND load_id IN ("+strings.Join(quoted, ", ")+")")
+		" AND last_copy_time >= toDateTime("+strconv.FormatInt(spec.CreatedAt.Unix(), 10)+") AND load_id IN ("+chsql.QuoteList(ids, core.LoadID)+")")
 	if err != nil {
 		return nil, fmt.Errorf("table %s: read the load history of its abandoned loads: %w", core.Display(schema, name), err)
 	}

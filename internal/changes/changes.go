@@ -487,11 +487,7 @@ func (l commitLog) set(ids []uint64, cond string, kinds ...string) string {
 	if l.listed {
 		return "(" + IDList(ids) + ")"
 	}
-	quoted := make([]string, len(kinds))
-	for i, k := range kinds {
-		quoted[i] = chsql.QuoteString(k)
-	}
-	return "(SELECT commit_id FROM lakepipe.table_commits WHERE " + l.where(cond) + " AND kind IN (" + strings.Join(quoted, ", ") + "))"
+	return "(SELECT commit_id FROM lakepipe.table_commits WHERE " + l.where(cond) + " AND kind IN (" + chsql.StringList(kinds) + "))"
 }
 
 func (l commitLog) where(cond string) string {

@@ -56,3 +56,18 @@ func QuoteString(s string) string {
 func Table(db, table string) string {
 	return QuoteIdent(db) + "." + QuoteIdent(table)
 }
+
+// StringList quotes each string and joins them with commas, for IN (…).
+func StringList(ss []string) string { return QuoteList(ss, func(s string) string { return s }) }
+
+// QuoteList is StringList of str of each x.
+func QuoteList[T any](xs []T, str func(T) string) string {
+	var b strings.Builder
+	for i, x := range xs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(QuoteString(str(x)))
+	}
+	return b.String()
+}

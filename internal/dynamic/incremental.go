@@ -308,11 +308,7 @@ func commitSet(src incSource, cond string, kinds ...string) string {
 func commitWhere(src incSource, cond string, kinds ...string) string {
 	q := changes.TableWhere(src.schema, src.table) + " AND " + cond
 	if len(kinds) > 0 {
-		quoted := make([]string, len(kinds))
-		for i, k := range kinds {
-			quoted[i] = chsql.QuoteString(k)
-		}
-		q += " AND kind IN (" + strings.Join(quoted, ", ") + ")"
+		q += " AND kind IN (" + chsql.StringList(kinds) + ")"
 	}
 	return q
 }

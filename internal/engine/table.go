@@ -543,9 +543,6 @@ func (e *Engine) delete(ctx context.Context, s *sqlast.Delete) (*core.Result, er
 	return e.deleteWhere(ctx, sess, schema, name, spec, cond)
 }
 
-// deleteWhere removes the rows of schema.name for which cond holds; on a
-// change-tracked table it records them in the change log as one DELETE
-// commit.
 // emptyTracked deletes every row of a change-tracked table as a DELETE
 // (COPY OVERWRITE; INSERT OVERWRITE does the same in insert).
 func (e *Engine) emptyTracked(ctx context.Context, schema, name string, spec catalog.TableSpec) error {
@@ -555,6 +552,9 @@ func (e *Engine) emptyTracked(ctx context.Context, schema, name string, spec cat
 	return err
 }
 
+// deleteWhere removes the rows of schema.name for which cond holds; on a
+// change-tracked table it records them in the change log as one DELETE
+// commit.
 func (e *Engine) deleteWhere(ctx context.Context, sess *query.Session, schema, name string, spec catalog.TableSpec, cond string) (_ *core.Result, err error) {
 	if spec.Keyed() {
 		return e.keyedDelete(ctx, sess, schema, name, spec, cond)

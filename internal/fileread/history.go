@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lakepipe/lakepipe/internal/chsql"
@@ -65,15 +64,11 @@ const purgeLeftChunk = 1000
 func (e *Reader) PurgeLeft(ctx context.Context, table string, since time.Time, files []objstore.Object) (map[string]LeftLoaded, error) {
 	out := map[string]LeftLoaded{}
 	for chunk := range slices.Chunk(files, purgeLeftChunk) {
-		quoted := make([]string, len(chunk))
-		for i, f := range chunk {
-			quoted[i] = chsql.QuoteString(f.Path)
-		}
 		res, err := e.St.Query(ctx, "SELECT file_path, argMax(status, version), argMax(etag, version), toUInt32(argMax(file_modified, version)), "+
 			"argMax(purge, version), argMax(rows_loaded, version), toUInt32(argMax(last_copy_time, version)) FROM "+schemas.SystemDB+".load_history"+
 			" WHERE table_name = "+chsql.QuoteString(table)+" AND pipe_name = ''"+
 			fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", since.Unix())+
-			" AND file_path IN ("+strings.Join(quoted, ", ")+") GROUP BY file_path")
+			" AND file_path IN ("+chsql.QuoteList(chunk, func(f objstore.Object) string { return f.Path })+") GROUP BY file_path")
 		if err != nil {
 			return nil, fmt.Errorf("read the load history of %s: %w", table, err)
 		}

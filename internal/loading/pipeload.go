@@ -166,11 +166,7 @@ func (r *PipeRun) histories(ctx context.Context, paths []string) (map[string]his
 		fmt.Sprintf(" AND last_copy_time >= toDateTime(%d)", r.tableCreated.Unix())
 	out := make(map[string]history, len(paths))
 	for chunk := range slices.Chunk(paths, historyChunk) {
-		quoted := make([]string, len(chunk))
-		for i, p := range chunk {
-			quoted[i] = chsql.QuoteString(p)
-		}
-		if err := r.readHistories(ctx, q+" AND file_path IN ("+strings.Join(quoted, ", ")+") GROUP BY file_path", out); err != nil {
+		if err := r.readHistories(ctx, q+" AND file_path IN ("+chsql.StringList(chunk)+") GROUP BY file_path", out); err != nil {
 			return nil, err
 		}
 	}
